@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/frontend/fusefs"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+// serve runs the daemon in this process until the volume is unmounted or
+// SIGTERM/SIGINT arrives, then flushes everything and releases the store.
+func serve(dir, mp string, mf mountFlags) (err error) {
+	var notify *os.File
+	if mf.notifyFd > 0 {
+		notify = os.NewFile(uintptr(mf.notifyFd), "notify")
+		defer func() {
+			if err != nil {
+				fmt.Fprintf(notify, "error: %v\n", err)
+			}
+			notify.Close()
+		}()
+	}
+	log, err := newLogger(mf.logLevel)
+	if err != nil {
+		return err
+	}
+	vol, err := volume.Open(dir, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := vol.Close(); cerr != nil {
+			log.Error("closing volume", "err", cerr)
+			if err == nil {
+				err = cerr
+			}
+		}
+	}()
+	opts := &fuse.MountOptions{
+		FsName:        dir,
+		Name:          "doppel",
+		AllowOther:    os.Geteuid() == 0,
+		Options:       []string{"default_permissions"},
+		MaxWrite:      1 << 20,
+		MaxReadAhead:  1 << 20,
+		MaxBackground: 64,
+		Debug:         mf.fuseDebug,
+	}
+	srv, err := fuse.NewServer(fusefs.New(vol.NS), mp, opts)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", mp, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return fmt.Errorf("mount %s: %w", mp, err)
+	}
+	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
+		Space: vol.Space,
+		Sync:  vol.NS.SyncFS,
+	})
+	if err != nil {
+		srv.Unmount()
+		return err
+	}
+	defer stopControl()
+	log.Info("mounted", "store", dir, "mountpoint", mp, "pid", os.Getpid())
+	if notify != nil {
+		fmt.Fprintln(notify, "ready")
+		notify.Close()
+		notify = nil
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		for s := range sigs {
+			log.Info("signal: unmounting", "signal", s.String())
+			if err := srv.Unmount(); err != nil {
+				log.Warn("unmount busy; detaching lazily", "err", err)
+				syscall.Unmount(mp, syscall.MNT_DETACH)
+			}
+		}
+	}()
+	srv.Wait()
+	signal.Stop(sigs)
+	log.Info("unmounted; flushing", "mountpoint", mp)
+	return nil
+}

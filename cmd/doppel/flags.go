@@ -1,0 +1,58 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+// newFlags makes a flag set whose --help prints the synopsis and options.
+func newFlags(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet("doppel "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: doppel %s %s\n\n%s\n\nOptions:\n", name, synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse accepts options before and after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// storeDir resolves the --store flag or the default store.
+func storeDir(flagValue string) (string, error) {
+	if flagValue != "" {
+		return filepath.Abs(flagValue)
+	}
+	return volume.DefaultStore()
+}
+
+// newLogger builds the process logger at the given level.
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return nil, usagef("bad --log-level %q (debug, info, warn, error)", level)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+type mountFlags struct {
+	store      string
+	foreground bool
+	logLevel   string
+	notifyFd   int
+	fuseDebug  bool
+}
+
+func runMount(args []string) error {
+	fs := newFlags("mount", "[--store DIR] [-f] MOUNTPOINT",
+		"Mount a volume. Returns once the mount is ready, with the daemon running in\n"+
+			"the background (its log goes to STORE/daemon.log); -f keeps it in the foreground.\n"+
+			"Unmount with 'doppel umount MOUNTPOINT' or by sending the daemon SIGTERM.")
+	var mf mountFlags
+	fs.StringVar(&mf.store, "store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	fs.BoolVar(&mf.foreground, "f", false, "stay in the foreground")
+	fs.StringVar(&mf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log every FUSE request (very verbose)")
+	fs.IntVar(&mf.notifyFd, "notify-fd", 0, "internal: file descriptor on which to report readiness")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("need exactly one MOUNTPOINT (see --help)")
+	}
+	mp, err := filepath.Abs(pos[0])
+	if err != nil {
+		return err
+	}
+	dir, err := storeDir(mf.store)
+	if err != nil {
+		return err
+	}
+	if err := checkMountable(dir, mp); err != nil {
+		return err
+	}
+	if mf.foreground {
+		return serve(dir, mp, mf)
+	}
+	return spawnDaemon(dir, mp, mf)
+}
+
+// checkMountable reports, before any daemon starts, the reasons a mount
+// would fail, in words a user can act on.
+func checkMountable(dir, mp string) error {
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		return errors.New("/dev/fuse is missing: this machine cannot serve FUSE file systems (load the fuse module or run with --device /dev/fuse)")
+	}
+	st, err := os.Stat(mp)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", mp)
+	}
+	if _, busy, err := findMount(mp); err != nil {
+		return err
+	} else if busy {
+		return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
+	}
+	if os.Geteuid() != 0 {
+		if _, err := exec.LookPath("fusermount3"); err != nil {
+			if _, err := exec.LookPath("fusermount"); err != nil {
+				return errors.New("fusermount3 not found: install fuse3 (apt-get install fuse3)")
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, volume.FormatFile)); err != nil {
+		if _, serr := os.Stat(dir); serr != nil {
+			return fmt.Errorf("store %s does not exist; create a volume with 'doppel init --store %s'", dir, dir)
+		}
+		return fmt.Errorf("store %s is not a doppel volume; create one with 'doppel init --store %s'", dir, dir)
+	}
+	if pid := volume.LockHolder(dir); pid > 0 {
+		return fmt.Errorf("store %s is in use by process %d (already mounted?)", dir, pid)
+	}
+	return nil
+}
+
+// spawnDaemon starts `doppel mount -f` in its own session and waits until
+// it reports the mount ready or fails.
+func spawnDaemon(dir, mp string, mf mountFlags) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "daemon.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	args := []string{"mount", "-f", "--store", dir, "--log-level", mf.logLevel, "--notify-fd", "3"}
+	if mf.fuseDebug {
+		args = append(args, "--fuse-debug")
+	}
+	cmd := exec.Command(self, append(args, mp)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	w.Close()
+	go cmd.Wait() // reap it if it dies while we wait
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		ready <- strings.TrimSpace(line)
+	}()
+	select {
+	case msg := <-ready:
+		if msg == "ready" {
+			return nil
+		}
+		if msg == "" {
+			msg = "daemon exited before the mount was ready; see " + filepath.Join(dir, "daemon.log")
+		}
+		return errors.New(strings.TrimPrefix(msg, "error: "))
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		return errors.New("daemon did not get the mount ready within 60 s; see " + filepath.Join(dir, "daemon.log"))
+	}
+}

@@ -1,0 +1,55 @@
+package blob
+
+import "errors"
+
+// Align is the alignment of every chunk's offset within its segment. It
+// matches the block size of common host file systems, so that punching the
+// Align-rounded range of a freed chunk releases whole blocks.
+const Align = 4096
+
+// Loc says where a chunk's stored bytes are.
+type Loc struct {
+	Segment uint32 // segment number, >= 1
+	Offset  uint64 // byte offset in the segment, a multiple of Align
+	Length  uint32 // stored length in bytes
+}
+
+// Store is where chunk bytes live. Implementations are safe for concurrent use.
+type Store interface {
+	// Put appends data and returns its location. Data is not durable until Sync.
+	Put(data []byte) (Loc, error)
+	// Read reads the stored bytes at loc into buf (len(buf) >= loc.Length)
+	// and returns buf[:loc.Length]. A short read (truncated or missing
+	// segment) is an error wrapping ErrCorrupt or os.ErrNotExist, never zeros.
+	Read(loc Loc, buf []byte) ([]byte, error)
+	// Free gives the space of loc back to the host file system at once by
+	// punching a hole (fallocate PUNCH_HOLE|KEEP_SIZE over the Align-rounded
+	// range). When a sealed segment (not the one currently appended to) has
+	// no data left (lseek SEEK_DATA from 0 returns ENXIO), its file is
+	// deleted. The caller guarantees loc is no longer referenced.
+	Free(loc Loc) error
+	// Sync makes every Put that returned before the call durable (fdatasync
+	// of every segment written since the last Sync; fsync of the directory
+	// when a segment file was created or removed).
+	Sync() error
+	// Usage reports the space the segments occupy on the host: allocated
+	// bytes (st_blocks*512 summed) and the number of segment files.
+	Usage() (allocated int64, segments int, err error)
+	// Segments lists existing segment numbers in order (for fsck/GC later).
+	Segments() ([]uint32, error)
+	Close() error
+}
+
+// ErrCorrupt is wrapped by errors for stored bytes that are not all there
+// (a segment shorter than a location needs) and for impossible locations.
+var ErrCorrupt = errors.New("blob: corrupt or truncated segment")
+
+// Options tune a Dir.
+type Options struct {
+	SegmentSize int64 // seal a segment when it would grow past this; default 256 MiB
+}
+
+const defaultSegmentSize = 256 << 20
+
+// roundUp returns n rounded up to a multiple of Align.
+func roundUp(n int64) int64 { return (n + Align - 1) &^ (Align - 1) }

@@ -1,0 +1,163 @@
+package blob
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+)
+
+// writeAt writes chunk bytes; tests replace it to inject failures.
+var writeAt = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
+
+// Put appends data to the active segment and returns its location. The
+// range is reserved under the lock and written outside it, so concurrent
+// Puts proceed in parallel. The padding up to the next Align boundary is
+// never written. On a failed write the reserved range is punched out.
+func (d *Dir) Put(data []byte) (Loc, error) {
+	if uint64(len(data)) > math.MaxUint32 {
+		return Loc{}, fmt.Errorf("blob: chunk of %d bytes is too large", len(data))
+	}
+	size := roundUp(int64(len(data)))
+
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return Loc{}, fmt.Errorf("blob: put: %w", os.ErrClosed)
+	}
+	if a := d.active; a == nil || (a.end > 0 && a.end+size > d.segSize) {
+		if err := d.rotate(); err != nil {
+			d.mu.Unlock()
+			return Loc{}, err
+		}
+	}
+	s := d.active
+	off := s.end
+	s.end += size
+	s.pending++
+	s.refs++
+	d.mu.Unlock()
+
+	_, err := writeAt(s.f, data, off)
+	if err != nil {
+		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
+		punchHole(s.f, off, size) // best effort: leave no partial chunk behind
+	}
+
+	d.mu.Lock()
+	s.pending--
+	if err == nil && !d.closed && d.dirty[s.num] == nil {
+		s.refs++
+		d.dirty[s.num] = s
+	}
+	// If s was sealed meanwhile it may have become empty; an error here
+	// concerns no data of this Put and is left for a later check.
+	d.maybeRemove(s)
+	d.release(s)
+	d.mu.Unlock()
+	if err != nil {
+		return Loc{}, err
+	}
+	return Loc{Segment: s.num, Offset: uint64(off), Length: uint32(len(data))}, nil
+}
+
+// rotate seals the active segment, if any, and starts a new one. The new
+// number is made durable in the "next" file before the segment exists.
+// d.mu must be held.
+func (d *Dir) rotate() error {
+	if d.next == math.MaxUint32 {
+		return errors.New("blob: segment numbers exhausted")
+	}
+	num := d.next + 1
+	if err := d.writeNext(num); err != nil {
+		return err
+	}
+	d.next = num
+	f, err := os.OpenFile(d.segPath(num), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("blob: create segment: %w", err)
+	}
+	s := &segment{num: num, f: f, refs: 1} // the reference of the active role
+	d.segs[num] = s
+	d.dirDirty = true
+	old := d.active
+	d.active = s
+	if old != nil {
+		d.cache(old)
+		d.maybeRemove(old) // everything in it may have been freed already
+		d.release(old)     // drop the reference of the active role
+	}
+	return nil
+}
+
+// checkLoc rejects locations no Put can have returned.
+func checkLoc(loc Loc) error {
+	if loc.Segment == 0 || loc.Offset%Align != 0 || loc.Offset > math.MaxInt64-uint64(Align)-uint64(loc.Length) {
+		return fmt.Errorf("blob: invalid location %+v: %w", loc, ErrCorrupt)
+	}
+	return nil
+}
+
+// Read reads the bytes stored at loc into buf and returns buf[:loc.Length].
+// If buf is too short a new buffer is allocated. A segment too short for
+// loc gives an error wrapping ErrCorrupt; a missing one, os.ErrNotExist.
+func (d *Dir) Read(loc Loc, buf []byte) ([]byte, error) {
+	if err := checkLoc(loc); err != nil {
+		return nil, err
+	}
+	s, err := d.use(loc.Segment)
+	if err != nil {
+		return nil, err
+	}
+	if len(buf) < int(loc.Length) {
+		buf = make([]byte, loc.Length)
+	}
+	buf = buf[:loc.Length]
+	n, err := s.f.ReadAt(buf, int64(loc.Offset))
+	d.mu.Lock()
+	d.release(s)
+	d.mu.Unlock()
+	switch {
+	case err == io.EOF:
+		return nil, fmt.Errorf("blob: segment %d: %d of %d bytes at offset %d: %w",
+			loc.Segment, n, loc.Length, loc.Offset, ErrCorrupt)
+	case err != nil:
+		return nil, fmt.Errorf("blob: read segment %d: %w", loc.Segment, err)
+	}
+	return buf, nil
+}
+
+// Free punches out the Align-rounded range of loc and deletes its segment
+// if that is sealed and now holds no data. Where the host file system
+// cannot punch holes the error wraps errors.ErrUnsupported.
+func (d *Dir) Free(loc Loc) error {
+	if err := checkLoc(loc); err != nil {
+		return err
+	}
+	s, err := d.use(loc.Segment)
+	if err != nil {
+		return err
+	}
+	err = punchHole(s.f, int64(loc.Offset), roundUp(int64(loc.Length)))
+	if err != nil {
+		err = fmt.Errorf("blob: free: %w", err)
+	}
+	d.mu.Lock()
+	if err == nil && !d.closed {
+		err = d.maybeRemove(s)
+	}
+	d.release(s)
+	d.mu.Unlock()
+	return err
+}
+
+// use acquires segment num for a call; the caller releases it.
+func (d *Dir) use(num uint32) (*segment, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("blob: %w", os.ErrClosed)
+	}
+	return d.acquire(num)
+}

@@ -1,0 +1,285 @@
+package blob
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a Store kept in segment files of one local directory. It holds an
+// exclusive flock on the directory while open.
+type Dir struct {
+	path    string
+	segSize int64
+	dirf    *os.File // the directory: lock holder and fsync target
+
+	syncMu sync.Mutex // serialises Sync and Close
+
+	mu       sync.Mutex
+	closed   bool
+	segs     map[uint32]*segment // every existing segment file
+	lru      list.List           // cached handles of sealed segments, most recent first
+	active   *segment            // segment appended to; nil until the first Put
+	next     uint32              // highest segment number ever used, as in the "next" file
+	dirty    map[uint32]*segment // written since the last Sync; each holds a reference
+	dirDirty bool                // a segment file was created or removed since the last Sync
+}
+
+var _ Store = (*Dir)(nil)
+
+const (
+	nextName    = "next"
+	nextTmpName = "next.tmp"
+)
+
+// OpenDir opens (creating if needed) a segment store in dir; a missing
+// directory is created with mode 0700. Segments without data are deleted.
+// Appending resumes in a new segment numbered after the highest ever used.
+func OpenDir(dir string, opt Options) (*Dir, error) {
+	segSize := opt.SegmentSize
+	if segSize <= 0 {
+		segSize = defaultSegmentSize
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	dirf, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob: %w", err)
+	}
+	err = withFd(dirf, func(fd int) error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+	if err != nil {
+		dirf.Close()
+		if err == unix.EWOULDBLOCK {
+			return nil, fmt.Errorf("blob: %s is already open by another store", dir)
+		}
+		return nil, fmt.Errorf("blob: lock %s: %w", dir, err)
+	}
+	d := &Dir{
+		path:    dir,
+		segSize: segSize,
+		dirf:    dirf,
+		segs:    make(map[uint32]*segment),
+		dirty:   make(map[uint32]*segment),
+	}
+	if err := d.load(); err != nil {
+		dirf.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// load reads the "next" file and the existing segments, deleting empty ones.
+func (d *Dir) load() error {
+	stored, err := d.readNext()
+	if err != nil {
+		return err
+	}
+	next := stored
+	if err := os.Remove(filepath.Join(d.path, nextTmpName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("blob: %w", err)
+	}
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	var nums []uint32
+	for _, e := range ents {
+		if num := parseSegName(e.Name()); num != 0 && e.Type().IsRegular() {
+			nums = append(nums, num)
+			next = max(next, num)
+		}
+	}
+	// Persist the highest number before any deletion can hide it.
+	if next != stored {
+		if err := d.writeNext(next); err != nil {
+			return err
+		}
+	}
+	d.next = next
+	removed := false
+	for _, num := range nums {
+		f, err := os.Open(d.segPath(num))
+		if err != nil {
+			return fmt.Errorf("blob: %w", err)
+		}
+		empty, err := isEmpty(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("blob: %w", err)
+		}
+		if empty {
+			if err := os.Remove(d.segPath(num)); err != nil {
+				return fmt.Errorf("blob: delete empty segment: %w", err)
+			}
+			removed = true
+			continue
+		}
+		d.segs[num] = &segment{num: num}
+	}
+	if removed {
+		if err := d.dirf.Sync(); err != nil {
+			return fmt.Errorf("blob: sync directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// readNext returns the number in the "next" file, 0 if there is none.
+func (d *Dir) readNext() (uint32, error) {
+	b, err := os.ReadFile(filepath.Join(d.path, nextName))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("blob: %w", err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	n, err := strconv.ParseUint(s, 16, 32)
+	if err != nil || len(s) != 8 {
+		return 0, fmt.Errorf("blob: bad %q file %q: %w", nextName, b, ErrCorrupt)
+	}
+	return uint32(n), nil
+}
+
+// writeNext durably replaces the "next" file with num.
+func (d *Dir) writeNext(num uint32) error {
+	tmp := filepath.Join(d.path, nextTmpName)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("blob: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "%08x\n", num)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(d.path, nextName))
+	}
+	if err == nil {
+		err = d.dirf.Sync()
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("blob: write %q file: %w", nextName, err)
+	}
+	return nil
+}
+
+// Sync makes every Put that returned before the call durable. After an
+// error the durability of those Puts is unknown.
+func (d *Dir) Sync() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
+	}
+	return d.syncLocked()
+}
+
+// syncLocked does the work of Sync; d.syncMu must be held.
+func (d *Dir) syncLocked() error {
+	d.mu.Lock()
+	dirty, dirDirty := d.dirty, d.dirDirty
+	d.dirty, d.dirDirty = make(map[uint32]*segment), false
+	d.mu.Unlock()
+
+	var errs []error
+	for _, s := range dirty {
+		if err := fdatasync(s.f); err != nil {
+			errs = append(errs, fmt.Errorf("blob: %w", err))
+		}
+	}
+	if dirDirty {
+		if err := d.dirf.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("blob: sync directory: %w", err))
+		}
+	}
+	d.mu.Lock()
+	for _, s := range dirty {
+		d.release(s)
+	}
+	if dirDirty && len(errs) > 0 {
+		d.dirDirty = true
+	}
+	d.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Usage reports the allocated bytes and number of the segment files.
+func (d *Dir) Usage() (allocated int64, segments int, err error) {
+	nums, err := d.Segments()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, num := range nums {
+		var st unix.Stat_t
+		if err := unix.Stat(d.segPath(num), &st); err != nil {
+			if err == unix.ENOENT {
+				continue // deleted meanwhile
+			}
+			return 0, 0, fmt.Errorf("blob: stat %s: %w", segName(num), err)
+		}
+		allocated += st.Blocks * 512
+		segments++
+	}
+	return allocated, segments, nil
+}
+
+// Segments lists the existing segment numbers in increasing order.
+func (d *Dir) Segments() ([]uint32, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, fmt.Errorf("blob: segments: %w", os.ErrClosed)
+	}
+	nums := make([]uint32, 0, len(d.segs))
+	for num := range d.segs {
+		nums = append(nums, num)
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+// Close syncs the store, closes its files and releases the directory.
+// Calls still running keep their files open until they finish.
+func (d *Dir) Close() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return fmt.Errorf("blob: close: %w", os.ErrClosed)
+	}
+	d.closed = true
+	d.mu.Unlock()
+
+	err := d.syncLocked()
+	d.mu.Lock()
+	for d.lru.Len() > 0 {
+		d.uncache(d.lru.Back().Value.(*segment))
+	}
+	if a := d.active; a != nil {
+		d.active = nil
+		d.release(a)
+	}
+	d.mu.Unlock()
+	if cerr := d.dirf.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("blob: %w", cerr)
+	}
+	return err
+}

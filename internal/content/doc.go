@@ -1,0 +1,11 @@
+// Package content turns file data into deduplicated chunks and back.
+//
+// A file's content is an extent map (file offset -> part of a chunk) kept in
+// meta.Store; chunks are named by BLAKE3-256 and stored once in blob.Store.
+// The chunk table (hash -> location, sizes, refcount) is also the dedup
+// index. Writes are buffered per file (Buffer), cut by a chunker, hashed and
+// stored outside the metadata lock (Prepare), then committed together with
+// the extent edits in one metadata batch (Tx). A chunk whose refcount drops
+// to zero is freed: after the batch that dropped it is durable, its bytes are
+// punched out of the segment file by the reclaimer.
+package content

@@ -1,0 +1,94 @@
+package content
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/chunker"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Config chooses how content is cut and stored.
+type Config struct {
+	Chunking    chunker.Policy
+	Compression string // off, zstd, auto
+	// VerifyReads hashes every chunk read from the blob store, so that damaged
+	// data yields an error instead of wrong bytes.
+	VerifyReads bool
+	CacheChunks int // chunk cache entries
+}
+
+// ErrCorrupt is returned when stored data does not match its hash.
+var ErrCorrupt = errors.New("content: stored chunk is damaged")
+
+// Engine is the content layer of one volume.
+type Engine struct {
+	meta  meta.Store
+	blobs blob.Store
+	cfg   Config
+	chunk chunker.Chunker
+	comp  *compressor
+	cache *chunkCache
+	log   *slog.Logger
+	reclaimer
+
+	// txMu serializes metadata transactions: every metadata write of the
+	// volume happens inside one Tx at a time.
+	txMu    sync.Mutex
+	stats   schema.Stats // committed stats; guarded by txMu
+	statsMu sync.Mutex   // guards reads of stats outside txMu
+}
+
+// New creates the content engine.
+func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, error) {
+	ch, err := chunker.New(cfg.Chunking)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := newCompressor(cfg.Compression)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CacheChunks <= 0 {
+		cfg.CacheChunks = 256
+	}
+	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), log: log}
+	if v, err := m.Get(schema.KeyStats); err == nil {
+		if e.stats, err = schema.DecodeStats(v); err != nil {
+			return nil, fmt.Errorf("volume stats: %w", err)
+		}
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return nil, err
+	}
+	e.reclaimer.start(e, 500*time.Millisecond)
+	return e, nil
+}
+
+// Chunker returns the volume's chunker.
+func (e *Engine) Chunker() chunker.Chunker { return e.chunk }
+
+// Stats returns the committed space counters.
+func (e *Engine) Stats() schema.Stats {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return e.stats
+}
+
+// Sync makes everything committed so far durable, data before metadata.
+func (e *Engine) Sync() error {
+	if err := e.blobs.Sync(); err != nil {
+		return err
+	}
+	return e.meta.Sync()
+}
+
+// Close stops the reclaimer after freeing what it still holds.
+func (e *Engine) Close() error {
+	e.reclaimer.stop()
+	return e.comp.close()
+}

@@ -1,0 +1,185 @@
+package content
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Piece is an extent with its file offset.
+type Piece struct {
+	Off int64
+	schema.Extent
+}
+
+// End is the file offset just past the piece.
+func (p Piece) End() int64 { return p.Off + int64(p.Length) }
+
+// clip narrows p to [start, end), which must overlap it.
+func (p Piece) clip(start, end int64) Piece {
+	if start > p.Off {
+		d := start - p.Off
+		p.ChunkOff += uint32(d)
+		p.Length -= uint32(d)
+		p.Off = start
+	}
+	if e := p.End(); e > end {
+		p.Length -= uint32(e - end)
+	}
+	return p
+}
+
+// Extents returns the pieces of ino's extent map overlapping [start, end),
+// clipped to that range, in file order.
+func Extents(r meta.Reader, ino uint64, start, end int64) ([]Piece, error) {
+	var out []Piece
+	err := scanExtents(r, ino, start, end, func(p Piece) error {
+		out = append(out, p.clip(start, end))
+		return nil
+	})
+	return out, err
+}
+
+// scanExtents calls fn for every whole extent overlapping [start, end).
+func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) error) error {
+	if end <= start {
+		return nil
+	}
+	lower, _ := schema.ExtentRange(ino)
+	it, err := r.NewIter(lower, schema.ExtentKey(ino, end))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	// The extent starting before start may reach into the range.
+	if !it.SeekLT(schema.ExtentKey(ino, start)) {
+		it.First()
+	} else if p, err := piece(it); err != nil {
+		return err
+	} else if p.End() <= start {
+		it.Next()
+	}
+	for ; it.Valid(); it.Next() {
+		p, err := piece(it)
+		if err != nil {
+			return err
+		}
+		if p.End() <= start {
+			continue
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func piece(it meta.Iterator) (Piece, error) {
+	off, err := schema.ExtentOffset(it.Key())
+	if err != nil {
+		return Piece{}, err
+	}
+	x, err := schema.DecodeExtent(it.Value())
+	if err != nil {
+		return Piece{}, fmt.Errorf("extent at %d: %w", off, err)
+	}
+	return Piece{Off: off, Extent: x}, nil
+}
+
+// Punch removes ino's data in [start, end), leaving a hole, and returns the
+// change in mapped bytes (zero or negative).
+func (t *Tx) Punch(ino uint64, start, end int64) (int64, error) {
+	var whole []Piece
+	if err := scanExtents(t.b, ino, start, end, func(p Piece) error {
+		whole = append(whole, p)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	var mapped int64
+	for _, p := range whole {
+		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
+			return 0, err
+		}
+		t.refs[p.Hash]--
+		mapped -= int64(p.Length)
+		if p.Off < start {
+			if err := t.put(ino, p.clip(p.Off, start)); err != nil {
+				return 0, err
+			}
+			mapped += start - p.Off
+		}
+		if p.End() > end {
+			if err := t.put(ino, p.clip(end, p.End())); err != nil {
+				return 0, err
+			}
+			mapped += p.End() - end
+		}
+	}
+	t.delta.LogicalBytes += mapped
+	return mapped, nil
+}
+
+// put stores one extent and counts its reference.
+func (t *Tx) put(ino uint64, p Piece) error {
+	t.refs[p.Hash]++
+	return t.b.Set(schema.ExtentKey(ino, p.Off), p.Extent.Encode())
+}
+
+// WriteChunks makes the prepared chunks ino's content at their offsets and
+// returns the change in mapped bytes.
+func (t *Tx) WriteChunks(ino uint64, chunks []*Prepared) (int64, error) {
+	if len(chunks) == 0 {
+		return 0, nil
+	}
+	last := chunks[len(chunks)-1]
+	mapped, err := t.Punch(ino, chunks[0].Off, last.Off+int64(last.Len))
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range chunks {
+		if c.Zero {
+			continue
+		}
+		if _, ok := t.fresh[c.Hash]; !ok || c.written {
+			t.fresh[c.Hash] = c
+		}
+		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len)}}); err != nil {
+			return 0, err
+		}
+		mapped += int64(c.Len)
+		t.delta.LogicalBytes += int64(c.Len)
+	}
+	return mapped, nil
+}
+
+// Copy makes [dstOff, dstOff+n) of dst share the chunks of [srcOff,
+// srcOff+n) of src: no data is read or written. It returns the change in
+// dst's mapped bytes.
+func (t *Tx) Copy(src uint64, srcOff int64, dst uint64, dstOff, n int64) (int64, error) {
+	pieces, err := Extents(t.b, src, srcOff, srcOff+n)
+	if err != nil {
+		return 0, err
+	}
+	mapped, err := t.Punch(dst, dstOff, dstOff+n)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range pieces {
+		p.Off += dstOff - srcOff
+		if err := t.put(dst, p); err != nil {
+			return 0, err
+		}
+		mapped += int64(p.Length)
+		t.delta.LogicalBytes += int64(p.Length)
+	}
+	return mapped, nil
+}
+
+// DropAll removes every extent of ino (the file is being deleted).
+func (t *Tx) DropAll(ino uint64) error {
+	_, err := t.Punch(ino, 0, math.MaxInt64)
+	return err
+}

@@ -1,0 +1,100 @@
+package content
+
+import (
+	"errors"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Prepared is a chunk cut from written data, hashed and, if the volume did
+// not hold it yet, stored. It is referenced by committing it in a Tx.
+type Prepared struct {
+	Off  int64 // file offset
+	Len  int
+	Hash schema.Hash
+	Zero bool // all zero: becomes a hole, never stored
+
+	data    []byte // raw bytes; valid until the Tx commits
+	loc     blob.Loc
+	comp    uint8
+	written bool // this Prepare stored the bytes
+}
+
+// Prepare cuts data, which starts at file offset off, into chunks and
+// stores those the volume does not hold yet. Unless final, the tail after
+// the last decidable boundary is left unconsumed for the caller to extend.
+// It runs outside any transaction, so writers proceed in parallel.
+func (e *Engine) Prepare(off int64, data []byte, final bool) ([]*Prepared, int, error) {
+	var out []*Prepared
+	seen := map[schema.Hash]*Prepared{}
+	consumed := 0
+	for consumed < len(data) {
+		n := e.chunk.Cut(off+int64(consumed), data[consumed:], final)
+		if n == 0 {
+			break
+		}
+		p := &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n]}
+		consumed += n
+		out = append(out, p)
+		if isZero(p.data) {
+			p.Zero = true
+			continue
+		}
+		p.Hash = schema.Sum(p.data)
+		if first, ok := seen[p.Hash]; ok {
+			p.loc, p.comp = first.loc, first.comp
+			continue
+		}
+		seen[p.Hash] = p
+		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); err == nil {
+			continue // already stored: dedup
+		} else if !errors.Is(err, meta.ErrNotFound) {
+			e.discard(out)
+			return nil, 0, err
+		}
+		if err := e.store(p); err != nil {
+			e.discard(out)
+			return nil, 0, err
+		}
+	}
+	return out, consumed, nil
+}
+
+// store compresses and writes p's bytes to the blob store.
+func (e *Engine) store(p *Prepared) error {
+	stored, comp := e.comp.compress(p.data)
+	loc, err := e.blobs.Put(stored)
+	if err != nil {
+		return err
+	}
+	p.loc, p.comp, p.written = loc, comp, true
+	return nil
+}
+
+// discard frees chunks stored by a Prepare whose result will not be used.
+func (e *Engine) discard(ps []*Prepared) {
+	for _, p := range ps {
+		if p.written {
+			e.freeNow(p.loc)
+		}
+	}
+}
+
+// isZero reports whether p is all zero bytes.
+func isZero(p []byte) bool {
+	for len(p) >= len(zeroBlock) {
+		if string(p[:len(zeroBlock)]) != string(zeroBlock[:]) {
+			return false
+		}
+		p = p[len(zeroBlock):]
+	}
+	return string(p) == string(zeroBlock[:len(p)])
+}
+
+var zeroBlock [4096]byte
+
+// Discard gives back the space of chunks a Prepare stored for a write that
+// will not be committed.
+func (e *Engine) Discard(ps []*Prepared) { e.discard(ps) }

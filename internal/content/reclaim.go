@@ -1,0 +1,91 @@
+package content
+
+import (
+	"sync"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/blob"
+)
+
+// reclaimer returns the space of freed chunks to the host. A chunk is
+// punched only after the metadata that dropped its last reference is
+// durable: otherwise a crash could bring back a reference to punched bytes.
+type reclaimer struct {
+	rmu     sync.Mutex
+	pending []blob.Loc
+	quit    chan struct{}
+	wg      sync.WaitGroup
+	eng     *Engine
+	// Reclaimed counts bytes given back; read it with ReclaimedBytes.
+	reclaimed int64
+}
+
+func (r *reclaimer) start(e *Engine, every time.Duration) {
+	r.eng, r.quit = e, make(chan struct{})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				r.reclaim()
+			case <-r.quit:
+				r.reclaim()
+				return
+			}
+		}
+	}()
+}
+
+func (r *reclaimer) add(locs []blob.Loc) {
+	if len(locs) == 0 {
+		return
+	}
+	r.rmu.Lock()
+	r.pending = append(r.pending, locs...)
+	r.rmu.Unlock()
+}
+
+// reclaim makes the metadata durable, then punches what was pending before.
+func (r *reclaimer) reclaim() {
+	r.rmu.Lock()
+	locs := r.pending
+	r.pending = nil
+	r.rmu.Unlock()
+	if len(locs) == 0 {
+		return
+	}
+	if err := r.eng.meta.Sync(); err != nil {
+		r.eng.log.Error("reclaim: sync metadata", "err", err)
+		r.add(locs)
+		return
+	}
+	for _, loc := range locs {
+		r.eng.freeNow(loc)
+	}
+}
+
+// ReclaimedBytes reports the stored bytes given back to the host so far.
+func (e *Engine) ReclaimedBytes() int64 {
+	e.reclaimer.rmu.Lock()
+	defer e.reclaimer.rmu.Unlock()
+	return e.reclaimer.reclaimed
+}
+
+func (r *reclaimer) stop() {
+	close(r.quit)
+	r.wg.Wait()
+}
+
+// freeNow punches loc at once: only for bytes no durable metadata names.
+func (e *Engine) freeNow(loc blob.Loc) {
+	if err := e.blobs.Free(loc); err != nil {
+		e.log.Warn("free chunk space", "segment", loc.Segment, "offset", loc.Offset, "err", err)
+		return
+	}
+	e.reclaimer.rmu.Lock()
+	e.reclaimer.reclaimed += int64(loc.Length)
+	e.reclaimer.rmu.Unlock()
+}

@@ -1,0 +1,196 @@
+package content
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Tx is one metadata transaction of the volume. Transactions are serialized
+// (one at a time) so that refcounts and counters can be read, changed and
+// written without conflicts. Chunk refcount changes are collected as deltas
+// and applied once at commit, so a chunk that is dropped and re-referenced
+// within a transaction is never freed.
+type Tx struct {
+	e       *Engine
+	b       meta.Batch
+	version uint64
+	refs    map[schema.Hash]int64
+	fresh   map[schema.Hash]*Prepared
+	delta   schema.Stats
+	freed   []blob.Loc // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc // stored bytes nobody references; punch at once
+	done    bool
+}
+
+// Begin starts a transaction; the caller must Commit or Abort it.
+func (e *Engine) Begin() (*Tx, error) {
+	e.txMu.Lock()
+	v, err := e.meta.Get(schema.KeyVersion)
+	var version uint64
+	switch {
+	case err == nil:
+		if version, err = schema.ParseU64(v); err != nil {
+			e.txMu.Unlock()
+			return nil, fmt.Errorf("volume version: %w", err)
+		}
+	case !errors.Is(err, meta.ErrNotFound):
+		e.txMu.Unlock()
+		return nil, err
+	}
+	return &Tx{
+		e: e, b: e.meta.NewBatch(), version: version + 1,
+		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
+	}, nil
+}
+
+// Batch is the metadata batch of the transaction.
+func (t *Tx) Batch() meta.Batch { return t.b }
+
+// Version is the volume version this transaction creates.
+func (t *Tx) Version() uint64 { return t.version }
+
+// Journal records that ino changed in this transaction.
+func (t *Tx) Journal(ino uint64, op uint8) error {
+	return t.b.Set(schema.JournalKey(t.version, ino), schema.JournalEntry{Op: op}.Encode())
+}
+
+// AddInodes counts created (positive) or deleted (negative) inodes.
+func (t *Tx) AddInodes(n int64) { t.delta.Inodes += n }
+
+// Abort discards the transaction.
+func (t *Tx) Abort() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.b.Close()
+	// Chunks stored for this transaction are referenced by nothing.
+	for _, p := range t.fresh {
+		if p.written {
+			t.e.freeNow(p.loc)
+		}
+	}
+	t.e.txMu.Unlock()
+}
+
+// Commit applies the transaction atomically; with sync it is durable (data
+// first, then metadata) on return.
+func (t *Tx) Commit(sync bool) error {
+	if t.done {
+		return errors.New("content: transaction already finished")
+	}
+	if err := t.applyRefs(); err != nil {
+		t.Abort()
+		return err
+	}
+	stats := t.e.stats
+	stats.LogicalBytes += t.delta.LogicalBytes
+	stats.PhysicalBytes += t.delta.PhysicalBytes
+	stats.RawBytes += t.delta.RawBytes
+	stats.Chunks += t.delta.Chunks
+	stats.Inodes += t.delta.Inodes
+	if err := t.b.Set(schema.KeyStats, stats.Encode()); err != nil {
+		t.Abort()
+		return err
+	}
+	if err := t.b.Set(schema.KeyVersion, schema.U64(t.version)); err != nil {
+		t.Abort()
+		return err
+	}
+	if sync && len(t.fresh) > 0 {
+		if err := t.e.blobs.Sync(); err != nil {
+			t.Abort()
+			return err
+		}
+	}
+	if err := t.b.Commit(sync); err != nil {
+		t.Abort()
+		return fmt.Errorf("commit metadata: %w", err)
+	}
+	t.done = true
+	t.b.Close()
+	t.e.statsMu.Lock()
+	t.e.stats = stats
+	t.e.statsMu.Unlock()
+	t.e.txMu.Unlock()
+	for _, loc := range t.dupes {
+		t.e.freeNow(loc)
+	}
+	t.e.reclaimer.add(t.freed)
+	return nil
+}
+
+// applyRefs writes the refcount deltas into the chunk table.
+func (t *Tx) applyRefs() error {
+	for h, p := range t.fresh {
+		if _, ok := t.refs[h]; !ok && p.written {
+			t.dupes = append(t.dupes, p.loc) // stored, then overwritten in the same tx
+		}
+	}
+	for h, d := range t.refs {
+		if err := t.applyRef(h, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) applyRef(h schema.Hash, d int64) error {
+	key := schema.ChunkKey(h)
+	p := t.fresh[h]
+	v, err := t.b.Get(key)
+	if err == nil {
+		c, err := schema.DecodeChunk(v)
+		if err != nil {
+			return fmt.Errorf("chunk %x: %w", h[:8], err)
+		}
+		if p != nil && p.written {
+			t.dupes = append(t.dupes, p.loc) // someone stored it first
+		}
+		if d == 0 {
+			return nil
+		}
+		if d < 0 && uint64(-d) > c.Refs {
+			return fmt.Errorf("%w: chunk %x refcount %d would go below zero", ErrCorrupt, h[:8], c.Refs)
+		}
+		c.Refs = uint64(int64(c.Refs) + d)
+		if c.Refs > 0 {
+			return t.b.Set(key, c.Encode())
+		}
+		t.freed = append(t.freed, blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored})
+		t.delta.PhysicalBytes -= int64(c.Stored)
+		t.delta.RawBytes -= int64(c.Raw)
+		t.delta.Chunks--
+		return t.b.Delete(key)
+	}
+	if !errors.Is(err, meta.ErrNotFound) {
+		return err
+	}
+	if d <= 0 {
+		if p != nil && p.written {
+			t.dupes = append(t.dupes, p.loc)
+		}
+		if d < 0 {
+			return fmt.Errorf("%w: chunk %x is referenced but not in the chunk table", ErrCorrupt, h[:8])
+		}
+		return nil
+	}
+	if p == nil {
+		return fmt.Errorf("%w: new reference to unknown chunk %x", ErrCorrupt, h[:8])
+	}
+	if !p.written {
+		// It existed when prepared but was freed since: store it now.
+		if err := t.e.store(p); err != nil {
+			return err
+		}
+	}
+	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d)}
+	t.delta.PhysicalBytes += int64(c.Stored)
+	t.delta.RawBytes += int64(c.Raw)
+	t.delta.Chunks++
+	return t.b.Set(key, c.Encode())
+}

@@ -1,0 +1,8 @@
+// Package meta is doppel's metadata store: an ordered, transactional
+// key-value store. Every metadata change of the file system is one atomic
+// Batch; readers see committed state. The embedded backend is Pebble; a
+// PostgreSQL backend for shared volumes will implement the same interface.
+//
+// The store knows nothing of what keys mean: package schema defines the key
+// layout and record encodings.
+package meta

@@ -1,0 +1,52 @@
+package meta
+
+import "errors"
+
+// ErrNotFound is returned by Get when a key does not exist.
+var ErrNotFound = errors.New("meta: key not found")
+
+// Reader reads keys. Values returned by Get are copies the caller owns.
+type Reader interface {
+	Get(key []byte) ([]byte, error)
+	// NewIter returns an iterator over keys in [lower, upper).
+	NewIter(lower, upper []byte) (Iterator, error)
+}
+
+// Iterator walks keys in order. Key and Value are valid until the next move.
+type Iterator interface {
+	First() bool
+	Last() bool
+	// SeekGE moves to the first key >= key; SeekLT to the last key < key.
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	Next() bool
+	Prev() bool
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Close() error
+}
+
+// Batch is an atomic set of changes. Reads through a Batch see its own
+// uncommitted writes on top of the committed state.
+type Batch interface {
+	Reader
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	// Commit applies the batch atomically. With sync the change is durable on
+	// return; without, it is durable after the next Store.Sync.
+	Commit(sync bool) error
+	// Close releases the batch; closing an uncommitted batch discards it.
+	Close() error
+}
+
+// Store is the metadata store of one volume.
+type Store interface {
+	Reader
+	NewBatch() Batch
+	// Sync makes every committed batch durable.
+	Sync() error
+	// DiskUsage is the space the store occupies on disk, in bytes.
+	DiskUsage() int64
+	Close() error
+}

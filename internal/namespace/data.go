@@ -1,0 +1,193 @@
+package namespace
+
+import (
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// Fallocate implements vfs.FS: preallocation only extends the size (holes
+// cost nothing); punching and zeroing drop extents so space returns.
+func (v *Volume) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
+	hd, err := v.handle(h)
+	if err != nil {
+		return err
+	}
+	if off < 0 || length <= 0 || off+length > maxFileSize {
+		return syscall.EINVAL
+	}
+	keep := mode&vfs.FallocKeepSize != 0
+	switch mode &^ vfs.FallocKeepSize {
+	case 0:
+		if keep {
+			return nil
+		}
+	case vfs.FallocPunchHole:
+		if !keep {
+			return syscall.EOPNOTSUPP
+		}
+	case vfs.FallocZeroRange:
+	default:
+		return syscall.EOPNOTSUPP
+	}
+	l := v.locks.of(hd.ino)
+	l.Lock()
+	defer l.Unlock()
+	if err := v.flushOpenLocked(hd.ino); err != nil {
+		return v.errno("fallocate", err)
+	}
+	tx, err := v.begin()
+	if err != nil {
+		return v.errno("fallocate", err)
+	}
+	n, err := loadInode(tx.Batch(), hd.ino)
+	if err != nil {
+		tx.Abort()
+		return v.errno("fallocate", err)
+	}
+	if mode&^vfs.FallocKeepSize != 0 {
+		mapped, err := tx.Punch(hd.ino, off, off+length)
+		if err != nil {
+			tx.Abort()
+			return v.errno("fallocate", err)
+		}
+		n.Mapped += mapped
+		n.Mtime = now()
+	}
+	if !keep && off+length > n.Size {
+		n.Size = off + length
+	}
+	n.Ctime = now()
+	if err := tx.Journal(hd.ino, schema.OpData); err != nil {
+		tx.Abort()
+		return v.errno("fallocate", err)
+	}
+	if err := saveInode(tx, hd.ino, &n); err != nil {
+		tx.Abort()
+		return v.errno("fallocate", err)
+	}
+	return v.errno("fallocate", tx.Commit(false))
+}
+
+// Lseek implements vfs.FS for SEEK_DATA and SEEK_HOLE.
+func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
+	hd, err := v.handle(h)
+	if err != nil {
+		return 0, err
+	}
+	l := v.locks.of(hd.ino)
+	l.Lock()
+	defer l.Unlock()
+	if err := v.flushOpenLocked(hd.ino); err != nil {
+		return 0, v.errno("lseek", err)
+	}
+	n, err := loadInode(v.meta, hd.ino)
+	if err != nil {
+		return 0, v.errno("lseek", err)
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	if off >= n.Size {
+		return 0, syscall.ENXIO
+	}
+	switch whence {
+	case seekData:
+		pos, err := v.eng.SeekData(v.meta, hd.ino, off)
+		if err != nil {
+			return 0, v.errno("lseek", err)
+		}
+		if pos < 0 || pos >= n.Size {
+			return 0, syscall.ENXIO
+		}
+		return pos, nil
+	case seekHole:
+		pos, err := v.eng.SeekHole(v.meta, hd.ino, off)
+		if err != nil {
+			return 0, v.errno("lseek", err)
+		}
+		return min(pos, n.Size), nil
+	}
+	return 0, syscall.EINVAL
+}
+
+// CopyFileRange implements vfs.FS by sharing chunks: the destination gets
+// references to the source's chunks, and no data is read or written.
+func (v *Volume) CopyFileRange(in vfs.Handle, inOff int64, out vfs.Handle, outOff int64, length int64) (int64, error) {
+	src, err := v.handle(in)
+	if err != nil {
+		return 0, err
+	}
+	dst, err := v.handle(out)
+	if err != nil {
+		return 0, err
+	}
+	if inOff < 0 || outOff < 0 || length < 0 || outOff+length > maxFileSize {
+		return 0, syscall.EINVAL
+	}
+	unlock := v.locks.lockTwo(src.ino, dst.ino)
+	defer unlock()
+	for _, ino := range []uint64{src.ino, dst.ino} {
+		if err := v.flushOpenLocked(ino); err != nil {
+			return 0, v.errno("copy_file_range", err)
+		}
+	}
+	tx, err := v.begin()
+	if err != nil {
+		return 0, v.errno("copy_file_range", err)
+	}
+	copied, err := copyRange(tx, src.ino, inOff, dst.ino, outOff, length)
+	if err != nil {
+		tx.Abort()
+		return 0, v.errno("copy_file_range", err)
+	}
+	if copied == 0 {
+		tx.Abort()
+		return 0, nil
+	}
+	return copied, v.errno("copy_file_range", tx.Commit(false))
+}
+
+func copyRange(tx *content.Tx, srcIno uint64, inOff int64, dstIno uint64, outOff, length int64) (int64, error) {
+	b := tx.Batch()
+	sn, err := loadInode(b, srcIno)
+	if err != nil {
+		return 0, err
+	}
+	if isDir(sn.Mode) {
+		return 0, syscall.EISDIR
+	}
+	if sn.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return 0, syscall.EINVAL
+	}
+	if inOff >= sn.Size || length == 0 {
+		return 0, nil
+	}
+	n := min(length, sn.Size-inOff)
+	if srcIno == dstIno && inOff < outOff+n && outOff < inOff+n {
+		return 0, syscall.EINVAL
+	}
+	mapped, err := tx.Copy(srcIno, inOff, dstIno, outOff, n)
+	if err != nil {
+		return 0, err
+	}
+	dn, err := loadInode(b, dstIno)
+	if err != nil {
+		return 0, err
+	}
+	dn.Mapped += mapped
+	dn.Size = max(dn.Size, outOff+n)
+	t := now()
+	dn.Mtime, dn.Ctime = t, t
+	if err := tx.Journal(dstIno, schema.OpData); err != nil {
+		return 0, err
+	}
+	return n, saveInode(tx, dstIno, &dn)
+}

@@ -1,0 +1,370 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+const nameMax = 255
+
+func checkName(name string) error {
+	switch {
+	case len(name) > nameMax:
+		return syscall.ENAMETOOLONG
+	case name == "" || name == "." || name == "..":
+		return syscall.EINVAL
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' || name[i] == 0 {
+			return syscall.EINVAL
+		}
+	}
+	return nil
+}
+
+// lookupEntry reads entry name of dir; a missing entry is ENOENT.
+func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) {
+	v, err := r.Get(schema.DirentKey(dir, name))
+	if errors.Is(err, meta.ErrNotFound) {
+		return schema.Dirent{}, syscall.ENOENT
+	}
+	if err != nil {
+		return schema.Dirent{}, err
+	}
+	return schema.DecodeDirent(v)
+}
+
+// Lookup implements vfs.FS.
+func (v *Volume) Lookup(parent uint64, name string) (vfs.Attr, error) {
+	if len(name) > nameMax {
+		return vfs.Attr{}, syscall.ENAMETOOLONG
+	}
+	d, err := lookupEntry(v.meta, parent, name)
+	if err != nil {
+		return vfs.Attr{}, v.errno("lookup", err)
+	}
+	a, err := v.attr(d.Ino)
+	return a, v.errno("lookup", err)
+}
+
+// addEntry links ino under dir as name and updates the directory.
+func addEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino uint64, mode uint32) error {
+	b := tx.Batch()
+	d := schema.Dirent{Ino: ino, Type: mode & syscall.S_IFMT}
+	if err := b.Set(schema.DirentKey(dirIno, name), d.Encode()); err != nil {
+		return err
+	}
+	if err := b.Set(schema.ParentKey(ino, dirIno, name), nil); err != nil {
+		return err
+	}
+	t := now()
+	dir.Mtime, dir.Ctime = t, t
+	if isDir(mode) {
+		dir.Nlink++
+	}
+	if err := tx.Journal(dirIno, schema.OpDirents); err != nil {
+		return err
+	}
+	return saveInode(tx, dirIno, dir)
+}
+
+// removeEntry unlinks name (which names ino) from dir.
+func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino uint64, mode uint32) error {
+	b := tx.Batch()
+	if err := b.Delete(schema.DirentKey(dirIno, name)); err != nil {
+		return err
+	}
+	if err := b.Delete(schema.ParentKey(ino, dirIno, name)); err != nil {
+		return err
+	}
+	t := now()
+	dir.Mtime, dir.Ctime = t, t
+	if isDir(mode) {
+		dir.Nlink--
+	}
+	if err := tx.Journal(dirIno, schema.OpDirents); err != nil {
+		return err
+	}
+	return saveInode(tx, dirIno, dir)
+}
+
+// newNode creates an inode named name in parent inside tx.
+func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (uint64, schema.Inode, error) {
+	if err := checkName(name); err != nil {
+		return 0, n, err
+	}
+	b := tx.Batch()
+	dir, err := loadInode(b, parent)
+	if err != nil {
+		return 0, n, err
+	}
+	if !isDir(dir.Mode) {
+		return 0, n, syscall.ENOTDIR
+	}
+	if _, err := lookupEntry(b, parent, name); err == nil {
+		return 0, n, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return 0, n, err
+	}
+	ino, err := allocIno(tx)
+	if err != nil {
+		return 0, n, err
+	}
+	t := now()
+	n.Uid, n.Gid = c.Uid, c.Gid
+	if dir.Mode&syscall.S_ISGID != 0 { // BSD group semantics of setgid dirs
+		n.Gid = dir.Gid
+		if isDir(n.Mode) {
+			n.Mode |= syscall.S_ISGID
+		}
+	}
+	n.Atime, n.Mtime, n.Ctime, n.Btime = t, t, t, t
+	if n.Nlink == 0 {
+		n.Nlink = 1
+	}
+	if err := saveInode(tx, ino, &n); err != nil {
+		return 0, n, err
+	}
+	tx.AddInodes(1)
+	if err := tx.Journal(ino, schema.OpCreate); err != nil {
+		return 0, n, err
+	}
+	return ino, n, addEntry(tx, &dir, parent, name, ino, n.Mode)
+}
+
+// create runs newNode in its own transaction.
+func (v *Volume) create(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (vfs.Attr, error) {
+	tx, err := v.begin()
+	if err != nil {
+		return vfs.Attr{}, v.errno(op, err)
+	}
+	ino, n, err := v.newNode(tx, c, parent, name, n)
+	if err != nil {
+		tx.Abort()
+		return vfs.Attr{}, v.errno(op, err)
+	}
+	if err := tx.Commit(false); err != nil {
+		return vfs.Attr{}, v.errno(op, err)
+	}
+	return toAttr(ino, &n), nil
+}
+
+// Mkdir implements vfs.FS.
+func (v *Volume) Mkdir(c vfs.Caller, parent uint64, name string, mode uint32) (vfs.Attr, error) {
+	return v.create("mkdir", c, parent, name, schema.Inode{Mode: syscall.S_IFDIR | mode&0o7777, Nlink: 2})
+}
+
+// Mknod implements vfs.FS.
+func (v *Volume) Mknod(c vfs.Caller, parent uint64, name string, mode, rdev uint32) (vfs.Attr, error) {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFIFO, syscall.S_IFCHR, syscall.S_IFBLK, syscall.S_IFSOCK:
+	case 0:
+		mode |= syscall.S_IFREG
+	default:
+		return vfs.Attr{}, syscall.EINVAL
+	}
+	return v.create("mknod", c, parent, name, schema.Inode{Mode: mode, Rdev: rdev})
+}
+
+// Symlink implements vfs.FS.
+func (v *Volume) Symlink(c vfs.Caller, parent uint64, name, target string) (vfs.Attr, error) {
+	if len(target) > 4095 {
+		return vfs.Attr{}, syscall.ENAMETOOLONG
+	}
+	return v.create("symlink", c, parent, name, schema.Inode{Mode: syscall.S_IFLNK | 0o777, Target: target, Size: int64(len(target))})
+}
+
+// Readlink implements vfs.FS.
+func (v *Volume) Readlink(ino uint64) (string, error) {
+	n, err := loadInode(v.meta, ino)
+	if err != nil {
+		return "", v.errno("readlink", err)
+	}
+	if n.Mode&syscall.S_IFMT != syscall.S_IFLNK {
+		return "", syscall.EINVAL
+	}
+	return n.Target, nil
+}
+
+// Link implements vfs.FS.
+func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
+	if err := checkName(name); err != nil {
+		return vfs.Attr{}, err
+	}
+	tx, err := v.begin()
+	if err != nil {
+		return vfs.Attr{}, v.errno("link", err)
+	}
+	a, err := v.link(tx, ino, parent, name)
+	if err != nil {
+		tx.Abort()
+		return vfs.Attr{}, v.errno("link", err)
+	}
+	return a, v.errno("link", tx.Commit(false))
+}
+
+func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (vfs.Attr, error) {
+	b := tx.Batch()
+	n, err := loadInode(b, ino)
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	if isDir(n.Mode) {
+		return vfs.Attr{}, syscall.EPERM
+	}
+	if n.Nlink == 0 {
+		return vfs.Attr{}, syscall.ENOENT
+	}
+	dir, err := loadInode(b, parent)
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	if _, err := lookupEntry(b, parent, name); err == nil {
+		return vfs.Attr{}, syscall.EEXIST
+	}
+	n.Nlink++
+	n.Ctime = now()
+	if err := saveInode(tx, ino, &n); err != nil {
+		return vfs.Attr{}, err
+	}
+	if err := tx.Journal(ino, schema.OpLink); err != nil {
+		return vfs.Attr{}, err
+	}
+	if err := addEntry(tx, &dir, parent, name, ino, n.Mode); err != nil {
+		return vfs.Attr{}, err
+	}
+	v.overlayPending(ino, &n)
+	return toAttr(ino, &n), nil
+}
+
+// Unlink implements vfs.FS.
+func (v *Volume) Unlink(parent uint64, name string) error {
+	return v.remove("unlink", parent, name, false)
+}
+
+// Rmdir implements vfs.FS.
+func (v *Volume) Rmdir(parent uint64, name string) error {
+	return v.remove("rmdir", parent, name, true)
+}
+
+func (v *Volume) remove(op string, parent uint64, name string, wantDir bool) error {
+	if len(name) > nameMax {
+		return syscall.ENAMETOOLONG
+	}
+	tx, err := v.begin()
+	if err != nil {
+		return v.errno(op, err)
+	}
+	err = v.removeIn(tx, parent, name, wantDir)
+	if err != nil {
+		tx.Abort()
+		return v.errno(op, err)
+	}
+	return v.errno(op, tx.Commit(false))
+}
+
+func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bool) error {
+	b := tx.Batch()
+	d, err := lookupEntry(b, parent, name)
+	if err != nil {
+		return err
+	}
+	dir, err := loadInode(b, parent)
+	if err != nil {
+		return err
+	}
+	switch {
+	case wantDir && d.Type != syscall.S_IFDIR:
+		return syscall.ENOTDIR
+	case !wantDir && d.Type == syscall.S_IFDIR:
+		return syscall.EISDIR
+	}
+	if wantDir {
+		if empty, err := dirEmpty(b, d.Ino); err != nil {
+			return err
+		} else if !empty {
+			return syscall.ENOTEMPTY
+		}
+	}
+	if err := removeEntry(tx, &dir, parent, name, d.Ino, d.Type); err != nil {
+		return err
+	}
+	return v.dropLink(tx, d.Ino)
+}
+
+// dropLink removes one name's worth of links from ino and deletes it when
+// nothing names it and nothing has it open.
+func (v *Volume) dropLink(tx *content.Tx, ino uint64) error {
+	b := tx.Batch()
+	n, err := loadInode(b, ino)
+	if err != nil {
+		return err
+	}
+	if isDir(n.Mode) {
+		n.Nlink = 0
+	} else if n.Nlink > 0 {
+		n.Nlink--
+	}
+	n.Ctime = now()
+	if n.Nlink > 0 {
+		if err := tx.Journal(ino, schema.OpLink); err != nil {
+			return err
+		}
+		return saveInode(tx, ino, &n)
+	}
+	if v.isOpen(ino) {
+		// Open but unlinked: keep it until the last close; the orphan
+		// marker lets the next mount clean up after a crash.
+		if err := b.Set(schema.OrphanKey(ino), nil); err != nil {
+			return err
+		}
+		if err := tx.Journal(ino, schema.OpLink); err != nil {
+			return err
+		}
+		return saveInode(tx, ino, &n)
+	}
+	return deleteInode(tx, ino)
+}
+
+func dirEmpty(r meta.Reader, ino uint64) (bool, error) {
+	it, err := r.NewIter(schema.DirentRange(ino))
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	return !it.First(), nil
+}
+
+// ReadDir implements vfs.FS.
+func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
+	n, err := loadInode(v.meta, ino)
+	if err != nil {
+		return nil, v.errno("readdir", err)
+	}
+	if !isDir(n.Mode) {
+		return nil, syscall.ENOTDIR
+	}
+	it, err := v.meta.NewIter(schema.DirentRange(ino))
+	if err != nil {
+		return nil, v.errno("readdir", err)
+	}
+	defer it.Close()
+	var out []vfs.DirEntry
+	for it.First(); it.Valid(); it.Next() {
+		name, err := schema.DirentName(it.Key())
+		if err != nil {
+			return nil, v.errno("readdir", err)
+		}
+		d, err := schema.DecodeDirent(it.Value())
+		if err != nil {
+			return nil, v.errno("readdir", err)
+		}
+		out = append(out, vfs.DirEntry{Name: name, Ino: d.Ino, Mode: d.Type})
+	}
+	return out, nil
+}

@@ -1,0 +1,277 @@
+package namespace
+
+import (
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// openFile is the in-memory state of a file with open handles: its write
+// buffer and the attributes its buffered writes imply. Fields other than
+// opens are guarded by the inode's stripe lock; opens by Volume.filesMu.
+type openFile struct {
+	ino   uint64
+	opens int
+	buf   content.Buffer
+	// pending is true while buffered writes have changed size or times
+	// beyond what the inode record says.
+	pending   bool
+	size      int64
+	mtime     int64
+	lastWrite time.Time
+}
+
+type handle struct {
+	ino    uint64
+	f      *openFile
+	append bool
+}
+
+// dirtyCounter tracks buffered bytes across all files.
+type dirtyCounter struct{ n atomic.Int64 }
+
+func (v *Volume) isOpen(ino uint64) bool {
+	v.filesMu.Lock()
+	defer v.filesMu.Unlock()
+	return v.files[ino] != nil
+}
+
+// overlayPending applies buffered writes' size and mtime to n.
+func (v *Volume) overlayPending(ino uint64, n *schema.Inode) {
+	v.filesMu.Lock()
+	f := v.files[ino]
+	v.filesMu.Unlock()
+	if f == nil {
+		return
+	}
+	l := v.locks.of(ino)
+	l.RLock()
+	if f.pending {
+		n.Size = f.size
+		n.Mtime, n.Ctime = f.mtime, f.mtime
+	}
+	l.RUnlock()
+}
+
+// openHandle registers a handle on ino, whose record is n.
+func (v *Volume) openHandle(ino uint64, n *schema.Inode, flags uint32) vfs.Handle {
+	v.filesMu.Lock()
+	defer v.filesMu.Unlock()
+	f := v.files[ino]
+	if f == nil {
+		f = &openFile{ino: ino}
+		v.files[ino] = f
+	}
+	f.opens++
+	v.nextFh++
+	v.handles[v.nextFh] = &handle{ino: ino, f: f, append: flags&syscall.O_APPEND != 0}
+	return v.nextFh
+}
+
+func (v *Volume) handle(h vfs.Handle) (*handle, error) {
+	v.filesMu.Lock()
+	defer v.filesMu.Unlock()
+	hd := v.handles[h]
+	if hd == nil {
+		return nil, syscall.EBADF
+	}
+	return hd, nil
+}
+
+// Create implements vfs.FS.
+func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags uint32) (vfs.Attr, vfs.Handle, error) {
+	tx, err := v.begin()
+	if err != nil {
+		return vfs.Attr{}, 0, v.errno("create", err)
+	}
+	ino, n, err := v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
+	if err != nil {
+		tx.Abort()
+		return vfs.Attr{}, 0, v.errno("create", err)
+	}
+	// Register the handle before the name becomes visible, so that an
+	// unlink racing with create sees the file open.
+	h := v.openHandle(ino, &n, flags)
+	if err := tx.Commit(false); err != nil {
+		v.Release(h)
+		return vfs.Attr{}, 0, v.errno("create", err)
+	}
+	return toAttr(ino, &n), h, nil
+}
+
+// Open implements vfs.FS.
+func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
+	n, err := loadInode(v.meta, ino)
+	if err != nil {
+		return 0, v.errno("open", err)
+	}
+	if isDir(n.Mode) && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return 0, syscall.EISDIR
+	}
+	h := v.openHandle(ino, &n, flags)
+	if flags&syscall.O_TRUNC != 0 && n.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		if _, err := v.SetAttr(vfs.Caller{}, ino, vfs.SetAttr{SetSize: true}); err != nil {
+			v.Release(h)
+			return 0, err
+		}
+	}
+	return h, nil
+}
+
+// Read implements vfs.FS.
+func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
+	hd, err := v.handle(h)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	l := v.locks.of(hd.ino)
+	l.RLock()
+	defer l.RUnlock()
+	size := hd.f.size
+	if !hd.f.pending {
+		n, err := loadInode(v.meta, hd.ino)
+		if err != nil {
+			return 0, v.errno("read", err)
+		}
+		size = n.Size
+	}
+	if off >= size {
+		return 0, nil
+	}
+	buf = buf[:min(int64(len(buf)), size-off)]
+	if err := v.eng.ReadAt(hd.ino, off, buf); err != nil {
+		v.log.Error("read failed", "ino", hd.ino, "path", v.pathOf(hd.ino), "offset", off, "err", err)
+		return 0, syscall.EIO
+	}
+	hd.f.buf.Overlay(off, buf)
+	return len(buf), nil
+}
+
+// streamFlush is the size of a buffered run at which its complete chunks
+// are committed while the writer goes on.
+const streamFlush = 8 << 20
+
+// Write implements vfs.FS.
+func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
+	hd, err := v.handle(h)
+	if err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	f := hd.f
+	l := v.locks.of(hd.ino)
+	l.Lock()
+	defer l.Unlock()
+	if !f.pending {
+		n, err := loadInode(v.meta, hd.ino)
+		if err != nil {
+			return 0, v.errno("write", err)
+		}
+		f.size, f.mtime = n.Size, n.Mtime
+	}
+	if hd.append {
+		off = f.size
+	}
+	if off+int64(len(data)) > maxFileSize {
+		return 0, syscall.EFBIG
+	}
+	before := f.buf.Bytes()
+	f.buf.Write(off, data)
+	v.dirty.n.Add(f.buf.Bytes() - before)
+	f.size = max(f.size, off+int64(len(data)))
+	f.mtime = now()
+	f.pending = true
+	f.lastWrite = time.Now()
+	if err := v.maybeFlush(f); err != nil {
+		return 0, v.errno("write", err)
+	}
+	return len(data), nil
+}
+
+// maxFileSize is the largest file offset doppel accepts (8 EiB would
+// overflow int64 arithmetic on offsets).
+const maxFileSize = 1 << 62
+
+// Flush implements vfs.FS: close(2) commits the file's buffered writes,
+// without waiting for the disk.
+func (v *Volume) Flush(h vfs.Handle) error {
+	hd, err := v.handle(h)
+	if err != nil {
+		return err
+	}
+	return v.errno("flush", v.flushFile(hd.f, true))
+}
+
+// Fsync implements vfs.FS.
+func (v *Volume) Fsync(h vfs.Handle, dataOnly bool) error {
+	if hd, err := v.handle(h); err == nil {
+		if err := v.flushFile(hd.f, true); err != nil {
+			return v.errno("fsync", err)
+		}
+	}
+	return v.errno("fsync", v.eng.Sync())
+}
+
+// Release implements vfs.FS.
+func (v *Volume) Release(h vfs.Handle) error {
+	v.filesMu.Lock()
+	hd := v.handles[h]
+	delete(v.handles, h)
+	v.filesMu.Unlock()
+	if hd == nil {
+		return syscall.EBADF
+	}
+	ferr := v.flushFile(hd.f, true)
+	v.filesMu.Lock()
+	hd.f.opens--
+	last := hd.f.opens == 0
+	if last {
+		delete(v.files, hd.ino)
+	}
+	v.filesMu.Unlock()
+	if !last {
+		return v.errno("release", ferr)
+	}
+	return v.errno("release", v.deleteIfOrphan(hd.ino))
+}
+
+// deleteIfOrphan deletes ino if its last name went while it was open.
+func (v *Volume) deleteIfOrphan(ino uint64) error {
+	n, err := loadInode(v.meta, ino)
+	if err != nil || n.Nlink > 0 || isDir(n.Mode) {
+		return nil
+	}
+	l := v.locks.of(ino)
+	l.Lock()
+	defer l.Unlock()
+	tx, err := v.begin()
+	if err != nil {
+		return err
+	}
+	if v.isOpen(ino) { // reopened meanwhile (e.g. through an fd link)
+		tx.Abort()
+		return nil
+	}
+	if err := deleteInode(tx, ino); err != nil {
+		tx.Abort()
+		return err
+	}
+	return tx.Commit(false)
+}
+
+// SyncFS implements vfs.FS.
+func (v *Volume) SyncFS() error {
+	if err := v.flushAll(true); err != nil {
+		return v.errno("syncfs", err)
+	}
+	return v.errno("syncfs", v.eng.Sync())
+}

@@ -1,0 +1,183 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// maybeFlush commits part of f's buffer when a run grew large (streaming
+// writers) or all buffers together exceed the dirty limit (backpressure).
+// The caller holds f's lock.
+func (v *Volume) maybeFlush(f *openFile) error {
+	if v.dirty.n.Load() > v.opt.DirtyLimit {
+		return v.flushLocked(f, true)
+	}
+	for _, r := range f.buf.Runs() {
+		if len(r.Data) >= streamFlush {
+			return v.flushLocked(f, false)
+		}
+	}
+	return nil
+}
+
+func (v *Volume) flushFile(f *openFile, final bool) error {
+	l := v.locks.of(f.ino)
+	l.Lock()
+	defer l.Unlock()
+	return v.flushLocked(f, final)
+}
+
+type flushJob struct {
+	run    int
+	chunks []*content.Prepared
+	n      int
+}
+
+// flushLocked chunks and commits f's buffered runs in one transaction.
+// Unless final, each run keeps the tail whose chunk boundary is not decided
+// yet. The size recorded never exceeds what committed data reaches, so a
+// crash cannot expose a size larger than the data written.
+func (v *Volume) flushLocked(f *openFile, final bool) error {
+	if !f.pending {
+		return nil
+	}
+	runs := f.buf.Runs()
+	var jobs []flushJob
+	for i, r := range runs {
+		chunks, n, err := v.eng.Prepare(r.Off, r.Data, final)
+		if err != nil {
+			v.discardJobs(jobs)
+			return err
+		}
+		if n > 0 {
+			jobs = append(jobs, flushJob{run: i, chunks: chunks, n: n})
+		}
+	}
+	all := len(jobs) == len(runs)
+	for _, j := range jobs {
+		all = all && j.n == len(runs[j.run].Data)
+	}
+	if len(jobs) == 0 && !(all && final) {
+		return nil
+	}
+	tx, err := v.begin()
+	if err != nil {
+		v.discardJobs(jobs)
+		return err
+	}
+	committedEnd, err := v.commitJobs(tx, f, runs, jobs, all)
+	if err != nil {
+		tx.Abort()
+		if errors.Is(err, syscall.ENOENT) { // deleted under us: nothing to keep
+			v.dropBuffer(f)
+			return nil
+		}
+		return err
+	}
+	if err := tx.Commit(false); err != nil {
+		return err
+	}
+	_ = committedEnd
+	consumed := int64(0)
+	for k := len(jobs) - 1; k >= 0; k-- {
+		f.buf.Consume(jobs[k].run, jobs[k].n)
+		consumed += int64(jobs[k].n)
+	}
+	v.dirty.n.Add(-consumed)
+	if f.buf.Bytes() == 0 {
+		f.pending = false
+	}
+	return nil
+}
+
+func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, jobs []flushJob, all bool) (int64, error) {
+	n, err := loadInode(tx.Batch(), f.ino)
+	if err != nil {
+		return 0, err
+	}
+	var end int64
+	for _, j := range jobs {
+		mapped, err := tx.WriteChunks(f.ino, j.chunks)
+		if err != nil {
+			return 0, err
+		}
+		n.Mapped += mapped
+		end = max(end, runs[j.run].Off+int64(j.n))
+	}
+	if all {
+		n.Size = f.size
+	} else {
+		n.Size = max(n.Size, min(end, f.size))
+	}
+	n.Mtime, n.Ctime = f.mtime, max(n.Ctime, f.mtime)
+	if err := tx.Journal(f.ino, schema.OpData); err != nil {
+		return 0, err
+	}
+	return end, saveInode(tx, f.ino, &n)
+}
+
+func (v *Volume) discardJobs(jobs []flushJob) {
+	for _, j := range jobs {
+		v.eng.Discard(j.chunks)
+	}
+}
+
+func (v *Volume) dropBuffer(f *openFile) {
+	v.dirty.n.Add(-f.buf.Bytes())
+	f.buf = content.Buffer{}
+	f.pending = false
+}
+
+// flushAll commits every open file's buffered writes.
+func (v *Volume) flushAll(final bool) error {
+	var first error
+	for _, f := range v.openFiles() {
+		if err := v.flushFile(f, final); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (v *Volume) openFiles() []*openFile {
+	v.filesMu.Lock()
+	defer v.filesMu.Unlock()
+	out := make([]*openFile, 0, len(v.files))
+	for _, f := range v.files {
+		out = append(out, f)
+	}
+	return out
+}
+
+// idleFlush is how long a file must go unwritten before the flusher
+// commits its buffer completely, cutting its last chunk.
+const idleFlush = time.Second
+
+// flusher commits buffered writes in the background, so that data does
+// not wait in memory for a close that may come late or never.
+func (v *Volume) flusher() {
+	defer v.wg.Done()
+	t := time.NewTicker(v.opt.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.quit:
+			return
+		case <-t.C:
+		}
+		for _, f := range v.openFiles() {
+			l := v.locks.of(f.ino)
+			l.Lock()
+			idle := time.Since(f.lastWrite) >= idleFlush
+			err := v.flushLocked(f, idle)
+			l.Unlock()
+			if err != nil {
+				v.log.Error("background flush", "ino", f.ino, "err", err)
+			}
+		}
+	}
+}

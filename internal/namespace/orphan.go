@@ -1,0 +1,67 @@
+package namespace
+
+import (
+	"path"
+
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// removeOrphans deletes inodes that were unlinked while open when the
+// previous daemon stopped: nobody can open them any more.
+func (v *Volume) removeOrphans() error {
+	it, err := v.meta.NewIter(schema.OrphanRange())
+	if err != nil {
+		return err
+	}
+	var inos []uint64
+	for it.First(); it.Valid(); it.Next() {
+		ino, err := schema.OrphanIno(it.Key())
+		if err != nil {
+			it.Close()
+			return err
+		}
+		inos = append(inos, ino)
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, ino := range inos {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if err := deleteInode(tx, ino); err != nil {
+			tx.Abort()
+			return err
+		}
+		if err := tx.Commit(false); err != nil {
+			return err
+		}
+		v.log.Info("removed orphan inode", "ino", ino)
+	}
+	return nil
+}
+
+// pathOf names one path of ino for log messages, from its back-references.
+func (v *Volume) pathOf(ino uint64) string {
+	p := ""
+	for depth := 0; depth < 256 && ino != vfs.RootIno; depth++ {
+		it, err := v.meta.NewIter(schema.ParentRange(ino))
+		if err != nil {
+			return "?"
+		}
+		if !it.First() {
+			it.Close()
+			return path.Join("<unlinked>", p)
+		}
+		_, parent, name, err := schema.ParseParentKey(it.Key())
+		it.Close()
+		if err != nil {
+			return "?"
+		}
+		p = path.Join(name, p)
+		ino = parent
+	}
+	return "/" + p
+}

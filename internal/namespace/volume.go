@@ -1,0 +1,118 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// Options tune the namespace layer.
+type Options struct {
+	// DirtyLimit bounds buffered write data across all files; writers flush
+	// themselves when it is exceeded (backpressure).
+	DirtyLimit int64
+	// FlushInterval is how often the background flusher runs.
+	FlushInterval time.Duration
+	// StoreDir is the host directory whose free space statfs reports.
+	StoreDir string
+}
+
+// Volume is a mounted namespace; it implements vfs.FS.
+type Volume struct {
+	meta meta.Store
+	eng  *content.Engine
+	opt  Options
+	log  *slog.Logger
+
+	locks stripes
+
+	filesMu sync.Mutex
+	files   map[uint64]*openFile
+	handles map[vfs.Handle]*handle
+	nextFh  vfs.Handle
+	dirty   dirtyCounter
+
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+var _ vfs.FS = (*Volume)(nil)
+
+// Open starts the namespace of a volume: it removes inodes left unlinked
+// but open by a previous run and starts the background flusher.
+func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Volume, error) {
+	if opt.DirtyLimit <= 0 {
+		opt.DirtyLimit = 256 << 20
+	}
+	if opt.FlushInterval <= 0 {
+		opt.FlushInterval = time.Second
+	}
+	v := &Volume{
+		meta: m, eng: eng, opt: opt, log: log,
+		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
+		quit: make(chan struct{}),
+	}
+	if err := v.removeOrphans(); err != nil {
+		return nil, err
+	}
+	v.wg.Add(1)
+	go v.flusher()
+	return v, nil
+}
+
+// Close flushes every buffered write and stops background work. The
+// content engine is closed by its owner.
+func (v *Volume) Close() error {
+	close(v.quit)
+	v.wg.Wait()
+	err := v.flushAll(true)
+	if serr := v.eng.Sync(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// InitRoot creates the root directory of a new volume.
+func InitRoot(tx *content.Tx, uid, gid uint32) error {
+	now := time.Now().UnixNano()
+	root := schema.Inode{Mode: syscall.S_IFDIR | 0o755, Uid: uid, Gid: gid, Nlink: 2, Atime: now, Mtime: now, Ctime: now, Btime: now, Version: tx.Version()}
+	b := tx.Batch()
+	if err := b.Set(schema.InodeKey(vfs.RootIno), root.Encode()); err != nil {
+		return err
+	}
+	tx.AddInodes(1)
+	return b.Set(schema.KeyNextIno, schema.U64(vfs.RootIno+1))
+}
+
+// errno turns internal failures into EIO after logging them; errno values
+// pass through.
+func (v *Volume) errno(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	v.log.Error("operation failed", "op", op, "err", err)
+	return syscall.EIO
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+// begin starts a transaction or reports why it could not.
+func (v *Volume) begin() (*content.Tx, error) {
+	tx, err := v.eng.Begin()
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return tx, nil
+}

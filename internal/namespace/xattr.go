@@ -1,0 +1,110 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+const (
+	xattrNameMax  = 255
+	xattrValueMax = 64 << 10
+)
+
+// GetXattr implements vfs.FS.
+func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
+	if len(name) > xattrNameMax {
+		return nil, syscall.ERANGE
+	}
+	val, err := v.meta.Get(schema.XattrKey(ino, name))
+	if errors.Is(err, meta.ErrNotFound) {
+		if _, err := loadInode(v.meta, ino); err != nil {
+			return nil, v.errno("getxattr", err)
+		}
+		return nil, syscall.ENODATA
+	}
+	return val, v.errno("getxattr", err)
+}
+
+// ListXattr implements vfs.FS.
+func (v *Volume) ListXattr(ino uint64) ([]string, error) {
+	it, err := v.meta.NewIter(schema.XattrRange(ino))
+	if err != nil {
+		return nil, v.errno("listxattr", err)
+	}
+	defer it.Close()
+	var names []string
+	for it.First(); it.Valid(); it.Next() {
+		name, err := schema.XattrName(it.Key())
+		if err != nil {
+			return nil, v.errno("listxattr", err)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// SetXattr implements vfs.FS.
+func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
+	switch {
+	case name == "":
+		return syscall.EINVAL
+	case len(name) > xattrNameMax:
+		return syscall.ERANGE
+	case len(value) > xattrValueMax:
+		return syscall.E2BIG
+	}
+	return v.xattrTx("setxattr", ino, func(b meta.Batch) error {
+		_, err := b.Get(schema.XattrKey(ino, name))
+		exists := err == nil
+		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+			return err
+		}
+		if flags&vfs.XattrCreate != 0 && exists {
+			return syscall.EEXIST
+		}
+		if flags&vfs.XattrReplace != 0 && !exists {
+			return syscall.ENODATA
+		}
+		return b.Set(schema.XattrKey(ino, name), append([]byte{}, value...))
+	})
+}
+
+// RemoveXattr implements vfs.FS.
+func (v *Volume) RemoveXattr(ino uint64, name string) error {
+	return v.xattrTx("removexattr", ino, func(b meta.Batch) error {
+		if _, err := b.Get(schema.XattrKey(ino, name)); errors.Is(err, meta.ErrNotFound) {
+			return syscall.ENODATA
+		} else if err != nil {
+			return err
+		}
+		return b.Delete(schema.XattrKey(ino, name))
+	})
+}
+
+// xattrTx runs change and stamps the inode's ctime in one transaction.
+func (v *Volume) xattrTx(op string, ino uint64, change func(meta.Batch) error) error {
+	tx, err := v.begin()
+	if err != nil {
+		return v.errno(op, err)
+	}
+	n, err := loadInode(tx.Batch(), ino)
+	if err == nil {
+		err = change(tx.Batch())
+	}
+	if err == nil {
+		n.Ctime = now()
+		err = tx.Journal(ino, schema.OpAttr)
+	}
+	if err == nil {
+		err = saveInode(tx, ino, &n)
+	}
+	if err != nil {
+		tx.Abort()
+		return v.errno(op, err)
+	}
+	return v.errno(op, tx.Commit(false))
+}

@@ -1,0 +1,93 @@
+package schema
+
+import "github.com/zeebo/blake3"
+
+// HashSize is the length of a chunk name: BLAKE3-256.
+const HashSize = 32
+
+// Hash names a chunk by its content.
+type Hash [HashSize]byte
+
+// Sum hashes chunk content.
+func Sum(p []byte) Hash { return Hash(blake3.Sum256(p)) }
+
+// Extent maps Length bytes of a file, starting at the offset in its key, to
+// the bytes of chunk Hash starting at ChunkOff. Extents may reference part of
+// a chunk, so an overwrite never rewrites the chunk it lands in.
+type Extent struct {
+	Hash     Hash
+	ChunkOff uint32
+	Length   uint32
+}
+
+const extentFormat = 1
+
+// Encode returns the record bytes.
+func (x *Extent) Encode() []byte {
+	e := enc{b: make([]byte, 0, 1+HashSize+10)}
+	e.raw([]byte{extentFormat})
+	e.raw(x.Hash[:])
+	e.u(uint64(x.ChunkOff))
+	e.u(uint64(x.Length))
+	return e.b
+}
+
+// DecodeExtent parses an extent record.
+func DecodeExtent(b []byte) (Extent, error) {
+	d := dec{b: b}
+	d.format(extentFormat)
+	var x Extent
+	copy(x.Hash[:], d.raw(HashSize))
+	x.ChunkOff = d.u32()
+	x.Length = d.u32()
+	if d.err == nil && x.Length == 0 {
+		return Extent{}, ErrBadRecord
+	}
+	return x, d.end()
+}
+
+// Compression of a stored chunk.
+const (
+	CompNone = 0
+	CompZstd = 1
+)
+
+// Chunk is the record of a stored chunk; the chunk table doubles as the
+// dedup index.
+type Chunk struct {
+	Segment uint32 // blob location
+	Offset  uint64
+	Stored  uint32 // bytes in the blob store
+	Raw     uint32 // bytes after decompression
+	Comp    uint8
+	Refs    uint64 // extent references held by metadata
+}
+
+const chunkFormat = 1
+
+// Encode returns the record bytes.
+func (c *Chunk) Encode() []byte {
+	e := enc{b: make([]byte, 0, 32)}
+	e.raw([]byte{chunkFormat})
+	e.u(uint64(c.Segment))
+	e.u(c.Offset)
+	e.u(uint64(c.Stored))
+	e.u(uint64(c.Raw))
+	e.u(uint64(c.Comp))
+	e.u(c.Refs)
+	return e.b
+}
+
+// DecodeChunk parses a chunk record.
+func DecodeChunk(b []byte) (Chunk, error) {
+	d := dec{b: b}
+	d.format(chunkFormat)
+	c := Chunk{Segment: d.u32(), Offset: d.u(), Stored: d.u32(), Raw: d.u32()}
+	comp := d.u()
+	c.Refs = d.u()
+	if comp > CompZstd || (d.err == nil && c.Raw == 0) {
+		return Chunk{}, ErrBadRecord
+	}
+	c.Comp = uint8(comp)
+	return c, d.end()
+}

@@ -1,0 +1,182 @@
+package schema
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Key prefixes. They are part of the on-disk format: never renumber.
+const (
+	prefixSingleton = 0x00
+	prefixInode     = 'i'
+	prefixDirent    = 'd'
+	prefixParent    = 'p'
+	prefixExtent    = 'e'
+	prefixXattr     = 'x'
+	prefixChunk     = 'k'
+	prefixJournal   = 'j'
+	prefixOrphan    = 'o'
+)
+
+// Singleton keys.
+var (
+	KeyConfig  = []byte("\x00config")
+	KeyNextIno = []byte("\x00next_ino")
+	KeyVersion = []byte("\x00version")
+	KeyStats   = []byte("\x00stats")
+)
+
+// ErrBadKey is returned when a key does not have the expected shape.
+var ErrBadKey = errors.New("schema: malformed key")
+
+func u64key(prefix byte, a uint64, extra int) []byte {
+	k := make([]byte, 9, 9+extra)
+	k[0] = prefix
+	binary.BigEndian.PutUint64(k[1:], a)
+	return k
+}
+
+func appendU64(k []byte, v uint64) []byte { return binary.BigEndian.AppendUint64(k, v) }
+
+// InodeKey is the key of inode ino's record.
+func InodeKey(ino uint64) []byte { return u64key(prefixInode, ino, 0) }
+
+// InodeRange bounds all inode records.
+func InodeRange() (lower, upper []byte) { return []byte{prefixInode}, []byte{prefixInode + 1} }
+
+// DirentKey is the key of entry name in directory dir.
+func DirentKey(dir uint64, name string) []byte {
+	return append(u64key(prefixDirent, dir, len(name)), name...)
+}
+
+// DirentRange bounds all entries of directory dir.
+func DirentRange(dir uint64) (lower, upper []byte) {
+	return u64key(prefixDirent, dir, 0), u64key(prefixDirent, dir+1, 0)
+}
+
+// DirentName extracts the entry name from a dirent key.
+func DirentName(key []byte) (string, error) {
+	if len(key) < 9 || key[0] != prefixDirent {
+		return "", ErrBadKey
+	}
+	return string(key[9:]), nil
+}
+
+// ParentKey records that ino has an entry name in directory parent.
+func ParentKey(ino, parent uint64, name string) []byte {
+	k := appendU64(u64key(prefixParent, ino, 8+len(name)), parent)
+	return append(k, name...)
+}
+
+// ParentRange bounds all back-references of ino.
+func ParentRange(ino uint64) (lower, upper []byte) {
+	return u64key(prefixParent, ino, 0), u64key(prefixParent, ino+1, 0)
+}
+
+// ParseParentKey splits a back-reference key.
+func ParseParentKey(key []byte) (ino, parent uint64, name string, err error) {
+	if len(key) < 17 || key[0] != prefixParent {
+		return 0, 0, "", ErrBadKey
+	}
+	return binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint64(key[9:]), string(key[17:]), nil
+}
+
+// ExtentKey is the key of the extent of ino starting at file offset off.
+func ExtentKey(ino uint64, off int64) []byte {
+	return appendU64(u64key(prefixExtent, ino, 8), uint64(off))
+}
+
+// ExtentRange bounds all extents of ino.
+func ExtentRange(ino uint64) (lower, upper []byte) {
+	return u64key(prefixExtent, ino, 0), u64key(prefixExtent, ino+1, 0)
+}
+
+// ExtentOffset extracts the file offset from an extent key.
+func ExtentOffset(key []byte) (int64, error) {
+	if len(key) != 17 || key[0] != prefixExtent {
+		return 0, ErrBadKey
+	}
+	return int64(binary.BigEndian.Uint64(key[9:])), nil
+}
+
+// XattrKey is the key of attribute name of ino.
+func XattrKey(ino uint64, name string) []byte {
+	return append(u64key(prefixXattr, ino, len(name)), name...)
+}
+
+// XattrRange bounds all attributes of ino.
+func XattrRange(ino uint64) (lower, upper []byte) {
+	return u64key(prefixXattr, ino, 0), u64key(prefixXattr, ino+1, 0)
+}
+
+// XattrName extracts the attribute name from an xattr key.
+func XattrName(key []byte) (string, error) {
+	if len(key) < 9 || key[0] != prefixXattr {
+		return "", ErrBadKey
+	}
+	return string(key[9:]), nil
+}
+
+// ChunkKey is the key of the chunk named by hash.
+func ChunkKey(h Hash) []byte {
+	k := make([]byte, 1+len(h))
+	k[0] = prefixChunk
+	copy(k[1:], h[:])
+	return k
+}
+
+// ChunkRange bounds all chunk records.
+func ChunkRange() (lower, upper []byte) { return []byte{prefixChunk}, []byte{prefixChunk + 1} }
+
+// ChunkHash extracts the hash from a chunk key.
+func ChunkHash(key []byte) (Hash, error) {
+	var h Hash
+	if len(key) != 1+len(h) || key[0] != prefixChunk {
+		return h, ErrBadKey
+	}
+	copy(h[:], key[1:])
+	return h, nil
+}
+
+// JournalKey is the key of the journal entry for ino at version.
+func JournalKey(version, ino uint64) []byte {
+	return appendU64(u64key(prefixJournal, version, 8), ino)
+}
+
+// JournalRange bounds journal entries with from <= version < to.
+func JournalRange(from, to uint64) (lower, upper []byte) {
+	return u64key(prefixJournal, from, 0), u64key(prefixJournal, to, 0)
+}
+
+// ParseJournalKey splits a journal key.
+func ParseJournalKey(key []byte) (version, ino uint64, err error) {
+	if len(key) != 17 || key[0] != prefixJournal {
+		return 0, 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint64(key[9:]), nil
+}
+
+// OrphanKey marks ino as unlinked but still open.
+func OrphanKey(ino uint64) []byte { return u64key(prefixOrphan, ino, 0) }
+
+// OrphanRange bounds all orphan markers.
+func OrphanRange() (lower, upper []byte) { return []byte{prefixOrphan}, []byte{prefixOrphan + 1} }
+
+// OrphanIno extracts the inode number from an orphan key.
+func OrphanIno(key []byte) (uint64, error) {
+	if len(key) != 9 || key[0] != prefixOrphan {
+		return 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(key[1:]), nil
+}
+
+// U64 encodes a counter value.
+func U64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// ParseU64 decodes a counter value.
+func ParseU64(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, ErrBadRecord
+	}
+	return binary.BigEndian.Uint64(b), nil
+}

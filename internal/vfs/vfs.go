@@ -1,0 +1,123 @@
+package vfs
+
+import "time"
+
+// Attr is what stat reports about an inode.
+type Attr struct {
+	Ino    uint64
+	Mode   uint32 // type and permission bits
+	Nlink  uint32
+	Uid    uint32
+	Gid    uint32
+	Rdev   uint32
+	Size   int64
+	Blocks int64 // 512-byte units actually mapped
+	Atime  time.Time
+	Mtime  time.Time
+	Ctime  time.Time
+}
+
+// Caller identifies who asks for an operation.
+type Caller struct {
+	Uid, Gid uint32
+	Pid      uint32
+}
+
+// SetAttr fields are applied when their Set flag is true.
+type SetAttr struct {
+	SetMode  bool
+	Mode     uint32
+	SetUid   bool
+	Uid      uint32
+	SetGid   bool
+	Gid      uint32
+	SetSize  bool
+	Size     int64
+	SetAtime bool
+	Atime    time.Time // zero with SetAtime means now
+	SetMtime bool
+	Mtime    time.Time // zero with SetMtime means now
+}
+
+// DirEntry is one name in a directory listing.
+type DirEntry struct {
+	Name string
+	Ino  uint64
+	Mode uint32 // type bits only
+}
+
+// Handle names an open file.
+type Handle uint64
+
+// StatFS describes the volume's space.
+type StatFS struct {
+	BlockSize   uint32
+	Blocks      uint64
+	BlocksFree  uint64
+	BlocksAvail uint64
+	Files       uint64
+	FilesFree   uint64
+	NameMax     uint32
+}
+
+// Rename flags, as renameat2 takes them.
+const (
+	RenameNoReplace = 1
+	RenameExchange  = 2
+)
+
+// Fallocate modes, as fallocate takes them.
+const (
+	FallocKeepSize  = 0x01
+	FallocPunchHole = 0x02
+	FallocZeroRange = 0x10
+)
+
+// Xattr flags, as setxattr takes them.
+const (
+	XattrCreate  = 1
+	XattrReplace = 2
+)
+
+// RootIno is the inode number of a volume's root directory.
+const RootIno = 1
+
+// FS is the operation set of a mounted volume.
+type FS interface {
+	Lookup(parent uint64, name string) (Attr, error)
+	GetAttr(ino uint64) (Attr, error)
+	SetAttr(c Caller, ino uint64, in SetAttr) (Attr, error)
+
+	Mknod(c Caller, parent uint64, name string, mode, rdev uint32) (Attr, error)
+	Mkdir(c Caller, parent uint64, name string, mode uint32) (Attr, error)
+	Symlink(c Caller, parent uint64, name, target string) (Attr, error)
+	Readlink(ino uint64) (string, error)
+	Link(ino, parent uint64, name string) (Attr, error)
+	Unlink(parent uint64, name string) error
+	Rmdir(parent uint64, name string) error
+	Rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error
+	ReadDir(ino uint64) ([]DirEntry, error)
+
+	Create(c Caller, parent uint64, name string, mode uint32, flags uint32) (Attr, Handle, error)
+	Open(ino uint64, flags uint32) (Handle, error)
+	Read(h Handle, off int64, buf []byte) (int, error)
+	Write(h Handle, off int64, data []byte) (int, error)
+	// Flush is called at every close of a file descriptor.
+	Flush(h Handle) error
+	Fsync(h Handle, dataOnly bool) error
+	Release(h Handle) error
+	Fallocate(h Handle, mode uint32, off, length int64) error
+	// Lseek serves SEEK_DATA and SEEK_HOLE.
+	Lseek(h Handle, off int64, whence int) (int64, error)
+	// CopyFileRange shares data instead of copying it.
+	CopyFileRange(in Handle, inOff int64, out Handle, outOff int64, length int64) (int64, error)
+
+	GetXattr(ino uint64, name string) ([]byte, error)
+	ListXattr(ino uint64) ([]string, error)
+	SetXattr(ino uint64, name string, value []byte, flags uint32) error
+	RemoveXattr(ino uint64, name string) error
+
+	StatFS() (StatFS, error)
+	// SyncFS makes everything written so far durable.
+	SyncFS() error
+}

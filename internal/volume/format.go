@@ -1,0 +1,84 @@
+package volume
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FormatFile names the file that marks a directory as a doppel volume.
+const FormatFile = "doppel.json"
+
+// FormatVersion is the volume layout this build writes and reads.
+const FormatVersion = 1
+
+type formatInfo struct {
+	Format int    `json:"doppel_format"`
+	UUID   string `json:"uuid"`
+}
+
+// ErrNotVolume is returned for a directory that holds no volume.
+var ErrNotVolume = errors.New("not a doppel volume")
+
+func readFormat(dir string) (formatInfo, error) {
+	var f formatInfo
+	b, err := os.ReadFile(filepath.Join(dir, FormatFile))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(dir); serr != nil {
+			return f, fmt.Errorf("%s: %w (no such directory; create one with 'doppel init --store %s')", dir, ErrNotVolume, dir)
+		}
+		return f, fmt.Errorf("%s: %w (no %s; create one with 'doppel init')", dir, ErrNotVolume, FormatFile)
+	}
+	if err != nil {
+		return f, err
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return f, fmt.Errorf("%s: damaged format file: %v", dir, err)
+	}
+	if f.Format > FormatVersion {
+		return f, fmt.Errorf("%s: volume format %d is newer than this doppel supports (%d); upgrade doppel", dir, f.Format, FormatVersion)
+	}
+	if f.Format < 1 {
+		return f, fmt.Errorf("%s: unknown volume format %d", dir, f.Format)
+	}
+	return f, nil
+}
+
+// writeFormat writes the format file atomically; it is written last at
+// init so that a half-created volume is never taken for a volume.
+func writeFormat(dir string, f formatInfo) error {
+	b, _ := json.MarshalIndent(f, "", "  ")
+	tmp := filepath.Join(dir, FormatFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	if err := syncFile(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, FormatFile)); err != nil {
+		return err
+	}
+	return syncFile(dir)
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,24 @@
+package volume
+
+import "github.com/doppelfs/doppel/internal/control"
+
+// Space reports the volume's space use.
+func (v *Volume) Space() (control.SpaceReport, error) {
+	s := v.Engine.Stats()
+	alloc, segs, err := v.Blobs.Usage()
+	if err != nil {
+		return control.SpaceReport{}, err
+	}
+	r := control.SpaceReport{
+		Store: v.Dir, LogicalBytes: s.LogicalBytes, RawBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
+		MetaBytes: v.Meta.DiskUsage(), AllocatedBytes: alloc, Segments: segs, Chunks: s.Chunks, Inodes: s.Inodes,
+		DedupRatio: 1, CompressRatio: 1, ReclaimedBytes: v.Engine.ReclaimedBytes(),
+	}
+	if s.RawBytes > 0 {
+		r.DedupRatio = float64(s.LogicalBytes) / float64(s.RawBytes)
+	}
+	if s.PhysicalBytes > 0 {
+		r.CompressRatio = float64(s.RawBytes) / float64(s.PhysicalBytes)
+	}
+	return r, nil
+}
