@@ -31,6 +31,13 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	if err != nil {
 		return err
 	}
+	if path := os.Getenv("DOPPEL_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	vol, err := volume.Open(dir, log)
 	if err != nil {
 		return err

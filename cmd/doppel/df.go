@@ -23,18 +23,9 @@ func runDf(args []string) error {
 	if err != nil {
 		return err
 	}
-	var dir string
-	switch {
-	case len(pos) > 1:
-		return usagef("at most one MOUNTPOINT")
-	case len(pos) == 1:
-		if dir, err = doppelStoreOf(pos[0]); err != nil {
-			return err
-		}
-	default:
-		if dir, err = storeDir(*store); err != nil {
-			return err
-		}
+	dir, err := volumeArg(pos, *store)
+	if err != nil {
+		return err
 	}
 	rep, err := spaceReport(dir)
 	if err != nil {

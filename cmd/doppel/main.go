@@ -20,6 +20,7 @@ var commands = map[string]command{
 	"mount":  {"mount a volume (daemon in the background unless -f)", runMount},
 	"umount": {"flush and unmount a mounted volume", runUmount},
 	"df":     {"show logical and physical space, dedup ratio", runDf},
+	"sync":   {"make everything written to a volume durable", runSync},
 }
 
 func usage() {

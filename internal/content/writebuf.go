@@ -100,15 +100,17 @@ func (b *Buffer) Discard(start, end int64) {
 }
 
 // Consume drops the first n bytes of run i after they were committed. The
-// remainder is copied so that the committed prefix's memory can be freed.
-func (b *Buffer) Consume(i, n int) {
+// remainder moves to a buffer with room for reserve more bytes, so that a
+// streaming writer fills it without further reallocation and the
+// committed prefix's memory can be freed.
+func (b *Buffer) Consume(i, n, reserve int) {
 	r := &b.runs[i]
 	b.bytes -= int64(n)
 	if n == len(r.Data) {
 		b.runs = append(b.runs[:i], b.runs[i+1:]...)
 		return
 	}
-	rest := make([]byte, len(r.Data)-n, growCap(int64(len(r.Data)-n))+1<<20)
+	rest := make([]byte, len(r.Data)-n, len(r.Data)-n+reserve)
 	copy(rest, r.Data[n:])
 	r.Off += int64(n)
 	r.Data = rest

@@ -84,7 +84,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	_ = committedEnd
 	consumed := int64(0)
 	for k := len(jobs) - 1; k >= 0; k-- {
-		f.buf.Consume(jobs[k].run, jobs[k].n)
+		f.buf.Consume(jobs[k].run, jobs[k].n, streamFlush+(2<<20))
 		consumed += int64(jobs[k].n)
 	}
 	v.dirty.n.Add(-consumed)
@@ -163,11 +163,21 @@ func (v *Volume) flusher() {
 	defer v.wg.Done()
 	t := time.NewTicker(v.opt.FlushInterval)
 	defer t.Stop()
+	lastSync := time.Now()
 	for {
 		select {
 		case <-v.quit:
 			return
 		case <-t.C:
+		}
+		// The kernel does not pass syncfs(2) to FUSE daemons, so, like
+		// ext4's commit interval, committed changes are made durable
+		// periodically.
+		if time.Since(lastSync) >= v.opt.SyncInterval {
+			if err := v.eng.Sync(); err != nil {
+				v.log.Error("periodic sync", "err", err)
+			}
+			lastSync = time.Now()
 		}
 		for _, f := range v.openFiles() {
 			l := v.locks.of(f.ino)

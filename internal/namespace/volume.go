@@ -21,6 +21,8 @@ type Options struct {
 	DirtyLimit int64
 	// FlushInterval is how often the background flusher runs.
 	FlushInterval time.Duration
+	// SyncInterval bounds how long committed changes may stay volatile.
+	SyncInterval time.Duration
 	// StoreDir is the host directory whose free space statfs reports.
 	StoreDir string
 }
@@ -54,6 +56,9 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	}
 	if opt.FlushInterval <= 0 {
 		opt.FlushInterval = time.Second
+	}
+	if opt.SyncInterval <= 0 {
+		opt.SyncInterval = 5 * time.Second
 	}
 	v := &Volume{
 		meta: m, eng: eng, opt: opt, log: log,

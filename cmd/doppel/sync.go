@@ -1,0 +1,52 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+func runSync(args []string) error {
+	fs := newFlags("sync", "[--store DIR | MOUNTPOINT]",
+		"Make everything written to a volume durable. The kernel does not pass\n"+
+			"sync(1)/syncfs(2) on to FUSE file systems; this command, fsync of any file\n"+
+			"or directory in the volume, or the daemon's periodic sync (every 5 s) do.")
+	store := fs.String("store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	dir, err := volumeArg(pos, *store)
+	if err != nil {
+		return err
+	}
+	if volume.LockHolder(dir) > 0 {
+		c, err := control.Dial(dir)
+		if err != nil {
+			return err
+		}
+		return c.Sync()
+	}
+	vol, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if errors.Is(err, volume.ErrInUse) {
+		return runSync(args)
+	}
+	if err != nil {
+		return err
+	}
+	return vol.Close()
+}
+
+// volumeArg resolves an optional MOUNTPOINT argument or the --store flag.
+func volumeArg(pos []string, store string) (string, error) {
+	switch {
+	case len(pos) > 1:
+		return "", usagef("at most one MOUNTPOINT")
+	case len(pos) == 1:
+		return doppelStoreOf(pos[0])
+	}
+	return storeDir(store)
+}
