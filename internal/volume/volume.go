@@ -126,6 +126,7 @@ type Volume struct {
 	Engine *content.Engine
 	NS     *namespace.Volume
 	lock   *os.File
+	closed bool
 }
 
 // Open opens the volume in dir for exclusive use by this process.
@@ -175,6 +176,10 @@ func (v *Volume) open(log *slog.Logger) error {
 
 // Close flushes everything and releases the volume.
 func (v *Volume) Close() error {
+	if v.closed {
+		return nil
+	}
+	v.closed = true
 	var errs []error
 	if v.NS != nil {
 		errs = append(errs, v.NS.Close())

@@ -1,0 +1,231 @@
+package namespace_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"syscall"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/vfs"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+func openVolume(t *testing.T) (*volume.Volume, string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v, dir
+}
+
+func reopen(t *testing.T, v *volume.Volume, dir string) *volume.Volume {
+	t.Helper()
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nv, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nv.Close() })
+	return nv
+}
+
+var root = vfs.Caller{}
+
+// must returns x or panics on err, which fails the test with a stack trace.
+func must[T any](x T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
+func wantErr(t *testing.T, err, want error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("got error %v, want %v", err, want)
+	}
+}
+
+func writeFile(t *testing.T, fs vfs.FS, parent uint64, name string, data []byte) uint64 {
+	t.Helper()
+	a, h, err := fs.Create(root, parent, name, 0o644, syscall.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Write(h, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	return a.Ino
+}
+
+func readFile(t *testing.T, fs vfs.FS, ino uint64) []byte {
+	t.Helper()
+	a := must(fs.GetAttr(ino))
+	h := must(fs.Open(ino, syscall.O_RDONLY))
+	defer fs.Release(h)
+	buf := make([]byte, a.Size+10)
+	n := must(fs.Read(h, 0, buf))
+	return buf[:n]
+}
+
+func TestRenameRules(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	d1 := must(fs.Mkdir(root, vfs.RootIno, "d1", 0o755)).Ino
+	d2 := must(fs.Mkdir(root, d1, "d2", 0o755)).Ino
+	f := writeFile(t, fs, vfs.RootIno, "f", []byte("x"))
+	g := writeFile(t, fs, vfs.RootIno, "g", []byte("y"))
+
+	wantErr(t, fs.Rename(vfs.RootIno, "d1", d2, "inside", 0), syscall.EINVAL)
+	wantErr(t, fs.Rename(vfs.RootIno, "f", vfs.RootIno, "d1", 0), syscall.EISDIR)
+	wantErr(t, fs.Rename(vfs.RootIno, "d1", vfs.RootIno, "f", 0), syscall.ENOTDIR)
+	wantErr(t, fs.Rename(vfs.RootIno, "f", vfs.RootIno, "g", vfs.RenameNoReplace), syscall.EEXIST)
+	wantErr(t, fs.Rename(vfs.RootIno, "f", vfs.RootIno, "none", vfs.RenameExchange), syscall.ENOENT)
+
+	if err := fs.Rename(vfs.RootIno, "f", vfs.RootIno, "g", vfs.RenameExchange); err != nil {
+		t.Fatal(err)
+	}
+	if a := must(fs.Lookup(vfs.RootIno, "g")); a.Ino != f {
+		t.Fatalf("after exchange g is %d, want %d", a.Ino, f)
+	}
+	// Exchanging a directory with a file in another directory moves a ".." link.
+	rootLinks := must(fs.GetAttr(vfs.RootIno)).Nlink
+	if err := fs.Rename(vfs.RootIno, "g", d1, "d2", vfs.RenameExchange); err != nil {
+		t.Fatal(err)
+	}
+	if got := must(fs.GetAttr(vfs.RootIno)).Nlink; got != rootLinks+1 {
+		t.Fatalf("root nlink %d, want %d", got, rootLinks+1)
+	}
+	if got := must(fs.GetAttr(d1)).Nlink; got != 2 {
+		t.Fatalf("d1 nlink %d, want 2", got)
+	}
+	// Replacing a file drops its inode.
+	if err := fs.Rename(d1, "d2", vfs.RootIno, "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := fs.GetAttr(g)
+	wantErr(t, err, syscall.ENOENT)
+	// "g" is the directory d2 now: it cannot replace the file "f".
+	wantErr(t, fs.Rename(vfs.RootIno, "g", vfs.RootIno, "f", 0), syscall.ENOTDIR)
+}
+
+func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o644, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(fs.Write(h, 0, []byte("hello world")))
+	if err := fs.Unlink(vfs.RootIno, "f"); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	must(fs.Read(h, 6, buf))
+	if string(buf) != "world" {
+		t.Fatalf("read %q from unlinked file", buf)
+	}
+	if got := must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
+		t.Fatalf("nlink %d, want 0", got)
+	}
+	// A daemon stop with the file open leaves an orphan that the next open removes.
+	v = reopen(t, v, dir)
+	_, err = v.NS.GetAttr(a.Ino)
+	wantErr(t, err, syscall.ENOENT)
+	if s := v.Engine.Stats(); s.Chunks != 0 || s.LogicalBytes != 0 {
+		t.Fatalf("orphan's data not freed: %+v", s)
+	}
+}
+
+func TestBufferedWritesShowInAttrsAndPersist(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o644, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("abcdefgh"), 100000)
+	must(fs.Write(h, 0, data))
+	if got := must(fs.GetAttr(a.Ino)).Size; got != int64(len(data)) {
+		t.Fatalf("size %d while buffered, want %d", got, len(data))
+	}
+	// chmod while data is buffered must not lose the buffered size.
+	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o600}))
+	if err := fs.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	v = reopen(t, v, dir)
+	got := readFile(t, v.NS, a.Ino)
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, want %d identical", len(got), len(data))
+	}
+	if m := must(v.NS.GetAttr(a.Ino)).Mode & 0o777; m != 0o600 {
+		t.Fatalf("mode %o, want 600", m)
+	}
+}
+
+func TestCopyFileRangeSharesChunks(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	data := make([]byte, 3<<20)
+	for i := range data {
+		data[i] = byte(i * 7 / 13)
+	}
+	src := writeFile(t, fs, vfs.RootIno, "src", data)
+	before := v.Engine.Stats()
+	hs := must(fs.Open(src, syscall.O_RDONLY))
+	da, hd, err := fs.Create(root, vfs.RootIno, "dst", 0o644, syscall.O_WRONLY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := must(fs.CopyFileRange(hs, 1000, hd, 5, int64(len(data))))
+	if n != int64(len(data)-1000) {
+		t.Fatalf("copied %d, want %d", n, len(data)-1000)
+	}
+	fs.Release(hs)
+	fs.Release(hd)
+	after := v.Engine.Stats()
+	if after.PhysicalBytes != before.PhysicalBytes {
+		t.Fatalf("copy stored data: physical %d -> %d", before.PhysicalBytes, after.PhysicalBytes)
+	}
+	got := readFile(t, fs, da.Ino)
+	want := append(make([]byte, 5), data[1000:]...)
+	if !bytes.Equal(got, want) {
+		t.Fatal("copied content differs")
+	}
+}
+
+func TestDirectoryErrors(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	d := must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
+	writeFile(t, fs, d, "f", []byte("x"))
+	wantErr(t, fs.Rmdir(vfs.RootIno, "d"), syscall.ENOTEMPTY)
+	wantErr(t, fs.Unlink(vfs.RootIno, "d"), syscall.EISDIR)
+	wantErr(t, fs.Rmdir(d, "f"), syscall.ENOTDIR)
+	_, err := fs.Mkdir(root, vfs.RootIno, "d", 0o755)
+	wantErr(t, err, syscall.EEXIST)
+	_, err = fs.Link(d, vfs.RootIno, "dl")
+	wantErr(t, err, syscall.EPERM)
+	long := string(bytes.Repeat([]byte("n"), 256))
+	_, err = fs.Mkdir(root, vfs.RootIno, long, 0o755)
+	wantErr(t, err, syscall.ENAMETOOLONG)
+	wantErr(t, fs.SetXattr(d, "user.x", []byte("1"), vfs.XattrReplace), syscall.ENODATA)
+	if err := fs.SetXattr(d, "user.x", []byte("1"), vfs.XattrCreate); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, fs.SetXattr(d, "user.x", []byte("1"), vfs.XattrCreate), syscall.EEXIST)
+}
