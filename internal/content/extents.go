@@ -139,11 +139,12 @@ func (t *Tx) WriteChunks(ino uint64, chunks []*Prepared) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	t.Adopt(chunks)
 	for _, c := range chunks {
 		if c.Zero {
 			continue
 		}
-		if _, ok := t.fresh[c.Hash]; !ok || c.written {
+		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.written && c.written) {
 			t.fresh[c.Hash] = c
 		}
 		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len)}}); err != nil {

@@ -1,8 +1,10 @@
 package content
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -19,7 +21,8 @@ type Tx struct {
 	b       meta.Batch
 	version uint64
 	refs    map[schema.Hash]int64
-	fresh   map[schema.Hash]*Prepared
+	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
+	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
 	freed   []blob.Loc // chunks whose last reference went; punch once durable
 	dupes   []blob.Loc // stored bytes nobody references; punch at once
@@ -44,6 +47,7 @@ func (e *Engine) Begin() (*Tx, error) {
 	return &Tx{
 		e: e, b: e.meta.NewBatch(), version: version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
+		adopted: map[*Prepared]struct{}{},
 	}, nil
 }
 
@@ -52,6 +56,16 @@ func (t *Tx) Batch() meta.Batch { return t.b }
 
 // Version is the volume version this transaction creates.
 func (t *Tx) Version() uint64 { return t.version }
+
+// Adopt hands chunks that Prepare stored to the transaction, which frees
+// every copy that ends up unreferenced, on commit and on abort alike.
+func (t *Tx) Adopt(chunks []*Prepared) {
+	for _, c := range chunks {
+		if c.written {
+			t.adopted[c] = struct{}{}
+		}
+	}
+}
 
 // Journal records that ino changed in this transaction.
 func (t *Tx) Journal(ino uint64, op uint8) error {
@@ -69,10 +83,8 @@ func (t *Tx) Abort() {
 	t.done = true
 	t.b.Close()
 	// Chunks stored for this transaction are referenced by nothing.
-	for _, p := range t.fresh {
-		if p.written {
-			t.e.freeNow(p.loc)
-		}
+	for p := range t.adopted {
+		t.e.freeNow(p.loc)
 	}
 	t.e.txMu.Unlock()
 }
@@ -124,27 +136,47 @@ func (t *Tx) Commit(sync bool) error {
 	return nil
 }
 
-// applyRefs writes the refcount deltas into the chunk table.
+// applyRefs writes the refcount deltas into the chunk table, in hash order
+// so that one iterator walks the table forward instead of a point lookup
+// per chunk.
 func (t *Tx) applyRefs() error {
-	for h, p := range t.fresh {
-		if _, ok := t.refs[h]; !ok && p.written {
+	for p := range t.adopted {
+		if t.fresh[p.Hash] != p {
+			t.dupes = append(t.dupes, p.loc) // another copy of the same chunk won
+		} else if _, ok := t.refs[p.Hash]; !ok {
 			t.dupes = append(t.dupes, p.loc) // stored, then overwritten in the same tx
 		}
 	}
-	for h, d := range t.refs {
-		if err := t.applyRef(h, d); err != nil {
+	hashes := make([]schema.Hash, 0, len(t.refs))
+	for h := range t.refs {
+		hashes = append(hashes, h)
+	}
+	slices.SortFunc(hashes, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
+	it, err := t.b.NewIter(schema.ChunkRange())
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for _, h := range hashes {
+		key := schema.ChunkKey(h)
+		var rec []byte
+		if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
+			rec = it.Value()
+		}
+		if err := t.applyRef(h, t.refs[h], rec); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *Tx) applyRef(h schema.Hash, d int64) error {
+// applyRef applies delta d to chunk h, whose current record is rec (nil
+// if the chunk table does not hold it).
+func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 	key := schema.ChunkKey(h)
 	p := t.fresh[h]
-	v, err := t.b.Get(key)
-	if err == nil {
-		c, err := schema.DecodeChunk(v)
+	if rec != nil {
+		c, err := schema.DecodeChunk(rec)
 		if err != nil {
 			return fmt.Errorf("chunk %x: %w", h[:8], err)
 		}
@@ -167,9 +199,6 @@ func (t *Tx) applyRef(h schema.Hash, d int64) error {
 		t.delta.Chunks--
 		return t.b.Delete(key)
 	}
-	if !errors.Is(err, meta.ErrNotFound) {
-		return err
-	}
 	if d <= 0 {
 		if p != nil && p.written {
 			t.dupes = append(t.dupes, p.loc)
@@ -187,6 +216,8 @@ func (t *Tx) applyRef(h schema.Hash, d int64) error {
 		if err := t.e.store(p); err != nil {
 			return err
 		}
+		t.adopted[p] = struct{}{} // so that an abort frees it
+
 	}
 	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d)}
 	t.delta.PhysicalBytes += int64(c.Stored)

@@ -78,6 +78,9 @@ func (b *Buffer) Overlay(off int64, dst []byte) {
 
 // Discard drops buffered data in [start, end).
 func (b *Buffer) Discard(start, end int64) {
+	if end <= start {
+		return // splitting a run around nothing would leave adjacent runs
+	}
 	var out []Run
 	for _, r := range b.runs {
 		if r.End() <= start || r.Off >= end {

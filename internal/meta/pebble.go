@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 )
 
 // Pebble is the embedded metadata store.
@@ -16,11 +17,18 @@ type Pebble struct {
 // OpenPebble opens (creating if needed) a Pebble store in dir.
 func OpenPebble(dir string) (*Pebble, error) {
 	opts := &pebble.Options{
-		Cache:  pebble.NewCache(64 << 20),
-		Logger: quietLogger{},
+		Cache:        pebble.NewCache(64 << 20),
+		Logger:       quietLogger{},
+		MemTableSize: 32 << 20,
 	}
 	defer opts.Cache.Unref()
 	opts.EnsureDefaults()
+	// Dedup lookups of new chunks miss; bloom filters answer them without
+	// reading data blocks.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].FilterType = pebble.TableFilter
+	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)

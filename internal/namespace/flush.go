@@ -69,6 +69,9 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 		v.discardJobs(jobs)
 		return err
 	}
+	for _, j := range jobs {
+		tx.Adopt(j.chunks)
+	}
 	committedEnd, err := v.commitJobs(tx, f, runs, jobs, all)
 	if err != nil {
 		tx.Abort()

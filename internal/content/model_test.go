@@ -1,0 +1,355 @@
+package content
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var modelSeed = flag.Uint64("content.seed", 0, "seed for TestEngineModel (0: time-based)")
+var modelSteps = flag.Int("content.steps", 120, "steps per TestEngineModel variant")
+
+// engineModel drives an engine with random operations and keeps a plain
+// byte slice per inode as the reference.
+type engineModel struct {
+	t      *testing.T
+	v      *env
+	r      *rand.Rand
+	files  map[uint64][]byte
+	inos   []uint64
+	motifs [][]byte // shared material, so that writes deduplicate
+	max    int64    // largest file size the model grows to
+	log    []string
+}
+
+func (m *engineModel) logf(format string, args ...any) {
+	m.log = append(m.log, fmt.Sprintf(format, args...))
+}
+
+// content returns n bytes of a random kind: fresh random data, a slice of
+// a motif (dedups with other uses of it, shifted or not), zeros, a mix, or
+// a copy of existing file data.
+func (m *engineModel) content(n int) []byte {
+	switch m.r.IntN(6) {
+	case 0, 1:
+		return randBytes(m.r, n)
+	case 2:
+		mo := m.motifs[m.r.IntN(len(m.motifs))]
+		start := m.r.IntN(len(mo))
+		out := make([]byte, 0, n)
+		for len(out) < n {
+			out = append(out, mo[start:]...)
+			start = 0
+		}
+		return out[:n]
+	case 3:
+		return make([]byte, n)
+	case 4:
+		out := randBytes(m.r, n)
+		z := m.r.IntN(n + 1)
+		clear(out[m.r.IntN(n-z+1):][:z])
+		return out
+	default:
+		src := m.files[m.inos[m.r.IntN(len(m.inos))]]
+		if len(src) == 0 {
+			return randBytes(m.r, n)
+		}
+		out := make([]byte, n)
+		copy(out, src[m.r.IntN(len(src)):])
+		return out
+	}
+}
+
+// writeRange picks where to write in a file of the given size: anywhere up
+// to a little past the end, so holes appear too.
+func (m *engineModel) writeRange(size int64) (int64, int) {
+	off := m.r.Int64N(min(size+20000, m.max-1))
+	n := 1 + m.r.IntN(int(min(48<<10, m.max-off)))
+	return off, n
+}
+
+func (m *engineModel) apply(ino uint64, off int64, p []byte) {
+	f := m.files[ino]
+	if end := off + int64(len(p)); end > int64(len(f)) {
+		f = append(f, make([]byte, end-int64(len(f)))...)
+	}
+	copy(f[off:], p)
+	m.files[ino] = f
+}
+
+func (m *engineModel) prepare(off int64, data []byte) []*Prepared {
+	m.t.Helper()
+	ps, n, err := m.v.e.Prepare(off, data, true)
+	if err != nil || n != len(data) {
+		m.t.Fatalf("Prepare(%d, %d bytes) = %d, %v", off, len(data), n, err)
+	}
+	return ps
+}
+
+func (m *engineModel) step() {
+	t, v, r := m.t, m.v, m.r
+	ino := m.inos[r.IntN(len(m.inos))]
+	size := int64(len(m.files[ino]))
+	switch op := r.IntN(100); {
+	case op < 30: // one write, as a flush of one run
+		off, n := m.writeRange(size)
+		data := m.content(n)
+		m.logf("write ino %d [%d,%d)", ino, off, off+int64(n))
+		v.write(ino, off, data)
+		m.apply(ino, off, data)
+
+	case op < 40: // several runs prepared separately, committed together
+		type run struct {
+			ino  uint64
+			off  int64
+			data []byte
+			ps   []*Prepared
+		}
+		var runs []run
+		same := r.IntN(2) == 0 // the same new data in every run
+		var shared []byte
+		for range 2 + r.IntN(2) {
+			ri := m.inos[r.IntN(len(m.inos))]
+			off, n := m.writeRange(int64(len(m.files[ri])))
+			if same {
+				if shared == nil {
+					shared = randBytes(r, n)
+				}
+				n = min(len(shared), int(m.max-off))
+				runs = append(runs, run{ino: ri, off: off, data: shared[:n]})
+			} else {
+				runs = append(runs, run{ino: ri, off: off, data: m.content(n)})
+			}
+		}
+		for i := range runs {
+			runs[i].ps = m.prepare(runs[i].off, runs[i].data)
+		}
+		tx := v.begin()
+		for _, rn := range runs {
+			m.logf("multi-run write ino %d [%d,%d) same=%v", rn.ino, rn.off, rn.off+int64(len(rn.data)), same)
+			if _, err := tx.WriteChunks(rn.ino, rn.ps); err != nil {
+				t.Fatal(err)
+			}
+			m.apply(rn.ino, rn.off, rn.data)
+		}
+		v.commit(tx)
+
+	case op < 50: // punch a hole
+		start := r.Int64N(size + 1)
+		end := start + r.Int64N(size-start+30000)
+		m.logf("punch ino %d [%d,%d)", ino, start, end)
+		v.do(func(tx *Tx) error { _, err := tx.Punch(ino, start, end); return err })
+		f := m.files[ino]
+		clear(f[min(start, size):min(end, size)])
+
+	case op < 65: // copy_file_range between (or within) inodes
+		src := m.inos[r.IntN(len(m.inos))]
+		srcSize := int64(len(m.files[src]))
+		if srcSize == 0 {
+			return
+		}
+		srcOff := r.Int64N(srcSize)
+		n := 1 + r.Int64N(min(srcSize-srcOff, 64<<10))
+		dstOff := r.Int64N(min(size+20000, m.max-n))
+		if src == ino && srcOff < dstOff+n && dstOff < srcOff+n {
+			return // overlapping copies within a file are refused upstream
+		}
+		m.logf("copy ino %d [%d,%d) to ino %d at %d", src, srcOff, srcOff+n, ino, dstOff)
+		v.do(func(tx *Tx) error { _, err := tx.Copy(src, srcOff, ino, dstOff, n); return err })
+		m.apply(ino, dstOff, bytes.Clone(m.files[src][srcOff:srcOff+n]))
+
+	case op < 73: // truncate, shrinking or growing
+		newSize := r.Int64N(min(size+30000, m.max))
+		m.logf("truncate ino %d from %d to %d", ino, size, newSize)
+		if newSize < size {
+			v.do(func(tx *Tx) error { _, err := tx.Punch(ino, newSize, math.MaxInt64); return err })
+			m.files[ino] = m.files[ino][:newSize]
+		} else {
+			m.files[ino] = append(m.files[ino], make([]byte, newSize-size)...)
+		}
+
+	case op < 76: // delete the file
+		m.logf("drop ino %d", ino)
+		v.do(func(tx *Tx) error { return tx.DropAll(ino) })
+		m.files[ino] = nil
+
+	case op < 84: // streaming flush: the decided chunks first, the tail later
+		off, n := m.writeRange(size)
+		data := m.content(n)
+		ps, done, err := v.e.Prepare(off, data, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.logf("streaming write ino %d [%d,%d), first part %d", ino, off, off+int64(n), done)
+		if done > 0 {
+			v.do(func(tx *Tx) error { _, err := tx.WriteChunks(ino, ps); return err })
+		}
+		if done < n {
+			v.write(ino, off+int64(done), data[done:])
+		}
+		m.apply(ino, off, data)
+
+	case op < 89: // an aborted write changes nothing
+		off, n := m.writeRange(size)
+		ps := m.prepare(off, m.content(n))
+		m.logf("aborted write ino %d [%d,%d)", ino, off, off+int64(n))
+		tx := v.begin()
+		if _, err := tx.WriteChunks(ino, ps); err != nil {
+			t.Fatal(err)
+		}
+		tx.Abort()
+
+	case op < 96: // several edits in one transaction: refcount deltas meet
+		off, n := m.writeRange(size)
+		data := m.content(n)
+		ps := m.prepare(off, data)
+		other := m.inos[r.IntN(len(m.inos))]
+		m.logf("tx: drop ino %d, write ino %d [%d,%d), copy it to ino %d", other, ino, off, off+int64(n), other)
+		v.do(func(tx *Tx) error {
+			if other != ino {
+				if err := tx.DropAll(other); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.WriteChunks(ino, ps); err != nil {
+				return err
+			}
+			if other != ino {
+				_, err := tx.Copy(ino, off, other, off, int64(n))
+				return err
+			}
+			return nil
+		})
+		if other != ino {
+			m.files[other] = nil
+		}
+		m.apply(ino, off, data)
+		if other != ino {
+			m.apply(other, off, data)
+		}
+
+	default: // a new engine: cold cache, counters from the metadata
+		m.logf("reopen engine")
+		before := v.e.Stats()
+		v.reopen()
+		if after := v.e.Stats(); after != before {
+			t.Fatalf("stats changed across reopen: %+v then %+v", before, after)
+		}
+	}
+}
+
+// check compares every file with the reference and the metadata with its
+// invariants.
+func (m *engineModel) check() {
+	m.t.Helper()
+	for _, ino := range m.inos {
+		f := m.files[ino]
+		m.v.checkContent(ino, f)
+		// No data past the end (truncation punched it).
+		if d, err := m.v.e.SeekData(m.v.meta, ino, int64(len(f))); err != nil || d != -1 {
+			m.t.Fatalf("inode %d: SeekData(size %d) = %d, %v; want -1", ino, len(f), d, err)
+		}
+		// Holes hold zeros.
+		if len(f) > 0 {
+			off := m.r.Int64N(int64(len(f)))
+			h, err := m.v.e.SeekHole(m.v.meta, ino, off)
+			if err != nil || h < off {
+				m.t.Fatalf("inode %d: SeekHole(%d) = %d, %v", ino, off, h, err)
+			}
+			if h < int64(len(f)) {
+				d, err := m.v.e.SeekData(m.v.meta, ino, h)
+				if err != nil || (d != -1 && d <= h) {
+					m.t.Fatalf("inode %d: SeekData(%d) = %d, %v after SeekHole", ino, h, d, err)
+				}
+				if d == -1 {
+					d = int64(len(f))
+				}
+				if i := bytes.IndexFunc(f[h:min(d, int64(len(f)))], func(r rune) bool { return r != 0 }); i >= 0 {
+					m.t.Fatalf("inode %d: hole [%d,%d) holds data", ino, h, d)
+				}
+			}
+		}
+	}
+	m.v.checkInvariants()
+}
+
+func TestEngineModel(t *testing.T) {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	variants := []struct {
+		name   string
+		cfg    func(t *testing.T) Config
+		maxLen int64
+	}{
+		{"cdc", func(t *testing.T) Config { return Config{Chunking: policy(t, smallCDC)} }, 192 << 10},
+		{"fixed", func(t *testing.T) Config { return Config{Chunking: policy(t, "fixed:4K")} }, 160 << 10},
+		{"cdc-zstd-verify", func(t *testing.T) Config {
+			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
+		}, 128 << 10},
+	}
+	for vi, vr := range variants {
+		t.Run(vr.name, func(t *testing.T) {
+			s := seed + uint64(vi)
+			m := &engineModel{
+				t:     t,
+				v:     newEnv(t, vr.cfg(t)),
+				r:     rand.New(rand.NewPCG(s, 0x5eed)),
+				files: map[uint64][]byte{},
+				inos:  []uint64{100, 101, 102},
+				max:   vr.maxLen,
+			}
+			for range 4 {
+				m.motifs = append(m.motifs, randBytes(m.r, 20<<10))
+			}
+			defer func() {
+				if t.Failed() {
+					t.Logf("seed %d (rerun: go test -run 'TestEngineModel/%s' -content.seed=%d); last steps:\n  %s",
+						s, vr.name, seed, joinTail(m.log, 15))
+				}
+			}()
+			for range *modelSteps {
+				m.step()
+				m.check()
+			}
+
+			// Deleting everything must bring the volume back to empty.
+			for _, ino := range m.inos {
+				m.v.do(func(tx *Tx) error { return tx.DropAll(ino) })
+				m.files[ino] = nil
+			}
+			m.check()
+			m.v.reopen() // Close reclaims everything pending
+			if n := len(m.v.allChunks()); n != 0 {
+				t.Errorf("%d chunk records left with no file", n)
+			}
+			st := m.v.e.Stats()
+			if st.LogicalBytes != 0 || st.PhysicalBytes != 0 || st.RawBytes != 0 || st.Chunks != 0 {
+				t.Errorf("stats with no file: %+v", st)
+			}
+			// Every stored byte was punched out again (a little slack for
+			// host file system metadata). A leak here that the invariants
+			// did not catch is space no record names: see
+			// TestSameNewChunkPreparedTwiceInOneTx.
+			if u := m.v.usage(); u > 64<<10 {
+				t.Errorf("blob store still holds %d bytes with no chunk referenced", u)
+			}
+		})
+	}
+}
+
+func joinTail(lines []string, n int) string {
+	var b bytes.Buffer
+	for i, l := range lines[max(0, len(lines)-n):] {
+		if i > 0 {
+			b.WriteString("\n  ")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
