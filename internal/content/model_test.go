@@ -11,7 +11,7 @@ import (
 )
 
 var modelSeed = flag.Uint64("content.seed", 0, "seed for TestEngineModel (0: time-based)")
-var modelSteps = flag.Int("content.steps", 120, "steps per TestEngineModel variant")
+var modelSteps = flag.Int("content.steps", 0, "steps per TestEngineModel variant (0: 120, or 50 with -short or -race)")
 
 // engineModel drives an engine with random operations and keeps a plain
 // byte slice per inode as the reference.
@@ -20,6 +20,7 @@ type engineModel struct {
 	v      *env
 	r      *rand.Rand
 	files  map[uint64][]byte
+	mapped map[uint64]int64 // sum of the mapped-byte deltas the engine returned
 	inos   []uint64
 	motifs [][]byte // shared material, so that writes deduplicate
 	max    int64    // largest file size the model grows to
@@ -99,7 +100,7 @@ func (m *engineModel) step() {
 		off, n := m.writeRange(size)
 		data := m.content(n)
 		m.logf("write ino %d [%d,%d)", ino, off, off+int64(n))
-		v.write(ino, off, data)
+		m.mapped[ino] += v.write(ino, off, data)
 		m.apply(ino, off, data)
 
 	case op < 40: // several runs prepared separately, committed together
@@ -131,9 +132,11 @@ func (m *engineModel) step() {
 		tx := v.begin()
 		for _, rn := range runs {
 			m.logf("multi-run write ino %d [%d,%d) same=%v", rn.ino, rn.off, rn.off+int64(len(rn.data)), same)
-			if _, err := tx.WriteChunks(rn.ino, rn.ps); err != nil {
+			d, err := tx.WriteChunks(rn.ino, rn.ps)
+			if err != nil {
 				t.Fatal(err)
 			}
+			m.mapped[rn.ino] += d
 			m.apply(rn.ino, rn.off, rn.data)
 		}
 		v.commit(tx)
@@ -142,7 +145,7 @@ func (m *engineModel) step() {
 		start := r.Int64N(size + 1)
 		end := start + r.Int64N(size-start+30000)
 		m.logf("punch ino %d [%d,%d)", ino, start, end)
-		v.do(func(tx *Tx) error { _, err := tx.Punch(ino, start, end); return err })
+		v.do(func(tx *Tx) error { d, err := tx.Punch(ino, start, end); m.mapped[ino] += d; return err })
 		f := m.files[ino]
 		clear(f[min(start, size):min(end, size)])
 
@@ -159,14 +162,14 @@ func (m *engineModel) step() {
 			return // overlapping copies within a file are refused upstream
 		}
 		m.logf("copy ino %d [%d,%d) to ino %d at %d", src, srcOff, srcOff+n, ino, dstOff)
-		v.do(func(tx *Tx) error { _, err := tx.Copy(src, srcOff, ino, dstOff, n); return err })
+		v.do(func(tx *Tx) error { d, err := tx.Copy(src, srcOff, ino, dstOff, n); m.mapped[ino] += d; return err })
 		m.apply(ino, dstOff, bytes.Clone(m.files[src][srcOff:srcOff+n]))
 
 	case op < 73: // truncate, shrinking or growing
 		newSize := r.Int64N(min(size+30000, m.max))
 		m.logf("truncate ino %d from %d to %d", ino, size, newSize)
 		if newSize < size {
-			v.do(func(tx *Tx) error { _, err := tx.Punch(ino, newSize, math.MaxInt64); return err })
+			v.do(func(tx *Tx) error { d, err := tx.Punch(ino, newSize, math.MaxInt64); m.mapped[ino] += d; return err })
 			m.files[ino] = m.files[ino][:newSize]
 		} else {
 			m.files[ino] = append(m.files[ino], make([]byte, newSize-size)...)
@@ -176,6 +179,7 @@ func (m *engineModel) step() {
 		m.logf("drop ino %d", ino)
 		v.do(func(tx *Tx) error { return tx.DropAll(ino) })
 		m.files[ino] = nil
+		m.mapped[ino] = 0
 
 	case op < 84: // streaming flush: the decided chunks first, the tail later
 		off, n := m.writeRange(size)
@@ -186,10 +190,10 @@ func (m *engineModel) step() {
 		}
 		m.logf("streaming write ino %d [%d,%d), first part %d", ino, off, off+int64(n), done)
 		if done > 0 {
-			v.do(func(tx *Tx) error { _, err := tx.WriteChunks(ino, ps); return err })
+			v.do(func(tx *Tx) error { d, err := tx.WriteChunks(ino, ps); m.mapped[ino] += d; return err })
 		}
 		if done < n {
-			v.write(ino, off+int64(done), data[done:])
+			m.mapped[ino] += v.write(ino, off+int64(done), data[done:])
 		}
 		m.apply(ino, off, data)
 
@@ -214,12 +218,16 @@ func (m *engineModel) step() {
 				if err := tx.DropAll(other); err != nil {
 					return err
 				}
+				m.mapped[other] = 0
 			}
-			if _, err := tx.WriteChunks(ino, ps); err != nil {
+			d, err := tx.WriteChunks(ino, ps)
+			if err != nil {
 				return err
 			}
+			m.mapped[ino] += d
 			if other != ino {
-				_, err := tx.Copy(ino, off, other, off, int64(n))
+				d, err := tx.Copy(ino, off, other, off, int64(n))
+				m.mapped[other] += d
 				return err
 			}
 			return nil
@@ -275,6 +283,17 @@ func (m *engineModel) check() {
 		}
 	}
 	m.v.checkInvariants()
+	// The mapped-byte deltas (which the namespace adds up into st_blocks)
+	// must match the extents.
+	got := map[uint64]int64{}
+	for _, x := range m.v.allExtents() {
+		got[x.ino] += int64(x.Length)
+	}
+	for _, ino := range m.inos {
+		if got[ino] != m.mapped[ino] {
+			m.t.Fatalf("inode %d: extents map %d bytes, returned deltas add up to %d", ino, got[ino], m.mapped[ino])
+		}
+	}
 }
 
 func TestEngineModel(t *testing.T) {
@@ -293,16 +312,24 @@ func TestEngineModel(t *testing.T) {
 			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
 		}, 128 << 10},
 	}
+	steps := *modelSteps
+	if steps == 0 {
+		steps = 120
+		if testing.Short() || raceEnabled {
+			steps = 50
+		}
+	}
 	for vi, vr := range variants {
 		t.Run(vr.name, func(t *testing.T) {
 			s := seed + uint64(vi)
 			m := &engineModel{
-				t:     t,
-				v:     newEnv(t, vr.cfg(t)),
-				r:     rand.New(rand.NewPCG(s, 0x5eed)),
-				files: map[uint64][]byte{},
-				inos:  []uint64{100, 101, 102},
-				max:   vr.maxLen,
+				t:      t,
+				v:      newEnv(t, vr.cfg(t)),
+				r:      rand.New(rand.NewPCG(s, 0x5eed)),
+				files:  map[uint64][]byte{},
+				mapped: map[uint64]int64{},
+				inos:   []uint64{100, 101, 102},
+				max:    vr.maxLen,
 			}
 			for range 4 {
 				m.motifs = append(m.motifs, randBytes(m.r, 20<<10))
@@ -313,7 +340,7 @@ func TestEngineModel(t *testing.T) {
 						s, vr.name, seed, joinTail(m.log, 15))
 				}
 			}()
-			for range *modelSteps {
+			for range steps {
 				m.step()
 				m.check()
 			}
@@ -322,6 +349,7 @@ func TestEngineModel(t *testing.T) {
 			for _, ino := range m.inos {
 				m.v.do(func(tx *Tx) error { return tx.DropAll(ino) })
 				m.files[ino] = nil
+				m.mapped[ino] = 0
 			}
 			m.check()
 			m.v.reopen() // Close reclaims everything pending

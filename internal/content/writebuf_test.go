@@ -100,7 +100,11 @@ func checkOverlay(t *testing.T, b *Buffer, m *bufModel, off int64, n int) {
 
 func TestBufferModel(t *testing.T) {
 	const space = 4096
-	for seed := uint64(1); seed <= 40; seed++ {
+	seeds := uint64(40)
+	if testing.Short() || raceEnabled {
+		seeds = 10
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 0xb0f))
 			var b Buffer
