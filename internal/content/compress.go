@@ -2,6 +2,7 @@ package content
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/klauspost/compress/zstd"
@@ -26,7 +27,7 @@ func newCompressor(mode string) (*compressor, error) {
 	case "", "off":
 		c.mode = "off"
 	case "zstd", "auto":
-		if c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1)); err != nil {
+		if c.enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0))); err != nil {
 			return nil, err
 		}
 	default:

@@ -2,6 +2,9 @@ package content
 
 import (
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -25,41 +28,78 @@ type Prepared struct {
 // Prepare cuts data, which starts at file offset off, into chunks and
 // stores those the volume does not hold yet. Unless final, the tail after
 // the last decidable boundary is left unconsumed for the caller to extend.
-// It runs outside any transaction, so writers proceed in parallel.
+// It runs outside any transaction, so writers proceed in parallel; within
+// one call, chunks are hashed and stored by several goroutines.
 func (e *Engine) Prepare(off int64, data []byte, final bool) ([]*Prepared, int, error) {
 	var out []*Prepared
-	seen := map[schema.Hash]*Prepared{}
 	consumed := 0
 	for consumed < len(data) {
 		n := e.chunk.Cut(off+int64(consumed), data[consumed:], final)
 		if n == 0 {
 			break
 		}
-		p := &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n]}
+		out = append(out, &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n]})
 		consumed += n
-		out = append(out, p)
-		if isZero(p.data) {
-			p.Zero = true
+	}
+	parallel(len(out), func(i int) {
+		p := out[i]
+		if p.Zero = isZero(p.data); !p.Zero {
+			p.Hash = schema.Sum(p.data)
+		}
+	})
+	// The first copy of each new hash is stored; later ones share it.
+	var toStore []*Prepared
+	seen := map[schema.Hash]*Prepared{}
+	for _, p := range out {
+		if p.Zero {
 			continue
 		}
-		p.Hash = schema.Sum(p.data)
-		if first, ok := seen[p.Hash]; ok {
-			p.loc, p.comp = first.loc, first.comp
+		if _, ok := seen[p.Hash]; ok {
 			continue
 		}
 		seen[p.Hash] = p
 		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); err == nil {
 			continue // already stored: dedup
 		} else if !errors.Is(err, meta.ErrNotFound) {
-			e.discard(out)
 			return nil, 0, err
 		}
-		if err := e.store(p); err != nil {
-			e.discard(out)
-			return nil, 0, err
+		toStore = append(toStore, p)
+	}
+	errs := make([]error, len(toStore))
+	parallel(len(toStore), func(i int) { errs[i] = e.store(toStore[i]) })
+	if err := errors.Join(errs...); err != nil {
+		e.discard(out)
+		return nil, 0, err
+	}
+	for _, p := range out {
+		if first := seen[p.Hash]; !p.Zero && first != p {
+			p.loc, p.comp = first.loc, first.comp
 		}
 	}
 	return out, consumed, nil
+}
+
+// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(n, runtime.GOMAXPROCS(0))
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // store compresses and writes p's bytes to the blob store.
