@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -31,10 +32,16 @@ type Prepared struct {
 // It runs outside any transaction, so writers proceed in parallel; within
 // one call, chunks are hashed and stored by several goroutines.
 func (e *Engine) Prepare(off int64, data []byte, final bool) ([]*Prepared, int, error) {
+	return e.PrepareWith(e.chunk, off, data, final)
+}
+
+// PrepareWith is Prepare with a chunker other than the volume's default,
+// for files whose chunking policy is overridden.
+func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, int, error) {
 	var out []*Prepared
 	consumed := 0
 	for consumed < len(data) {
-		n := e.chunk.Cut(off+int64(consumed), data[consumed:], final)
+		n := ch.Cut(off+int64(consumed), data[consumed:], final)
 		if n == 0 {
 			break
 		}

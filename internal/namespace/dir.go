@@ -134,6 +134,9 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 	if err := tx.Journal(ino, schema.OpCreate); err != nil {
 		return 0, n, err
 	}
+	if err := inheritPolicy(tx, parent, ino); err != nil {
+		return 0, n, err
+	}
 	return ino, n, addEntry(tx, &dir, parent, name, ino, n.Mode)
 }
 

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -20,6 +21,7 @@ type openFile struct {
 	// pending is true while buffered writes have changed size or times
 	// beyond what the inode record says.
 	pending   bool
+	chunker   chunker.Chunker // nil: the volume's policy
 	size      int64
 	mtime     int64
 	lastWrite time.Time
@@ -63,7 +65,7 @@ func (v *Volume) openHandle(ino uint64, n *schema.Inode, flags uint32) vfs.Handl
 	defer v.filesMu.Unlock()
 	f := v.files[ino]
 	if f == nil {
-		f = &openFile{ino: ino}
+		f = &openFile{ino: ino, chunker: v.fileChunker(ino)}
 		v.files[ino] = f
 	}
 	f.opens++
@@ -100,6 +102,7 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 		v.Release(h)
 		return vfs.Attr{}, 0, v.errno("create", err)
 	}
+	v.refreshChunker(ino) // an inherited policy is visible only now
 	return toAttr(ino, &n), h, nil
 }
 

@@ -48,7 +48,11 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	runs := f.buf.Runs()
 	var jobs []flushJob
 	for i, r := range runs {
-		chunks, n, err := v.eng.Prepare(r.Off, r.Data, final)
+		ch := f.chunker
+		if ch == nil {
+			ch = v.eng.Chunker()
+		}
+		chunks, n, err := v.eng.PrepareWith(ch, r.Off, r.Data, final)
 		if err != nil {
 			v.discardJobs(jobs)
 			return err

@@ -229,3 +229,28 @@ func TestDirectoryErrors(t *testing.T) {
 	}
 	wantErr(t, fs.SetXattr(d, "user.x", []byte("1"), vfs.XattrCreate), syscall.EEXIST)
 }
+
+func TestChunkingPolicyOverrideIsInherited(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	d := must(fs.Mkdir(root, vfs.RootIno, "images", 0o755)).Ino
+	wantErr(t, fs.SetXattr(d, "user.doppel.chunking", []byte("fixed:3K"), 0), syscall.EINVAL)
+	if err := fs.SetXattr(d, "user.doppel.chunking", []byte("fixed:4K"), 0); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 64<<10) // 16 distinct 4 KiB blocks
+	for i := range data {
+		data[i] = byte(i/4096 + 1)
+	}
+	ino := writeFile(t, fs, d, "disk.img", data)
+	if got := string(must(fs.GetXattr(ino, "user.doppel.chunking"))); got != "fixed:4K" {
+		t.Fatalf("child policy %q, want inherited fixed:4K", got)
+	}
+	if c := v.Engine.Stats().Chunks; c != 16 {
+		t.Fatalf("fixed:4K file stored %d chunks, want 16", c)
+	}
+	writeFile(t, fs, vfs.RootIno, "plain", append([]byte("x"), data...))
+	if c := v.Engine.Stats().Chunks; c != 17 {
+		t.Fatalf("default-policy file added %d chunks, want 1 (64 KiB is under the CDC minimum cut)", c-16)
+	}
+}

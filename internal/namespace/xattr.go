@@ -57,6 +57,12 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 	case len(value) > xattrValueMax:
 		return syscall.E2BIG
 	}
+	if name == PolicyXattr {
+		if err := checkPolicyXattr(value); err != nil {
+			return err
+		}
+		defer v.refreshChunker(ino)
+	}
 	return v.xattrTx("setxattr", ino, func(b meta.Batch) error {
 		_, err := b.Get(schema.XattrKey(ino, name))
 		exists := err == nil
@@ -75,6 +81,9 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 
 // RemoveXattr implements vfs.FS.
 func (v *Volume) RemoveXattr(ino uint64, name string) error {
+	if name == PolicyXattr {
+		defer v.refreshChunker(ino)
+	}
 	return v.xattrTx("removexattr", ino, func(b meta.Batch) error {
 		if _, err := b.Get(schema.XattrKey(ino, name)); errors.Is(err, meta.ErrNotFound) {
 			return syscall.ENODATA
@@ -107,4 +116,19 @@ func (v *Volume) xattrTx(op string, ino uint64, change func(meta.Batch) error) e
 		return v.errno(op, err)
 	}
 	return v.errno(op, tx.Commit(false))
+}
+
+// refreshChunker makes an open file's writes follow a changed policy.
+func (v *Volume) refreshChunker(ino uint64) {
+	v.filesMu.Lock()
+	f := v.files[ino]
+	v.filesMu.Unlock()
+	if f == nil {
+		return
+	}
+	ch := v.fileChunker(ino)
+	l := v.locks.of(ino)
+	l.Lock()
+	f.chunker = ch
+	l.Unlock()
 }

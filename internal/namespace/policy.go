@@ -1,0 +1,54 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/chunker"
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// PolicyXattr overrides the volume's chunking policy for a file, or, on a
+// directory, for everything created below it afterwards (e.g. fixed:4K for
+// VM images). It changes how future writes are cut, never stored data.
+const PolicyXattr = "user.doppel.chunking"
+
+// checkPolicyXattr validates a value for PolicyXattr.
+func checkPolicyXattr(value []byte) error {
+	if _, err := chunker.ParsePolicy(string(value)); err != nil {
+		return syscall.EINVAL
+	}
+	return nil
+}
+
+// inheritPolicy copies dir's chunking override to a new child.
+func inheritPolicy(tx *content.Tx, dir, child uint64) error {
+	v, err := tx.Batch().Get(schema.XattrKey(dir, PolicyXattr))
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Batch().Set(schema.XattrKey(child, PolicyXattr), v)
+}
+
+// fileChunker returns the chunker for ino's writes: its override, or nil
+// for the volume default.
+func (v *Volume) fileChunker(ino uint64) chunker.Chunker {
+	val, err := v.meta.Get(schema.XattrKey(ino, PolicyXattr))
+	if err != nil {
+		return nil
+	}
+	p, err := chunker.ParsePolicy(string(val))
+	if err != nil {
+		return nil
+	}
+	ch, err := chunker.New(p)
+	if err != nil {
+		return nil
+	}
+	return ch
+}
