@@ -14,9 +14,9 @@ import (
 // The caller clips buf to the file size and must keep the file's extents
 // from changing during the call.
 func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
-	clear(buf)
 	end := off + int64(len(buf))
-	return scanExtents(e.meta, ino, off, end, func(p Piece) error {
+	pos := off // bytes before pos are filled
+	err := scanExtents(e.meta, ino, off, end, func(p Piece) error {
 		p = p.clip(off, end)
 		data, err := e.chunkData(p.Hash)
 		if err != nil {
@@ -25,16 +25,21 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 		if int(p.ChunkOff)+int(p.Length) > len(data) {
 			return fmt.Errorf("%w: extent of inode %d at %d reaches past chunk %x", ErrCorrupt, ino, p.Off, p.Hash[:8])
 		}
+		clear(buf[pos-off : p.Off-off]) // a hole
 		copy(buf[p.Off-off:], data[p.ChunkOff:p.ChunkOff+p.Length])
+		pos = p.End()
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	clear(buf[pos-off:])
+	e.noteRead(ino, off, end)
+	return nil
 }
 
-// chunkData returns a chunk's raw bytes, from the cache or the blob store.
-func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
-	if p, ok := e.cache.get(h); ok {
-		return p, nil
-	}
+// loadChunk reads, decompresses and verifies a chunk from the blob store.
+func (e *Engine) loadChunk(h schema.Hash) ([]byte, error) {
 	v, err := e.meta.Get(schema.ChunkKey(h))
 	if err != nil {
 		return nil, fmt.Errorf("chunk %x: %w", h[:8], err)
@@ -54,7 +59,6 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 	if e.cfg.VerifyReads && schema.Sum(raw) != h {
 		return nil, fmt.Errorf("%w: chunk %x in segment %d at %d fails its hash", ErrCorrupt, h[:8], c.Segment, c.Offset)
 	}
-	e.cache.add(h, raw)
 	return raw, nil
 }
 
