@@ -1,0 +1,21 @@
+// Package tests holds doppel's end-to-end tests. TestMain builds
+// ./cmd/doppel; the tests init volumes in temporary directories, mount them
+// through FUSE (skipped when /dev/fuse or fusermount3 is unusable) and
+// check them against the host file system.
+//
+//	go test ./tests                                   # everything
+//	go test ./tests -run 'TestModel$' -model.seed=N   # replay a model run
+//	DOPPEL_MODEL_TARGET=plain go test ./tests -run TestModel
+//	                                                  # check the harness on a plain dir
+//
+// Environment:
+//
+//	DOPPEL_BIN           use this doppel binary instead of building one
+//	DOPPEL_MODEL_OPS     model operations when -model.ops is not given (default 5000)
+//	DOPPEL_MODEL_TARGET  "plain": run the model against a host directory
+//	DOPPEL_MODEL_INIT    extra doppel init flags for the model's volume
+//
+// Files: main_test.go (harness, volumes), model*_test.go (randomized model
+// test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,
+// tools_test.go (tar, git, sqlite3), cli_test.go.
+package tests

@@ -1,0 +1,151 @@
+package tests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Real programs with demanding I/O patterns: tar, git and sqlite3 only
+// need to succeed and round-trip their content.
+
+func TestTar(t *testing.T) {
+	v := newVolume(t)
+	host := realTempDir(t)
+	tarball := v.path("internal.tar")
+	// Archive into the mount, then extract that archive both on the host
+	// and in the mount; compare the two. (Not against internal/ itself,
+	// which other work may change meanwhile.)
+	runTool(t, moduleRoot, nil, "tar", "-cf", tarball, "internal")
+	must(t, os.Mkdir(v.path("x"), 0o755))
+	runTool(t, host, nil, "tar", "-xf", tarball)
+	runTool(t, v.path("x"), nil, "tar", "-xf", tarball)
+	compareDirs(t, filepath.Join(host, "internal"), v.path("x", "internal"))
+
+	// And read it all back out of the mount through tar.
+	again := realTempDir(t)
+	runTool(t, v.path("x"), nil, "tar", "-cf", filepath.Join(again, "again.tar"), "internal")
+	runTool(t, again, nil, "tar", "-xf", "again.tar")
+	compareDirs(t, filepath.Join(host, "internal"), filepath.Join(again, "internal"))
+}
+
+func TestGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	v := newVolume(t)
+	home := realTempDir(t)
+	env := []string{
+		"HOME=" + home, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Doppel Test", "GIT_AUTHOR_EMAIL=test@doppel.invalid",
+		"GIT_COMMITTER_NAME=Doppel Test", "GIT_COMMITTER_EMAIL=test@doppel.invalid",
+	}
+	repo := v.path("repo")
+	must(t, os.MkdirAll(filepath.Join(repo, "src", "deep"), 0o755))
+	files := map[string][]byte{
+		"README":            []byte("hello from doppel\n"),
+		"src/data.bin":      randomBytes(20, 3*MiB),
+		"src/deep/copy.bin": randomBytes(20, 3*MiB), // same blob twice
+		"src/small.txt":     []byte(strings.Repeat("line\n", 1000)),
+	}
+	for name, data := range files {
+		must(t, os.WriteFile(filepath.Join(repo, name), data, 0o644))
+	}
+	git := func(dir string, args ...string) string { return runTool(t, dir, env, "git", args...) }
+	git(repo, "init", "-q")
+	git(repo, "add", "-A")
+	git(repo, "commit", "-q", "-m", "first")
+	must(t, os.WriteFile(filepath.Join(repo, "README"), []byte("changed\n"), 0o644))
+	git(repo, "commit", "-q", "-am", "second")
+	git(repo, "gc", "-q")
+	git(repo, "fsck", "--full", "--strict")
+	if out := git(repo, "status", "--porcelain"); out != "" {
+		t.Errorf("git status after commit not clean:\n%s", out)
+	}
+	if n := strings.TrimSpace(git(repo, "rev-list", "--count", "HEAD")); n != "2" {
+		t.Errorf("git rev-list --count HEAD = %s, want 2", n)
+	}
+
+	// Delete and restore from the object store; clone within the mount.
+	must(t, os.Remove(filepath.Join(repo, "src", "data.bin")))
+	git(repo, "checkout", "--", "src/data.bin")
+	git(v.Mnt, "clone", "-q", repo, "clone")
+	files["README"] = []byte("changed\n")
+	for name, data := range files {
+		checkFile(t, filepath.Join(repo, name), data)
+		checkFile(t, v.path("clone", name), data)
+	}
+}
+
+func TestSQLite(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 not installed")
+	}
+	v := newVolume(t)
+	env := []string{"HOME=" + realTempDir(t)} // no ~/.sqliterc
+	for _, mode := range []string{"delete", "wal"} {
+		t.Run(mode, func(t *testing.T) {
+			db := v.path("test-" + mode + ".db")
+			sql := func(script string) string {
+				return strings.TrimSpace(runTool(t, v.Mnt, env, "sqlite3", "-batch", "-bail", db, script))
+			}
+			if got := sql("PRAGMA journal_mode=" + mode + ";"); got != mode {
+				t.Fatalf("journal_mode = %q, want %q", got, mode)
+			}
+			sql(`CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);
+				BEGIN;
+				WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 20000)
+				INSERT INTO t SELECT x, hex(randomblob(64)) FROM c;
+				COMMIT;
+				BEGIN; DELETE FROM t WHERE id % 2 = 0; ROLLBACK;
+				UPDATE t SET v = 'x' WHERE id % 1000 = 0;`)
+			// A new process, so the data comes from the file system.
+			if got := sql("SELECT count(*), sum(v = 'x') FROM t; PRAGMA integrity_check;"); got != "20000|20\nok" {
+				t.Errorf("after the transactions: %q, want \"20000|20\\nok\"", got)
+			}
+			if mode == "wal" {
+				sql("PRAGMA wal_checkpoint(TRUNCATE);")
+			}
+		})
+	}
+	v.remount(t)
+	for _, mode := range []string{"delete", "wal"} {
+		out := runTool(t, v.Mnt, env, "sqlite3", "-batch", "-bail", v.path("test-"+mode+".db"), "SELECT count(*) FROM t; PRAGMA integrity_check;")
+		if got := strings.TrimSpace(out); got != "20000\nok" {
+			t.Errorf("%s database after remount: %q", mode, got)
+		}
+	}
+}
+
+// runTool runs a program in dir and returns its stdout; it fails the test,
+// with all output, if the program fails.
+func runTool(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s%s", name, strings.Join(args, " "), dir, err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// compareDirs requires two trees to match in everything the model compares.
+func compareDirs(t *testing.T, want, got string) {
+	t.Helper()
+	w, err := snapshotTree(want)
+	must(t, err)
+	g, err := snapshotTree(got)
+	must(t, err)
+	if d := diffTrees(w, g); len(d) > 0 {
+		if len(d) > 30 {
+			d = d[:30]
+		}
+		t.Errorf("%s differs from %s (ref=%s):\n  %s", got, want, want, strings.Join(d, "\n  "))
+	}
+}
