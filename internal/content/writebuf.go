@@ -126,3 +126,16 @@ func (b *Buffer) MaxEnd() int64 {
 	}
 	return b.runs[len(b.runs)-1].End()
 }
+
+// Drop removes [start, end) after it was committed. When it is the head of
+// a run (the usual case, a streaming writer), the rest moves to a buffer
+// with room for reserve more bytes, as Consume does.
+func (b *Buffer) Drop(start, end int64, reserve int) {
+	for i, r := range b.runs {
+		if r.Off == start && r.End() >= end {
+			b.Consume(i, int(end-start), reserve)
+			return
+		}
+	}
+	b.Discard(start, end)
+}

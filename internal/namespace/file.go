@@ -21,6 +21,7 @@ type openFile struct {
 	// pending is true while buffered writes have changed size or times
 	// beyond what the inode record says.
 	pending   bool
+	inflight  *inflight       // background commit of a streaming run
 	chunker   chunker.Chunker // nil: the volume's policy
 	size      int64
 	mtime     int64
@@ -149,7 +150,7 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 		return 0, nil
 	}
 	buf = buf[:min(int64(len(buf)), size-off)]
-	if err := v.eng.ReadAt(hd.ino, off, buf); err != nil {
+	if err := v.readStored(hd.f, off, buf); err != nil {
 		v.log.Error("read failed", "ino", hd.ino, "path", v.pathOf(hd.ino), "offset", off, "err", err)
 		return 0, syscall.EIO
 	}
@@ -157,9 +158,23 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 	return len(buf), nil
 }
 
-// streamFlush is the size of a buffered run at which its complete chunks
-// are committed while the writer goes on.
-const streamFlush = 8 << 20
+// readStored fills buf with f's committed content at off. Bytes that a
+// background stream is committing are skipped: their extents may change
+// under the read, and the buffer, which still holds them, overlays them.
+// The caller holds f's lock (shared is enough).
+func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
+	end := off + int64(len(buf))
+	in := f.inflight
+	if in == nil || !in.overlaps(off, end) {
+		return v.eng.ReadAt(f.ino, off, buf)
+	}
+	skipFrom, skipTo := max(off, in.off), min(end, in.off+int64(in.len))
+	if err := v.eng.ReadAt(f.ino, off, buf[:skipFrom-off]); err != nil {
+		return err
+	}
+	clear(buf[skipFrom-off : skipTo-off])
+	return v.eng.ReadAt(f.ino, skipTo, buf[skipTo-off:])
+}
 
 // Write implements vfs.FS.
 func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
@@ -186,6 +201,11 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	}
 	if off+int64(len(data)) > maxFileSize {
 		return 0, syscall.EFBIG
+	}
+	if in := f.inflight; in != nil && in.overlaps(off, off+int64(len(data))) {
+		if err := v.settle(f); err != nil {
+			return 0, v.errno("write", err)
+		}
 	}
 	before := f.buf.Bytes()
 	f.buf.Write(off, data)

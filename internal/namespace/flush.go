@@ -17,9 +17,22 @@ func (v *Volume) maybeFlush(f *openFile) error {
 		return v.flushLocked(f, true)
 	}
 	for _, r := range f.buf.Runs() {
-		if len(r.Data) >= streamFlush {
-			return v.flushLocked(f, false)
+		if len(r.Data) < v.opt.StreamFlush {
+			continue
 		}
+		if in := f.inflight; in != nil && in.overlaps(r.Off, r.End()) {
+			// The run holds the bytes in flight too: wait for them to be
+			// committed (backpressure), then stream what is left.
+			if err := v.settle(f); err != nil {
+				return err
+			}
+			return v.maybeFlush(f)
+		}
+		if err := v.settle(f); err != nil {
+			return err
+		}
+		v.startStream(f, r)
+		return nil
 	}
 	return nil
 }
@@ -42,6 +55,9 @@ type flushJob struct {
 // yet. The size recorded never exceeds what committed data reaches, so a
 // crash cannot expose a size larger than the data written.
 func (v *Volume) flushLocked(f *openFile, final bool) error {
+	if err := v.settle(f); err != nil {
+		return err
+	}
 	if !f.pending {
 		return nil
 	}
@@ -91,7 +107,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	_ = committedEnd
 	consumed := int64(0)
 	for k := len(jobs) - 1; k >= 0; k-- {
-		f.buf.Consume(jobs[k].run, jobs[k].n, streamFlush+(2<<20))
+		f.buf.Consume(jobs[k].run, jobs[k].n, v.opt.StreamFlush+(2<<20))
 		consumed += int64(jobs[k].n)
 	}
 	v.dirty.n.Add(-consumed)

@@ -19,6 +19,9 @@ type Options struct {
 	// DirtyLimit bounds buffered write data across all files; writers flush
 	// themselves when it is exceeded (backpressure).
 	DirtyLimit int64
+	// StreamFlush is the size of a buffered run at which its complete chunks
+	// are committed in the background while the writer goes on.
+	StreamFlush int
 	// FlushInterval is how often the background flusher runs.
 	FlushInterval time.Duration
 	// SyncInterval bounds how long committed changes may stay volatile.
@@ -56,6 +59,9 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	}
 	if opt.FlushInterval <= 0 {
 		opt.FlushInterval = time.Second
+	}
+	if opt.StreamFlush <= 0 {
+		opt.StreamFlush = 8 << 20
 	}
 	if opt.SyncInterval <= 0 {
 		opt.SyncInterval = 5 * time.Second

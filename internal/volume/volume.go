@@ -131,6 +131,11 @@ type Volume struct {
 
 // Open opens the volume in dir for exclusive use by this process.
 func Open(dir string, log *slog.Logger) (*Volume, error) {
+	return OpenWith(dir, log, namespace.Options{})
+}
+
+// OpenWith is Open with namespace tuning (tests use small thresholds).
+func OpenWith(dir string, log *slog.Logger, nsOpt namespace.Options) (*Volume, error) {
 	if _, err := readFormat(dir); err != nil {
 		return nil, err
 	}
@@ -139,14 +144,14 @@ func Open(dir string, log *slog.Logger) (*Volume, error) {
 		return nil, err
 	}
 	v := &Volume{Dir: dir, lock: lock}
-	if err := v.open(log); err != nil {
+	if err := v.open(log, nsOpt); err != nil {
 		v.Close()
 		return nil, err
 	}
 	return v, nil
 }
 
-func (v *Volume) open(log *slog.Logger) error {
+func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 	m, err := meta.OpenPebble(filepath.Join(v.Dir, "meta"))
 	if err != nil {
 		return err
@@ -170,7 +175,8 @@ func (v *Volume) open(log *slog.Logger) error {
 	if v.Engine, err = content.New(m, v.Blobs, cfg, log); err != nil {
 		return err
 	}
-	v.NS, err = namespace.Open(m, v.Engine, namespace.Options{StoreDir: v.Dir}, log)
+	nsOpt.StoreDir = v.Dir
+	v.NS, err = namespace.Open(m, v.Engine, nsOpt, log)
 	return err
 }
 
