@@ -3,7 +3,7 @@
 # need, if (and only if) they are missing. Idempotent and quiet when there is
 # nothing to do.
 #
-#   scripts/ensure-deps.sh          # FUSE userspace tools (fusermount3), checks go
+#   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3; checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, and hyperfine if the
 #                                   # distribution has it
 #
@@ -55,6 +55,11 @@ want_cmd() { # want_cmd COMMAND PACKAGE
 }
 
 need_cmd fusermount3 fuse3
+# Real programs the end-to-end tests run inside a mount.
+need_cmd git git
+need_cmd rsync rsync
+need_cmd sqlite3 sqlite3
+need_cmd tar tar
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
 	want_cmd hyperfine hyperfine
