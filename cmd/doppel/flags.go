@@ -56,3 +56,16 @@ func newLogger(level string) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
 }
+
+// parseMountpoint parses options and the one MOUNTPOINT argument, made
+// absolute.
+func parseMountpoint(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 1 {
+		return "", usagef("need exactly one MOUNTPOINT (see --help)")
+	}
+	return filepath.Abs(pos[0])
+}

@@ -33,14 +33,7 @@ func runMount(args []string) error {
 	fs.StringVar(&mf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log every FUSE request (very verbose)")
 	fs.IntVar(&mf.notifyFd, "notify-fd", 0, "internal: file descriptor on which to report readiness")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need exactly one MOUNTPOINT (see --help)")
-	}
-	mp, err := filepath.Abs(pos[0])
+	mp, err := parseMountpoint(fs, args)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -17,14 +16,7 @@ func runUmount(args []string) error {
 		"Unmount a doppel volume and wait until its daemon has flushed everything and exited.")
 	lazy := fs.Bool("lazy", false, "detach now even if files are open; the daemon exits when they close")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the daemon to finish")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("need exactly one MOUNTPOINT (see --help)")
-	}
-	mp, err := filepath.Abs(pos[0])
+	mp, err := parseMountpoint(fs, args)
 	if err != nil {
 		return err
 	}
