@@ -42,7 +42,9 @@ timed() {
 	t1=$(now_ns)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "    (took %.2f s)\n", (b - a) / 1e9 }'
 }
-shifted() { (printf abc && cat -- "$DIR/big") >"$DIR/shifted"; }
+# Through a pipe, so that the data arrives as ordinary writes: cat from file
+# to file would use copy_file_range and share extents without any chunking.
+shifted() { (printf abc && cat -- "$DIR/big") | cat >"$DIR/shifted"; }
 
 # df_field NAME: a numeric field of `doppel df --json MP` (physical_bytes:
 # chunk data stored; allocated_bytes: disk space of the segment files);
@@ -137,7 +139,7 @@ note_growth "$p1" "by the copy (expected: ~0)"
 p2=$(physical_bytes)
 
 say "Write the same data shifted by 3 bytes"
-timed "(printf abc; cat $DIR/big) > $DIR/shifted" shifted
+timed "(printf abc; cat $DIR/big) | cat > $DIR/shifted" shifted
 show_df
 echo "    content-defined chunking re-finds the chunk boundaries after the inserted"
 echo "    bytes, so only the first chunk is new: physical space barely grew."
