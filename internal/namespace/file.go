@@ -60,8 +60,8 @@ func (v *Volume) overlayPending(ino uint64, n *schema.Inode) {
 	l.RUnlock()
 }
 
-// openHandle registers a handle on ino, whose record is n.
-func (v *Volume) openHandle(ino uint64, n *schema.Inode, flags uint32) vfs.Handle {
+// openHandle registers a handle on ino.
+func (v *Volume) openHandle(ino uint64, flags uint32) vfs.Handle {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	f := v.files[ino]
@@ -98,7 +98,7 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 	}
 	// Register the handle before the name becomes visible, so that an
 	// unlink racing with create sees the file open.
-	h := v.openHandle(ino, &n, flags)
+	h := v.openHandle(ino, flags)
 	if err := tx.Commit(false); err != nil {
 		v.Release(h)
 		return vfs.Attr{}, 0, v.errno("create", err)
@@ -116,7 +116,7 @@ func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 	if isDir(n.Mode) && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return 0, syscall.EISDIR
 	}
-	h := v.openHandle(ino, &n, flags)
+	h := v.openHandle(ino, flags)
 	if flags&syscall.O_TRUNC != 0 && n.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		if _, err := v.SetAttr(vfs.Caller{}, ino, vfs.SetAttr{SetSize: true}); err != nil {
 			v.Release(h)

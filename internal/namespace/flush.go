@@ -64,11 +64,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	runs := f.buf.Runs()
 	var jobs []flushJob
 	for i, r := range runs {
-		ch := f.chunker
-		if ch == nil {
-			ch = v.eng.Chunker()
-		}
-		chunks, n, err := v.eng.PrepareWith(ch, r.Off, r.Data, final)
+		chunks, n, err := v.eng.PrepareWith(v.chunkerOf(f), r.Off, r.Data, final)
 		if err != nil {
 			v.discardJobs(jobs)
 			return err
@@ -92,7 +88,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	for _, j := range jobs {
 		tx.Adopt(j.chunks)
 	}
-	committedEnd, err := v.commitJobs(tx, f, runs, jobs, all)
+	err = v.commitJobs(tx, f, runs, jobs, all)
 	if err != nil {
 		tx.Abort()
 		if errors.Is(err, syscall.ENOENT) { // deleted under us: nothing to keep
@@ -104,7 +100,6 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	if err := tx.Commit(false); err != nil {
 		return err
 	}
-	_ = committedEnd
 	consumed := int64(0)
 	for k := len(jobs) - 1; k >= 0; k-- {
 		f.buf.Consume(jobs[k].run, jobs[k].n, v.opt.StreamFlush+(2<<20))
@@ -117,16 +112,16 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	return nil
 }
 
-func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, jobs []flushJob, all bool) (int64, error) {
+func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, jobs []flushJob, all bool) error {
 	n, err := loadInode(tx.Batch(), f.ino)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	var end int64
 	for _, j := range jobs {
 		mapped, err := tx.WriteChunks(f.ino, j.chunks)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		n.Mapped += mapped
 		end = max(end, runs[j.run].Off+int64(j.n))
@@ -138,9 +133,9 @@ func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, job
 	}
 	n.Mtime, n.Ctime = f.mtime, max(n.Ctime, f.mtime)
 	if err := tx.Journal(f.ino, schema.OpData); err != nil {
-		return 0, err
+		return err
 	}
-	return end, saveInode(tx, f.ino, &n)
+	return saveInode(tx, f.ino, &n)
 }
 
 func (v *Volume) discardJobs(jobs []flushJob) {

@@ -52,3 +52,11 @@ func (v *Volume) fileChunker(ino uint64) chunker.Chunker {
 	}
 	return ch
 }
+
+// chunkerOf returns the chunker for f's writes. The caller holds f's lock.
+func (v *Volume) chunkerOf(f *openFile) chunker.Chunker {
+	if f.chunker != nil {
+		return f.chunker
+	}
+	return v.eng.Chunker()
+}

@@ -36,10 +36,7 @@ func (v *Volume) startStream(f *openFile, r content.Run) {
 	// overlapping write settles first, and appends go past them (or into a
 	// new array).
 	data := r.Data[:len(r.Data):len(r.Data)]
-	ch := f.chunker
-	if ch == nil {
-		ch = v.eng.Chunker()
-	}
+	ch := v.chunkerOf(f)
 	size, mtime := f.size, f.mtime
 	go func() {
 		defer close(in.done)
