@@ -41,6 +41,7 @@ type Engine struct {
 	// txMu serializes metadata transactions: every metadata write of the
 	// volume happens inside one Tx at a time.
 	txMu    sync.Mutex
+	version uint64       // last committed volume version; guarded by txMu
 	stats   schema.Stats // committed stats; guarded by txMu
 	statsMu sync.Mutex   // guards reads of stats outside txMu
 }
@@ -62,6 +63,13 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)
+		}
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return nil, err
+	}
+	if v, err := m.Get(schema.KeyVersion); err == nil {
+		if e.version, err = schema.ParseU64(v); err != nil {
+			return nil, fmt.Errorf("volume version: %w", err)
 		}
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return nil, err

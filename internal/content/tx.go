@@ -32,20 +32,8 @@ type Tx struct {
 // Begin starts a transaction; the caller must Commit or Abort it.
 func (e *Engine) Begin() (*Tx, error) {
 	e.txMu.Lock()
-	v, err := e.meta.Get(schema.KeyVersion)
-	var version uint64
-	switch {
-	case err == nil:
-		if version, err = schema.ParseU64(v); err != nil {
-			e.txMu.Unlock()
-			return nil, fmt.Errorf("volume version: %w", err)
-		}
-	case !errors.Is(err, meta.ErrNotFound):
-		e.txMu.Unlock()
-		return nil, err
-	}
 	return &Tx{
-		e: e, b: e.meta.NewBatch(), version: version + 1,
+		e: e, b: e.meta.NewBatch(), version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
 	}, nil
@@ -125,6 +113,7 @@ func (t *Tx) Commit(sync bool) error {
 	}
 	t.done = true
 	t.b.Close()
+	t.e.version = t.version
 	t.e.statsMu.Lock()
 	t.e.stats = stats
 	t.e.statsMu.Unlock()
