@@ -3,6 +3,8 @@ package tests
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -70,6 +72,56 @@ func TestCLI(t *testing.T) {
 		}
 		if _, err := runDoppel(time.Minute, "umount", v.Mnt); err == nil {
 			t.Errorf("umount of a path that is not mounted succeeded")
+		}
+	})
+
+	t.Run("SigtermUnmountsCleanly", func(t *testing.T) {
+		v := newVolume(t)
+		data := randomBytes(33, 3*MiB)
+		if err := os.WriteFile(v.path("f"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range daemonPIDs(v.Mnt) {
+			if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(30 * time.Second); isMounted(v.Mnt) || len(daemonPIDs(v.Mnt)) > 0; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("SIGTERM did not unmount the volume and stop the daemon")
+			}
+		}
+		v.mounted = false
+		v.mount(t)
+		checkFile(t, v.path("f"), data)
+	})
+
+	t.Run("MountErrorsSayWhy", func(t *testing.T) {
+		notVolume := realTempDir(t)
+		file := filepath.Join(realTempDir(t), "file")
+		if err := os.WriteFile(file, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v := newVolume(t)
+		for _, c := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"not a volume", []string{"mount", "--store", notVolume, realTempDir(t)}, "not a doppel volume"},
+			{"missing store", []string{"mount", "--store", filepath.Join(notVolume, "nope"), realTempDir(t)}, "does not exist"},
+			{"mount point is a file", []string{"mount", "--store", notVolume, file}, "not a directory"},
+			{"mount point busy", []string{"mount", "--store", notVolume, v.Mnt}, "busy"},
+			{"store in use", []string{"mount", "--store", v.Store, realTempDir(t)}, "in use"},
+		} {
+			out, err := runDoppel(time.Minute, c.args...)
+			if err == nil {
+				t.Errorf("%s: mount succeeded", c.name)
+				continue
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Errorf("%s: message %q does not say %q", c.name, strings.TrimSpace(string(out)), c.want)
+			}
 		}
 	})
 }

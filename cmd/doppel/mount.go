@@ -56,17 +56,24 @@ func checkMountable(dir, mp string) error {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return errors.New("/dev/fuse is missing: this machine cannot serve FUSE file systems (load the fuse module or run with --device /dev/fuse)")
 	}
+	if m, busy, err := findMount(mp); err != nil {
+		return err
+	} else if busy {
+		if !staleDoppelMount(m) {
+			return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
+		}
+		// Left by a daemon that was killed: nothing serves it any more.
+		if err := unmount(mp, true); err != nil {
+			return fmt.Errorf("mount point %s holds a stale doppel mount that could not be detached: %w", mp, err)
+		}
+		fmt.Fprintf(os.Stderr, "doppel mount: detached a stale mount on %s left by a daemon that died\n", mp)
+	}
 	st, err := os.Stat(mp)
 	if err != nil {
 		return fmt.Errorf("mount point: %w", err)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("mount point %s is not a directory", mp)
-	}
-	if _, busy, err := findMount(mp); err != nil {
-		return err
-	} else if busy {
-		return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
 	}
 	if os.Geteuid() != 0 {
 		if _, err := exec.LookPath("fusermount3"); err != nil {
@@ -134,4 +141,10 @@ func spawnDaemon(dir, mp string, mf mountFlags) error {
 		cmd.Process.Kill()
 		return errors.New("daemon did not get the mount ready within 60 s; see " + filepath.Join(dir, "daemon.log"))
 	}
+}
+
+// staleDoppelMount reports whether m is a doppel mount whose daemon is gone:
+// the daemon holds its store's lock for as long as it runs.
+func staleDoppelMount(m mountEntry) bool {
+	return m.FSType == fuseType && volume.LockHolder(m.Source) == 0
 }
