@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,8 +23,13 @@ func mounts() ([]mountEntry, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return parseMountinfo(f)
+}
+
+// parseMountinfo reads mountinfo lines; malformed lines are skipped.
+func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 	var out []mountEntry
-	s := bufio.NewScanner(f)
+	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64<<10), 1<<20)
 	for s.Scan() {
 		fields := strings.Fields(s.Text())

@@ -36,14 +36,24 @@ func readFormat(dir string) (formatInfo, error) {
 	if err != nil {
 		return f, err
 	}
+	if f, err = parseFormat(b); err != nil {
+		return f, fmt.Errorf("%s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// parseFormat decodes a format file and refuses formats this build does
+// not know.
+func parseFormat(b []byte) (formatInfo, error) {
+	var f formatInfo
 	if err := json.Unmarshal(b, &f); err != nil {
-		return f, fmt.Errorf("%s: damaged format file: %v", dir, err)
+		return f, fmt.Errorf("damaged format file: %v", err)
 	}
 	if f.Format > FormatVersion {
-		return f, fmt.Errorf("%s: volume format %d is newer than this doppel supports (%d); upgrade doppel", dir, f.Format, FormatVersion)
+		return f, fmt.Errorf("volume format %d is newer than this doppel supports (%d); upgrade doppel", f.Format, FormatVersion)
 	}
 	if f.Format < 1 {
-		return f, fmt.Errorf("%s: unknown volume format %d", dir, f.Format)
+		return f, fmt.Errorf("unknown volume format %d", f.Format)
 	}
 	return f, nil
 }
