@@ -63,6 +63,11 @@ func TestDedup(t *testing.T) {
 		t.Errorf("dedup_ratio = %v with six copies of the same data, want >= 3 (df: %v)", after.DedupRatio, after.Raw)
 	}
 
+	// Shared chunks, refcounts and stats must be consistent on disk.
+	v.umount(t)
+	v.fsck(t)
+	v.mount(t)
+
 	// Deleting everything must free every chunk, and the segment files'
 	// disk space (by hole punching or deletion) shortly after.
 	for _, name := range []string{"original", "identical", "at-offset", "shifted", "cp-copy"} {
@@ -93,6 +98,8 @@ func TestDedup(t *testing.T) {
 		t.Errorf("store metadata (Pebble) occupies %d bytes on disk after deleting everything, baseline %d (+16 MiB allowed); "+
 			"the apparent size of its files is %d bytes", use.Meta, baseUse.Meta, use.MetaApparent)
 	}
+	v.umount(t)
+	v.fsck(t)
 }
 
 // TestZeroData checks that zeros cost no chunk data, whether written

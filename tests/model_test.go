@@ -95,6 +95,8 @@ func TestModel(t *testing.T) {
 	if m.remount != nil {
 		m.remount()
 		m.compareTrees("after remount at the end")
+		v.umount(t)
+		v.fsck(t)
 	}
 }
 

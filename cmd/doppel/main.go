@@ -21,6 +21,7 @@ var commands = map[string]command{
 	"umount": {"flush and unmount a mounted volume", runUmount},
 	"df":     {"show logical and physical space, dedup ratio", runDf},
 	"sync":   {"make everything written to a volume durable", runSync},
+	"fsck":   {"check an unmounted volume for damage (repairs nothing)", runFsck},
 }
 
 func usage() {

@@ -1,0 +1,184 @@
+package fsck
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/klauspost/compress/zstd"
+)
+
+// located is a chunk record with its name, for the pass in location order.
+type located struct {
+	h schema.Hash
+	c schema.Chunk
+}
+
+func (l located) loc() blob.Loc {
+	return blob.Loc{Segment: l.c.Segment, Offset: l.c.Offset, Length: l.c.Stored}
+}
+
+// span is a byte range [start, end) of a segment file.
+type span struct{ start, end int64 }
+
+// checkBlobs checks every chunk's location against the segment files, and
+// with VerifyData its bytes, then looks for segment data no chunk uses.
+func (c *checker) checkBlobs() error {
+	sizes, err := c.segmentSizes()
+	if err != nil {
+		return err
+	}
+	list := make([]located, 0, len(c.chunks))
+	var total, done int64
+	for h, ch := range c.chunks {
+		if !ch.bad {
+			list = append(list, located{h, ch.rec})
+			total += int64(ch.rec.Stored)
+		}
+	}
+	slices.SortFunc(list, func(a, b located) int {
+		return cmp.Or(cmp.Compare(a.c.Segment, b.c.Segment), cmp.Compare(a.c.Offset, b.c.Offset), bytes.Compare(a.h[:], b.h[:]))
+	})
+	v := verifier{c: c}
+	defer v.close()
+	live := map[uint32][]span{}
+	var prev located
+	for i, l := range list {
+		if i > 0 && prev.c.Segment == l.c.Segment && l.c.Offset < prev.c.Offset+uint64(prev.c.Stored) {
+			c.damage(l.h, KindChunkOverlap, "chunk %x at offset %d of segment %d overlaps chunk %x at %d", l.h[:8], l.c.Offset, l.c.Segment, prev.h[:8], prev.c.Offset)
+		}
+		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
+			// Even a cut-off chunk's bytes are its own, not free space.
+			start := int64(l.c.Offset)
+			live[l.c.Segment] = append(live[l.c.Segment], span{start, roundUp(start + int64(l.c.Stored))})
+			if whole && c.opt.VerifyData {
+				v.verify(l)
+			}
+		}
+		if prev.c.Segment != l.c.Segment || l.c.Offset+uint64(l.c.Stored) > prev.c.Offset+uint64(prev.c.Stored) {
+			prev = l
+		}
+		done += int64(l.c.Stored)
+		if c.opt.Progress != nil {
+			c.opt.Progress(done, total)
+		}
+	}
+	for num := range sizes {
+		if err := c.orphanSpace(num, live[num]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// segmentSizes returns the size of every segment file.
+func (c *checker) segmentSizes() (map[uint32]int64, error) {
+	nums, err := c.v.Blobs.Segments()
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[uint32]int64{}
+	for _, num := range nums {
+		st, err := os.Stat(c.segPath(num))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sizes[num] = st.Size()
+	}
+	c.rep.Segments = int64(len(sizes))
+	return sizes, nil
+}
+
+// segPath is the file of segment num (see package blob's on-disk format).
+func (c *checker) segPath(num uint32) string {
+	return filepath.Join(c.v.Dir, "chunks", fmt.Sprintf("seg-%08x", num))
+}
+
+// checkLoc reports whether l's location is valid and in an existing
+// segment, and whether the segment holds all of it.
+func (c *checker) checkLoc(l located, sizes map[uint32]int64) (inSeg, whole bool) {
+	size, ok := sizes[l.c.Segment]
+	end := l.c.Offset + uint64(l.c.Stored)
+	switch {
+	case l.c.Segment == 0 || l.c.Offset%blob.Align != 0 || end < l.c.Offset:
+		c.damage(l.h, KindBadLocation, "chunk %x has location segment %d offset %d", l.h[:8], l.c.Segment, l.c.Offset)
+	case !ok:
+		c.damage(l.h, KindMissingSegment, "chunk %x is in segment %d, which does not exist", l.h[:8], l.c.Segment)
+	case end > uint64(size):
+		c.damage(l.h, KindShortChunk, "chunk %x needs bytes %d..%d of segment %d, which has %d", l.h[:8], l.c.Offset, end, l.c.Segment, size)
+		return true, false
+	default:
+		return true, true
+	}
+	return false, false
+}
+
+// damage records that chunk h's stored bytes are wrong; every file using
+// it is reported once the files are known.
+func (c *checker) damage(h schema.Hash, kind, format string, args ...any) {
+	c.damaged[h] = append(c.damaged[h], damage{kind, fmt.Sprintf(format, args...)})
+}
+
+// verifier reads chunks back and checks their hashes.
+type verifier struct {
+	c    *checker
+	buf  []byte
+	raw  []byte
+	zstd *zstd.Decoder
+}
+
+func (v *verifier) verify(l located) {
+	c := v.c
+	stored, err := c.v.Blobs.Read(l.loc(), v.buf)
+	switch {
+	case errors.Is(err, blob.ErrCorrupt):
+		c.damage(l.h, KindShortChunk, "chunk %x: %v", l.h[:8], err)
+		return
+	case errors.Is(err, os.ErrNotExist):
+		c.damage(l.h, KindMissingSegment, "chunk %x: %v", l.h[:8], err)
+		return
+	case err != nil:
+		c.damage(l.h, KindReadError, "chunk %x: %v", l.h[:8], err)
+		return
+	}
+	v.buf = stored[:cap(stored)]
+	c.rep.BytesVerified += int64(len(stored))
+	raw := stored
+	if l.c.Comp == schema.CompZstd {
+		if v.zstd == nil {
+			if v.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1)); err != nil {
+				c.damage(l.h, KindReadError, "chunk %x: zstd: %v", l.h[:8], err)
+				return
+			}
+		}
+		raw, err = v.zstd.DecodeAll(stored, v.raw[:0])
+		if err != nil {
+			c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d does not decompress: %v", l.h[:8], l.c.Segment, l.c.Offset, err)
+			return
+		}
+		v.raw = raw
+	}
+	switch {
+	case len(raw) != int(l.c.Raw):
+		c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d holds %d bytes, its record says %d", l.h[:8], l.c.Segment, l.c.Offset, len(raw), l.c.Raw)
+	case schema.Sum(raw) != l.h:
+		c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d fails its hash", l.h[:8], l.c.Segment, l.c.Offset)
+	}
+}
+
+func (v *verifier) close() {
+	if v.zstd != nil {
+		v.zstd.Close()
+	}
+}
+
+func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }

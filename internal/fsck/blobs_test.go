@@ -1,0 +1,80 @@
+package fsck_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+// segment returns the file of the segment holding the first chunk of p,
+// and that chunk's offset in it.
+func (e *env) segment(p string) (string, int64) {
+	_, c := e.chunkOf(p)
+	return filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", c.Segment)), int64(c.Offset)
+}
+
+func TestFlippedByteNeedsVerifyData(t *testing.T) {
+	e := newEnv(t, volume.InitOptions{})
+	seg, off := e.segment("/solo")
+	f := must(os.OpenFile(seg, os.O_RDWR, 0))
+	defer f.Close()
+	b := make([]byte, 1)
+	must(f.ReadAt(b, off+100))
+	b[0] ^= 0x20
+	must(f.WriteAt(b, off+100))
+
+	if r := e.check(false); len(r.Problems) != 0 {
+		t.Fatalf("without --verify-data the flip is invisible, yet: %v", r.Kinds())
+	}
+	r := e.check(true)
+	want(t, r, fsck.KindBadHash, "/solo")
+	if len(r.Problems) != 1 {
+		t.Fatalf("want exactly one problem, got %v", r.Problems)
+	}
+}
+
+func TestGarbageAfterLastChunkIsReclaimable(t *testing.T) {
+	e := newEnv(t, volume.InitOptions{})
+	nums := must(e.v.Blobs.Segments())
+	seg := filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", nums[len(nums)-1]))
+	f := must(os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0))
+	size := must(f.Stat()).Size()
+	must(f.Write(randomBytes(9, 10000)))
+	check(t, f.Close())
+	roundUp := func(n int64) int64 { return (n + 4095) &^ 4095 }
+
+	r := e.check(true)
+	want(t, r, fsck.KindOrphanSpace, "")
+	// The block holding the last chunk's end counts as the chunk's.
+	wantBytes := roundUp(size+10000) - roundUp(size)
+	if !r.Clean() || len(r.Problems) != 1 || r.ReclaimableBytes != wantBytes || r.Problems[0].Severity != fsck.SeverityReclaimable {
+		t.Fatalf("want only reclaimable space of %d bytes, got %+v", wantBytes, r)
+	}
+}
+
+func TestTruncatedSegment(t *testing.T) {
+	e := newEnv(t, volume.InitOptions{})
+	seg, off := e.segment("/solo")
+	check(t, os.Truncate(seg, off+100))
+	for _, verify := range []bool{false, true} {
+		r := e.check(verify)
+		want(t, r, fsck.KindShortChunk, "/solo")
+		if r.Clean() {
+			t.Fatal("a truncated segment counts as clean")
+		}
+	}
+}
+
+func TestMissingSegment(t *testing.T) {
+	e := newEnv(t, volume.InitOptions{})
+	seg, _ := e.segment("/a")
+	check(t, os.Remove(seg))
+	r := e.check(true)
+	for _, p := range []string{"/a", "/d/b", "/d/copy"} {
+		want(t, r, fsck.KindMissingSegment, p)
+	}
+}

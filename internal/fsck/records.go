@@ -1,0 +1,150 @@
+package fsck
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// keyPrefixes are the first bytes of every key the schema defines, sorted.
+var keyPrefixes = []byte{0x00, 'd', 'e', 'i', 'j', 'k', 'o', 'p', 'x'}
+
+// scanSingletons decodes the volume's singleton records.
+func (c *checker) scanSingletons() error {
+	seen := map[string]bool{}
+	err := c.scan([]byte{0}, []byte{1}, func(k, v []byte) {
+		seen[string(k)] = true
+		switch {
+		case bytes.Equal(k, schema.KeyConfig):
+			if _, err := schema.DecodeConfig(v); err != nil {
+				c.report(KindDecode, noIno, "config record: %v", err)
+			}
+		case bytes.Equal(k, schema.KeyNextIno):
+			n, err := schema.ParseU64(v)
+			if err != nil {
+				c.report(KindDecode, noIno, "next_ino record: %v", err)
+			}
+			c.nextIno = n
+		case bytes.Equal(k, schema.KeyVersion):
+			if _, err := schema.ParseU64(v); err != nil {
+				c.report(KindDecode, noIno, "version record: %v", err)
+			}
+		case bytes.Equal(k, schema.KeyStats):
+			s, err := schema.DecodeStats(v)
+			if err != nil {
+				c.report(KindDecode, noIno, "stats record: %v", err)
+				return
+			}
+			c.stats = &s
+		default:
+			c.report(KindUnknownKey, noIno, "singleton key %q", k)
+		}
+	})
+	for _, k := range [][]byte{schema.KeyConfig, schema.KeyNextIno, schema.KeyVersion, schema.KeyStats} {
+		if err == nil && !seen[string(k)] {
+			c.report(KindDecode, noIno, "record %q is missing", k[1:])
+		}
+	}
+	return err
+}
+
+// scanJournal decodes every journal entry.
+func (c *checker) scanJournal() error {
+	return c.scan([]byte{'j'}, []byte{'j' + 1}, func(k, v []byte) {
+		ver, ino, err := schema.ParseJournalKey(k)
+		if err != nil {
+			c.report(KindDecode, noIno, "journal key %x: %v", k, err)
+			return
+		}
+		if _, err := schema.DecodeJournalEntry(v); err != nil {
+			c.report(KindDecode, noIno, "journal entry of inode %d at version %d: %v", ino, ver, err)
+		}
+	})
+}
+
+// scanXattrs checks that every xattr belongs to an existing inode.
+func (c *checker) scanXattrs() error {
+	lower, upper := []byte{'x'}, []byte{'x' + 1}
+	return c.scan(lower, upper, func(k, v []byte) {
+		name, err := schema.XattrName(k)
+		if err != nil || len(k) < 9 {
+			c.report(KindDecode, noIno, "xattr key %x: malformed", k)
+			return
+		}
+		ino := be64(k[1:])
+		if c.inodes[ino] == nil {
+			c.report(KindDanglingXattr, ino, "xattr %q of inode %d, which does not exist", name, ino)
+		}
+	})
+}
+
+// scanUnknown reports keys whose prefix the schema does not define.
+func (c *checker) scanUnknown() error {
+	for i, p := range keyPrefixes {
+		lower := []byte{p + 1}
+		var upper []byte // the last gap is unbounded
+		if i+1 < len(keyPrefixes) {
+			upper = []byte{keyPrefixes[i+1]}
+		}
+		if upper != nil && bytes.Equal(lower, upper) {
+			continue
+		}
+		err := c.scan(lower, upper, func(k, v []byte) {
+			c.report(KindUnknownKey, noIno, "key %s", shortHex(k))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkStats compares the stats record with the recomputed totals.
+func (c *checker) checkStats() {
+	if c.stats == nil {
+		return
+	}
+	var want schema.Stats
+	want.LogicalBytes = c.logical
+	want.Inodes = int64(len(c.inodes))
+	for _, ch := range c.chunks {
+		if ch.bad {
+			continue
+		}
+		want.Chunks++
+		want.PhysicalBytes += int64(ch.rec.Stored)
+		want.RawBytes += int64(ch.rec.Raw)
+	}
+	s := c.stats
+	for _, f := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"logical bytes", s.LogicalBytes, want.LogicalBytes},
+		{"physical bytes", s.PhysicalBytes, want.PhysicalBytes},
+		{"raw bytes", s.RawBytes, want.RawBytes},
+		{"chunks", s.Chunks, want.Chunks},
+		{"inodes", s.Inodes, want.Inodes},
+	} {
+		if f.got != f.want {
+			c.report(KindStats, noIno, "%s: recorded %d, counted %d", f.name, f.got, f.want)
+		}
+	}
+}
+
+func be64(b []byte) uint64 {
+	var n uint64
+	for _, x := range b[:8] {
+		n = n<<8 | uint64(x)
+	}
+	return n
+}
+
+// shortHex prints a key for a message, cut to a readable length.
+func shortHex(k []byte) string {
+	if len(k) > 40 {
+		return fmt.Sprintf("%x...", k[:40])
+	}
+	return fmt.Sprintf("%x", k)
+}
