@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"text/tabwriter"
 
@@ -42,23 +40,11 @@ func runDf(args []string) error {
 
 // spaceReport asks the daemon when the volume is mounted and opens the
 // store directly otherwise.
-func spaceReport(dir string) (control.SpaceReport, error) {
-	if volume.LockHolder(dir) > 0 {
-		c, err := control.Dial(dir)
-		if err != nil {
-			return control.SpaceReport{}, fmt.Errorf("volume %s is in use but its daemon does not answer: %w", dir, err)
-		}
-		return c.Space()
-	}
-	vol, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if errors.Is(err, volume.ErrInUse) {
-		return spaceReport(dir) // mounted meanwhile
-	}
-	if err != nil {
-		return control.SpaceReport{}, err
-	}
-	defer vol.Close()
-	return vol.Space()
+func spaceReport(dir string) (rep control.SpaceReport, err error) {
+	err = onVolume(dir,
+		func(c *control.Client) (err error) { rep, err = c.Space(); return err },
+		func(v *volume.Volume) (err error) { rep, err = v.Space(); return err })
+	return rep, err
 }
 
 func printSpace(w io.Writer, r control.SpaceReport) {

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io"
-	"log/slog"
-
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -23,21 +19,8 @@ func runSync(args []string) error {
 	if err != nil {
 		return err
 	}
-	if volume.LockHolder(dir) > 0 {
-		c, err := control.Dial(dir)
-		if err != nil {
-			return err
-		}
-		return c.Sync()
-	}
-	vol, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if errors.Is(err, volume.ErrInUse) {
-		return runSync(args)
-	}
-	if err != nil {
-		return err
-	}
-	return vol.Close()
+	// Opening and closing the store offline syncs it.
+	return onVolume(dir, (*control.Client).Sync, func(*volume.Volume) error { return nil })
 }
 
 // volumeArg resolves an optional MOUNTPOINT argument or the --store flag.
