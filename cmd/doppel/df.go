@@ -15,7 +15,7 @@ func runDf(args []string) error {
 	fs := newFlags("df", "[--json] [--store DIR | MOUNTPOINT]",
 		"Show the volume's space: logical bytes (what files hold), physical bytes (chunk\n"+
 			"data stored after dedup and compression), metadata, and the ratios.")
-	store := fs.String("store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	store := storeFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {

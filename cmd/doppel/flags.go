@@ -69,3 +69,8 @@ func parseMountpoint(fs *flag.FlagSet, args []string) (string, error) {
 	}
 	return filepath.Abs(pos[0])
 }
+
+const storeHelp = "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)"
+
+// storeFlag adds the --store option every volume command takes.
+func storeFlag(fs *flag.FlagSet) *string { return fs.String("store", "", storeHelp) }

@@ -44,7 +44,7 @@ func fsckMain(args []string) (int, error) {
 			"per problem (KIND, PATH, DETAIL separated by tabs), then a summary. Exit status:\n"+
 			"0 clean (reclaimable space is reported but is no damage), 1 problems found,\n"+
 			"2 the check could not run.")
-	store := fs.String("store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	store := storeFlag(fs)
 	verify := fs.Bool("verify-data", false, "read every chunk and check its hash (reads all stored data)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parse(fs, args)

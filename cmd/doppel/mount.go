@@ -28,7 +28,7 @@ func runMount(args []string) error {
 			"the background (its log goes to STORE/daemon.log); -f keeps it in the foreground.\n"+
 			"Unmount with 'doppel umount MOUNTPOINT' or by sending the daemon SIGTERM.")
 	var mf mountFlags
-	fs.StringVar(&mf.store, "store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	fs.StringVar(&mf.store, "store", "", storeHelp)
 	fs.BoolVar(&mf.foreground, "f", false, "stay in the foreground")
 	fs.StringVar(&mf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log every FUSE request (very verbose)")

@@ -10,7 +10,7 @@ func runSync(args []string) error {
 		"Make everything written to a volume durable. The kernel does not pass\n"+
 			"sync(1)/syncfs(2) on to FUSE file systems; this command, fsync of any file\n"+
 			"or directory in the volume, or the daemon's periodic sync (every 5 s) do.")
-	store := fs.String("store", "", "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)")
+	store := storeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
