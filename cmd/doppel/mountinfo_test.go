@@ -40,3 +40,17 @@ func FuzzParseMountinfo(f *testing.F) {
 		}
 	})
 }
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		p, dir string
+		want   bool
+	}{
+		{"/a/b", "/a", true}, {"/a", "/a", true}, {"/ab", "/a", false},
+		{"/x", "/", true}, {"/a", "/a/b", false},
+	} {
+		if got := within(c.p, c.dir); got != c.want {
+			t.Errorf("within(%q, %q) = %v", c.p, c.dir, got)
+		}
+	}
+}
