@@ -7,16 +7,24 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Pebble is the embedded metadata store.
 type Pebble struct {
-	db *pebble.DB
+	db  *pebble.DB
+	wal *softWAL
 }
 
 // OpenPebble opens (creating if needed) a Pebble store in dir.
-func OpenPebble(dir string) (*Pebble, error) {
+func OpenPebble(dir string) (*Pebble, error) { return OpenPebbleFS(dir, vfs.Default) }
+
+// OpenPebbleFS opens a Pebble store in dir of the file system fs; tests pass
+// a file system that can simulate a power loss.
+func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
+	wal := newSoftWAL(fs)
 	opts := &pebble.Options{
+		FS:     wal,
 		Cache:  pebble.NewCache(64 << 20),
 		Logger: quietLogger{},
 		// The WAL is preallocated at 110% of the memtable and one old WAL is
@@ -36,7 +44,7 @@ func OpenPebble(dir string) (*Pebble, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
-	return &Pebble{db: db}, nil
+	return &Pebble{db: db, wal: wal}, nil
 }
 
 func (p *Pebble) Get(key []byte) ([]byte, error) { return getCopy(p.db, key) }
@@ -49,9 +57,16 @@ func (p *Pebble) NewIter(lower, upper []byte) (Iterator, error) {
 	return it, nil
 }
 
-func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch()} }
+func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(), p: p} }
 
-func (p *Pebble) Sync() error { return p.db.LogData(nil, pebble.Sync) }
+// Sync makes every committed batch durable: the log is written out to the
+// OS (pebble.Sync, made cheap by softWAL), then fsync'd.
+func (p *Pebble) Sync() error {
+	if err := p.db.LogData(nil, pebble.Sync); err != nil {
+		return err
+	}
+	return p.wal.syncLogs()
+}
 
 func (p *Pebble) DiskUsage() int64 { return int64(p.db.Metrics().DiskSpaceUsage()) }
 
@@ -59,6 +74,7 @@ func (p *Pebble) Close() error { return p.db.Close() }
 
 type pebbleBatch struct {
 	b      *pebble.Batch
+	p      *Pebble
 	closed bool
 }
 
@@ -75,12 +91,17 @@ func (b *pebbleBatch) NewIter(lower, upper []byte) (Iterator, error) {
 func (b *pebbleBatch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
 func (b *pebbleBatch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
 
+// Commit applies the batch. The commit always reaches the OS before it
+// returns (see softWAL), so it survives the daemon being killed; with sync
+// it is also durable against power loss.
 func (b *pebbleBatch) Commit(sync bool) error {
-	opt := pebble.NoSync
-	if sync {
-		opt = pebble.Sync
+	if err := b.b.Commit(pebble.Sync); err != nil {
+		return err
 	}
-	return b.b.Commit(opt)
+	if sync {
+		return b.p.wal.syncLogs()
+	}
+	return nil
 }
 
 func (b *pebbleBatch) Close() error {

@@ -33,8 +33,9 @@ type Batch interface {
 	Reader
 	Set(key, value []byte) error
 	Delete(key []byte) error
-	// Commit applies the batch atomically. With sync the change is durable on
-	// return; without, it is durable after the next Store.Sync.
+	// Commit applies the batch atomically. On return the change survives the
+	// process being killed; with sync it is also durable against power loss,
+	// without only after the next Store.Sync.
 	Commit(sync bool) error
 	// Close releases the batch; closing an uncommitted batch discards it.
 	Close() error
