@@ -35,8 +35,13 @@ type Store interface {
 	// Usage reports the space the segments occupy on the host: allocated
 	// bytes (st_blocks*512 summed) and the number of segment files.
 	Usage() (allocated int64, segments int, err error)
-	// Segments lists existing segment numbers in order (for fsck/GC later).
+	// Segments lists existing segment numbers in order.
 	Segments() ([]uint32, error)
+	// SessionStart is the lowest segment number this open store writes to.
+	SessionStart() uint32
+	// Reclaim punches out the data of sealed segment num (below
+	// SessionStart) outside the live spans and returns the bytes punched.
+	Reclaim(num uint32, live []Span) (int64, error)
 	Close() error
 }
 

@@ -31,6 +31,8 @@ type Dir struct {
 	next     uint32              // highest segment number ever used, as in the "next" file
 	dirty    map[uint32]*segment // written since the last Sync; each holds a reference
 	dirDirty bool                // a segment file was created or removed since the last Sync
+	// sessionStart is the first segment number this open may create.
+	sessionStart uint32
 }
 
 var _ Store = (*Dir)(nil)
@@ -105,6 +107,7 @@ func (d *Dir) load() error {
 		}
 	}
 	d.next = next
+	d.sessionStart = next + 1
 	removed := false
 	for _, num := range nums {
 		f, err := os.Open(d.segPath(num))

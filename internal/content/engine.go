@@ -21,6 +21,8 @@ type Config struct {
 	// data yields an error instead of wrong bytes.
 	VerifyReads bool
 	CacheChunks int // chunk cache entries
+	// ReclaimInterval is how often freed chunks are punched; default 500 ms.
+	ReclaimInterval time.Duration
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -44,6 +46,8 @@ type Engine struct {
 	version uint64       // last committed volume version; guarded by txMu
 	stats   schema.Stats // committed stats; guarded by txMu
 	statsMu sync.Mutex   // guards reads of stats outside txMu
+
+	sessionOpen bool // Recover started a session that Close must end
 }
 
 // New creates the content engine.
@@ -74,7 +78,10 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return nil, err
 	}
-	e.reclaimer.start(e, 500*time.Millisecond)
+	if cfg.ReclaimInterval <= 0 {
+		cfg.ReclaimInterval = 500 * time.Millisecond
+	}
+	e.reclaimer.start(e, cfg.ReclaimInterval)
 	return e, nil
 }
 
@@ -96,8 +103,9 @@ func (e *Engine) Sync() error {
 	return e.meta.Sync()
 }
 
-// Close stops the reclaimer after freeing what it still holds.
+// Close stops the reclaimer after freeing what it still holds and marks
+// the session closed cleanly.
 func (e *Engine) Close() error {
 	e.reclaimer.stop()
-	return e.comp.close()
+	return errors.Join(e.closeSession(), e.comp.close())
 }

@@ -10,6 +10,8 @@ import (
 // reclaimer returns the space of freed chunks to the host. A chunk is
 // punched only after the metadata that dropped its last reference is
 // durable: otherwise a crash could bring back a reference to punched bytes.
+// The drop wrote a free record in the same batch; the reclaimer deletes it
+// after punching, and Recover punches what a crash left.
 type reclaimer struct {
 	rmu     sync.Mutex
 	pending []blob.Loc
@@ -64,6 +66,9 @@ func (r *reclaimer) reclaim() {
 	}
 	for _, loc := range locs {
 		r.eng.freeNow(loc)
+	}
+	if err := r.eng.dropFreeRecords(locs); err != nil {
+		r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
 	}
 }
 

@@ -186,6 +186,9 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 		t.delta.PhysicalBytes -= int64(c.Stored)
 		t.delta.RawBytes -= int64(c.Raw)
 		t.delta.Chunks--
+		if err := t.b.Set(schema.FreeKey(c.Segment, c.Offset), schema.FreeValue(c.Stored)); err != nil {
+			return err
+		}
 		return t.b.Delete(key)
 	}
 	if d <= 0 {

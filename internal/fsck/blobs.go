@@ -24,9 +24,6 @@ func (l located) loc() blob.Loc {
 	return blob.Loc{Segment: l.c.Segment, Offset: l.c.Offset, Length: l.c.Stored}
 }
 
-// span is a byte range [start, end) of a segment file.
-type span struct{ start, end int64 }
-
 // checkBlobs checks every chunk's location against the segment files, and
 // with VerifyData its bytes, then looks for segment data no chunk uses.
 func (c *checker) checkBlobs() error {
@@ -47,7 +44,7 @@ func (c *checker) checkBlobs() error {
 	})
 	v := verifier{c: c}
 	defer v.close()
-	live := map[uint32][]span{}
+	live := map[uint32][]blob.Span{}
 	var prev located
 	for i, l := range list {
 		if i > 0 && prev.c.Segment == l.c.Segment && l.c.Offset < prev.c.Offset+uint64(prev.c.Stored) {
@@ -55,8 +52,7 @@ func (c *checker) checkBlobs() error {
 		}
 		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
 			// Even a cut-off chunk's bytes are its own, not free space.
-			start := int64(l.c.Offset)
-			live[l.c.Segment] = append(live[l.c.Segment], span{start, roundUp(start + int64(l.c.Stored))})
+			live[l.c.Segment] = append(live[l.c.Segment], blob.LiveSpan(l.loc()))
 			if whole && c.opt.VerifyData {
 				v.verify(l)
 			}
@@ -69,12 +65,28 @@ func (c *checker) checkBlobs() error {
 			c.opt.Progress(done, total)
 		}
 	}
+	c.checkFreed(live)
 	for num := range sizes {
 		if err := c.orphanSpace(num, live[num]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// checkFreed reports pending frees that overlap a live chunk: punching
+// them would destroy its bytes.
+func (c *checker) checkFreed(live map[uint32][]blob.Span) {
+	for _, f := range c.freed {
+		fs := blob.LiveSpan(f)
+		for _, l := range live[f.Segment] {
+			if fs.Start < l.End && l.Start < fs.End {
+				c.report(KindFreeOverlap, noIno, "free record for segment %d bytes %d..%d overlaps a live chunk at %d..%d",
+					f.Segment, fs.Start, fs.End, l.Start, l.End)
+				break
+			}
+		}
+	}
 }
 
 // segmentSizes returns the size of every segment file.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -28,6 +29,7 @@ type checker struct {
 
 	nextIno uint64        // the next_ino counter; 0 if unknown
 	stats   *schema.Stats // the stats record; nil if missing or bad
+	freed   []blob.Loc    // pending frees (free records)
 
 	inodes   map[uint64]*inode
 	refs     map[uint64][]parentRef // back-references by inode
@@ -75,6 +77,7 @@ func Check(v *volume.Volume, opt Options) (*Report, error) {
 		{"extents", c.scanExtents},
 		{"xattrs", c.scanXattrs},
 		{"journal", c.scanJournal},
+		{"free records", c.scanFree},
 		{"unknown keys", c.scanUnknown},
 		{"chunk store", c.checkBlobs},
 		{"refcounts", c.checkRefs},

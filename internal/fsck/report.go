@@ -46,6 +46,7 @@ const (
 	KindBadHash           = "bad-hash"             // chunk bytes do not match their hash
 	KindReadError         = "read-error"           // chunk bytes cannot be read (I/O error)
 	KindOrphanSpace       = "orphan-chunk-space"   // segment data no chunk uses (reclaimable)
+	KindFreeOverlap       = "free-overlaps-chunk"  // a pending free would punch a live chunk
 	KindStats             = "stats-mismatch"       // stats record differs from the totals
 )
 

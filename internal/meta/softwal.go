@@ -96,9 +96,9 @@ func (w *walFile) WriteAt(p []byte, off int64) (int, error) {
 	return w.File.WriteAt(p, off)
 }
 
-func (w *walFile) Sync() error                    { return nil }
-func (w *walFile) SyncData() error                { return nil }
-func (w *walFile) SyncTo(int64) (bool, error)     { return false, nil }
+func (w *walFile) Sync() error                { return nil }
+func (w *walFile) SyncData() error            { return nil }
+func (w *walFile) SyncTo(int64) (bool, error) { return false, nil }
 
 func (w *walFile) hardSync() error {
 	w.syncMu.Lock()

@@ -139,6 +139,22 @@ func FuzzDecodeStats(f *testing.F) {
 	})
 }
 
+func FuzzDecodeSession(f *testing.F) {
+	for _, s := range []Session{{}, {FirstSegment: 7, Open: true}, {FirstSegment: math.MaxUint32}} {
+		f.Add(s.Encode())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := DecodeSession(b)
+		if err != nil {
+			return
+		}
+		enc := s.Encode()
+		if s2, err := DecodeSession(enc); err != nil || s2 != s {
+			t.Fatalf("DecodeSession(%x) = %+v; re-encoded %x decodes to %+v, %v", b, s, enc, s2, err)
+		}
+	})
+}
+
 func FuzzDecodeJournalEntry(f *testing.F) {
 	for op := uint8(0); op <= OpDirents+1; op++ {
 		f.Add(JournalEntry{Op: op}.Encode())
@@ -200,6 +216,7 @@ func FuzzParseKeys(f *testing.F) {
 		ExtentKey(2, 65536), ExtentKey(2, math.MaxInt64), XattrKey(2, "user.x"),
 		ChunkKey(Sum([]byte("k"))), JournalKey(9, 2), OrphanKey(2), U64(12345),
 		KeyConfig, KeyStats, {}, {'e'}, {'p', 0, 0, 0, 0, 0, 0, 0, 1},
+		FreeKey(3, 4096), FreeKey(math.MaxUint32, math.MaxUint64),
 	} {
 		f.Add(k)
 	}
@@ -235,6 +252,9 @@ func FuzzParseKeys(f *testing.F) {
 		}
 		if name, err := XattrName(k); err == nil {
 			check("XattrName", XattrKey(ino, name))
+		}
+		if seg, off, _, err := DecodeFree(k, FreeValue(1)); err == nil {
+			check("DecodeFree", FreeKey(seg, off))
 		}
 		if v, err := ParseU64(k); err == nil {
 			check("ParseU64", U64(v))

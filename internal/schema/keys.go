@@ -16,6 +16,7 @@ const (
 	prefixChunk     = 'k'
 	prefixJournal   = 'j'
 	prefixOrphan    = 'o'
+	prefixFree      = 'f'
 )
 
 // Singleton keys.
@@ -24,6 +25,7 @@ var (
 	KeyNextIno = []byte("\x00next_ino")
 	KeyVersion = []byte("\x00version")
 	KeyStats   = []byte("\x00stats")
+	KeySession = []byte("\x00session")
 )
 
 // ErrBadKey is returned when a key does not have the expected shape.

@@ -18,3 +18,7 @@ func (nopBlobs) Sync() error                           { return nil }
 func (nopBlobs) Usage() (int64, int, error)            { return 0, 0, nil }
 func (nopBlobs) Segments() ([]uint32, error)           { return nil, nil }
 func (nopBlobs) Close() error                          { return nil }
+func (nopBlobs) SessionStart() uint32                  { return 1 }
+func (nopBlobs) Reclaim(uint32, []blob.Span) (int64, error) {
+	return 0, errNoBlobs
+}

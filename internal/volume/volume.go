@@ -175,6 +175,15 @@ func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 	if v.Engine, err = content.New(m, v.Blobs, cfg, log); err != nil {
 		return err
 	}
+	rec, err := v.Engine.Recover()
+	if err != nil {
+		return fmt.Errorf("%s: crash recovery: %w", v.Dir, err)
+	}
+	if rec.Unclean || rec.ReclaimedBytes > 0 {
+		log.Info("recovered after an unclean shutdown", "unclean", rec.Unclean,
+			"freed_records", rec.FreedRecords, "orphan_segments_scanned", rec.OrphanSegments,
+			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
+	}
 	nsOpt.StoreDir = v.Dir
 	v.NS, err = namespace.Open(m, v.Engine, nsOpt, log)
 	return err
