@@ -48,6 +48,12 @@ type Engine struct {
 	statsMu sync.Mutex   // guards reads of stats outside txMu
 
 	sessionOpen bool // Recover started a session that Close must end
+
+	// syncGate keeps transactions that bring new chunks from committing
+	// while Sync runs. Sync makes the chunk data durable, then the metadata
+	// log, which it fsyncs whole: a commit landing in between could name
+	// chunk bytes that raced the data sync, and become durable before them.
+	syncGate sync.RWMutex
 }
 
 // New creates the content engine.
@@ -78,6 +84,11 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return nil, err
 	}
+	if h, ok := m.(meta.DurabilityHook); ok {
+		// Metadata a store makes durable by itself must not name chunk
+		// bytes that are not durable yet.
+		h.SetBeforeDurable(b.Sync)
+	}
 	if cfg.ReclaimInterval <= 0 {
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}
@@ -97,6 +108,8 @@ func (e *Engine) Stats() schema.Stats {
 
 // Sync makes everything committed so far durable, data before metadata.
 func (e *Engine) Sync() error {
+	e.syncGate.Lock()
+	defer e.syncGate.Unlock()
 	if err := e.blobs.Sync(); err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func (r *reclaimer) reclaim() {
 	if len(locs) == 0 {
 		return
 	}
-	if err := r.eng.meta.Sync(); err != nil {
+	if err := r.eng.Sync(); err != nil {
 		r.eng.log.Error("reclaim: sync metadata", "err", err)
 		r.add(locs)
 		return

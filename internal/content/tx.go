@@ -107,7 +107,14 @@ func (t *Tx) Commit(sync bool) error {
 			return err
 		}
 	}
-	if err := t.b.Commit(sync); err != nil {
+	if len(t.fresh) > 0 {
+		t.e.syncGate.RLock()
+	}
+	err := t.b.Commit(sync)
+	if len(t.fresh) > 0 {
+		t.e.syncGate.RUnlock()
+	}
+	if err != nil {
 		t.Abort()
 		return fmt.Errorf("commit metadata: %w", err)
 	}

@@ -31,6 +31,15 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 		// kept for recycling; Pebble's 4 MiB default keeps that overhead of
 		// an idle volume near 9 MiB.
 		MemTableSize: 4 << 20,
+		EventListener: &pebble.EventListener{
+			// Called with the memtables to flush chosen and before their
+			// table is written and synced.
+			FlushBegin: func(pebble.FlushInfo) {
+				if err := wal.makingDurable(); err != nil {
+					panic(fmt.Sprintf("meta: cannot make data durable before a metadata flush: %v", err))
+				}
+			},
+		},
 	}
 	defer opts.Cache.Unref()
 	opts.EnsureDefaults()
@@ -58,6 +67,13 @@ func (p *Pebble) NewIter(lower, upper []byte) (Iterator, error) {
 }
 
 func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(), p: p} }
+
+// SetBeforeDurable registers fn, which runs before Pebble makes metadata
+// durable on its own (a log closed at rotation, a memtable flushed to a
+// table). The content engine makes chunk data durable in it, so that no
+// metadata is ever durable before the data it names. fn must not call
+// into the store.
+func (p *Pebble) SetBeforeDurable(fn func() error) { p.wal.beforeDurable.Store(&fn) }
 
 // Sync makes every committed batch durable: the log is written out to the
 // OS (pebble.Sync, made cheap by softWAL), then fsync'd.

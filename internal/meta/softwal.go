@@ -25,6 +25,16 @@ type softWAL struct {
 
 	mu   sync.Mutex
 	logs map[*walFile]struct{} // open log files
+
+	beforeDurable atomic.Pointer[func() error]
+}
+
+// makingDurable runs the registered hook before metadata becomes durable.
+func (s *softWAL) makingDurable() error {
+	if fn := s.beforeDurable.Load(); fn != nil {
+		return (*fn)()
+	}
+	return nil
 }
 
 func newSoftWAL(fs vfs.FS) *softWAL {
@@ -113,8 +123,16 @@ func (w *walFile) hardSync() error {
 	return nil
 }
 
+// Close fsyncs the log, so that a later log is never durable while an
+// earlier one is not; the data it names is made durable first.
 func (w *walFile) Close() error {
-	err := w.hardSync()
+	var err error
+	if w.dirty.Load() {
+		err = w.owner.makingDurable()
+	}
+	if err == nil {
+		err = w.hardSync()
+	}
 	w.syncMu.Lock()
 	w.closed = true
 	w.syncMu.Unlock()

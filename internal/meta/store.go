@@ -45,9 +45,18 @@ type Batch interface {
 type Store interface {
 	Reader
 	NewBatch() Batch
-	// Sync makes every committed batch durable.
+	// Sync makes every committed batch durable. A store that can make
+	// commits durable on its own schedule too (Pebble does when it rotates
+	// its log or flushes a memtable) also implements DurabilityHook.
 	Sync() error
 	// DiskUsage is the space the store occupies on disk, in bytes.
 	DiskUsage() int64
 	Close() error
+}
+
+// DurabilityHook is implemented by stores that make commits durable on
+// their own schedule: fn runs before each such event, and the caller makes
+// the data the commits name durable in it.
+type DurabilityHook interface {
+	SetBeforeDurable(fn func() error)
 }

@@ -24,18 +24,9 @@ type InitOptions struct {
 
 // Init creates a volume in dir, which must not exist or be empty.
 func Init(dir string, opt InitOptions) error {
-	pol := chunker.DefaultPolicy()
-	if opt.Chunking != "" {
-		var err error
-		if pol, err = chunker.ParsePolicy(opt.Chunking); err != nil {
-			return err
-		}
-	}
-	if opt.Compression == "" {
-		opt.Compression = "off"
-	}
-	if !validCompression(opt.Compression) {
-		return fmt.Errorf("unknown compression %q (want off, zstd or auto)", opt.Compression)
+	cfg, err := newConfig(opt)
+	if err != nil {
+		return err
 	}
 	if err := checkEmptyDir(dir); err != nil {
 		return err
@@ -53,7 +44,6 @@ func Init(dir string, opt InitOptions) error {
 		return err
 	}
 	defer m.Close()
-	cfg := schema.Config{Format: schema.FormatVersion, UUID: newUUID(), Chunking: pol.String(), Compression: opt.Compression, Created: time.Now().UnixNano()}
 	if err := initMeta(m, cfg); err != nil {
 		return err
 	}
@@ -61,6 +51,34 @@ func Init(dir string, opt InitOptions) error {
 		return err
 	}
 	return writeFormat(dir, formatInfo{Format: FormatVersion, UUID: cfg.UUID})
+}
+
+// newConfig checks the options and returns a new volume's configuration.
+func newConfig(opt InitOptions) (schema.Config, error) {
+	pol := chunker.DefaultPolicy()
+	if opt.Chunking != "" {
+		var err error
+		if pol, err = chunker.ParsePolicy(opt.Chunking); err != nil {
+			return schema.Config{}, err
+		}
+	}
+	if opt.Compression == "" {
+		opt.Compression = "off"
+	}
+	if !validCompression(opt.Compression) {
+		return schema.Config{}, fmt.Errorf("unknown compression %q (want off, zstd or auto)", opt.Compression)
+	}
+	return schema.Config{Format: schema.FormatVersion, UUID: newUUID(), Chunking: pol.String(), Compression: opt.Compression, Created: time.Now().UnixNano()}, nil
+}
+
+// InitOn writes a new volume's metadata into m, for callers that bring
+// their own stores (tests that simulate power loss).
+func InitOn(m meta.Store, opt InitOptions) error {
+	cfg, err := newConfig(opt)
+	if err != nil {
+		return err
+	}
+	return initMeta(m, cfg)
 }
 
 func initMeta(m meta.Store, cfg schema.Config) error {
@@ -122,7 +140,7 @@ type Volume struct {
 	Dir    string
 	Config schema.Config
 	Meta   meta.Store
-	Blobs  *blob.Dir
+	Blobs  blob.Store
 	Engine *content.Engine
 	NS     *namespace.Volume
 	lock   *os.File
@@ -157,7 +175,19 @@ func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 		return err
 	}
 	v.Meta = m
-	raw, err := m.Get(schema.KeyConfig)
+	b, err := blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{})
+	if err != nil {
+		return err
+	}
+	v.Blobs = b
+	return v.start(log, nsOpt)
+}
+
+// start runs the volume on its open stores: it reads the configuration,
+// recovers from a crash and opens the content engine and the namespace.
+// Tests call it on stores that simulate power loss.
+func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
+	raw, err := v.Meta.Get(schema.KeyConfig)
 	if err != nil {
 		return fmt.Errorf("%s: volume configuration: %w", v.Dir, err)
 	}
@@ -168,11 +198,8 @@ func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: chunking policy: %w", v.Dir, err)
 	}
-	if v.Blobs, err = blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{}); err != nil {
-		return err
-	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true}
-	if v.Engine, err = content.New(m, v.Blobs, cfg, log); err != nil {
+	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err
 	}
 	rec, err := v.Engine.Recover()
@@ -185,8 +212,20 @@ func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
 	}
 	nsOpt.StoreDir = v.Dir
-	v.NS, err = namespace.Open(m, v.Engine, nsOpt, log)
+	v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log)
 	return err
+}
+
+// OpenOn runs a volume on stores the caller opened; dir is only reported
+// and given to the namespace for statfs. It takes no lock. Tests use it
+// with stores that simulate power loss.
+func OpenOn(dir string, m meta.Store, b blob.Store, log *slog.Logger, nsOpt namespace.Options) (*Volume, error) {
+	v := &Volume{Dir: dir, Meta: m, Blobs: b}
+	if err := v.start(log, nsOpt); err != nil {
+		v.Close()
+		return nil, err
+	}
+	return v, nil
 }
 
 // Close flushes everything and releases the volume.
