@@ -120,5 +120,9 @@ func (e *Engine) Sync() error {
 // the session closed cleanly.
 func (e *Engine) Close() error {
 	e.reclaimer.stop()
-	return errors.Join(e.closeSession(), e.comp.close())
+	err := e.closeSession()
+	if h, ok := e.meta.(meta.DurabilityHook); ok {
+		h.SetBeforeDurable(nil) // everything is synced; the blob store closes next
+	}
+	return errors.Join(err, e.comp.close())
 }

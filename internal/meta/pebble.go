@@ -73,7 +73,14 @@ func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(
 // table). The content engine makes chunk data durable in it, so that no
 // metadata is ever durable before the data it names. fn must not call
 // into the store.
-func (p *Pebble) SetBeforeDurable(fn func() error) { p.wal.beforeDurable.Store(&fn) }
+// A nil fn removes the hook.
+func (p *Pebble) SetBeforeDurable(fn func() error) {
+	if fn == nil {
+		p.wal.beforeDurable.Store(nil)
+		return
+	}
+	p.wal.beforeDurable.Store(&fn)
+}
 
 // Sync makes every committed batch durable: the log is written out to the
 // OS (pebble.Sync, made cheap by softWAL), then fsync'd.
