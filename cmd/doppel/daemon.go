@@ -72,6 +72,8 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
 		Space: vol.Space,
 		Sync:  vol.NS.SyncFS,
+		Usage: vol.NS.Usage,
+		Stat:  vol.NS.Stat,
 	})
 	if err != nil {
 		srv.Unmount()

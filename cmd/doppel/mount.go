@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -59,6 +60,9 @@ func checkMountable(dir, mp string) error {
 	if m, busy, err := findMount(mp); err != nil {
 		return err
 	} else if busy {
+		if m.FSType == fuseType {
+			awaitDyingHolder(m.Source)
+		}
 		if !staleDoppelMount(m) {
 			return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
 		}
@@ -145,6 +149,29 @@ func spawnDaemon(dir, mp string, mf mountFlags) error {
 
 // staleDoppelMount reports whether m is a doppel mount whose daemon is gone:
 // the daemon holds its store's lock for as long as it runs.
+// awaitDyingHolder waits up to 10 s while the lock of the store in dir is
+// held by a process that was killed and is still exiting: its main thread
+// is a zombie until its last threads finish their system calls, and the
+// lock is released only then.
+func awaitDyingHolder(dir string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if pid := volume.LockHolder(dir); pid == 0 || !exiting(pid) {
+			return
+		}
+	}
+}
+
+// exiting reports whether process pid is gone or a zombie.
+func exiting(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
+}
+
 func staleDoppelMount(m mountEntry) bool {
 	return m.FSType == fuseType && volume.LockHolder(m.Source) == 0
 }

@@ -10,7 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/namespace"
 )
 
 // SocketName is the control socket's file name inside a volume directory.
@@ -36,6 +39,8 @@ type SpaceReport struct {
 type Handlers struct {
 	Space func() (SpaceReport, error)
 	Sync  func() error
+	Usage func(ctx context.Context, path string) (namespace.Usage, error)
+	Stat  func(path string) (namespace.FileStat, error)
 }
 
 // Serve listens on the control socket in dir until ctx ends.
@@ -58,6 +63,7 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	mux.HandleFunc("POST /v1/sync", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, struct{}{}, h.Sync())
 	})
+	serveInspect(mux, h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
@@ -69,11 +75,29 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 func reply(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
+		var errno syscall.Errno
+		errors.As(err, &errno)
 		w.WriteHeader(http.StatusInternalServerError)
-		json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+		json.NewEncoder(w).Encode(remoteError{Msg: err.Error(), Errno: errno})
 		return
 	}
 	json.NewEncoder(w).Encode(v)
+}
+
+// remoteError is a failure the daemon reports; errors.Is sees its errno,
+// so that ENOENT over the socket is ENOENT to the caller.
+type remoteError struct {
+	Msg   string        `json:"error"`
+	Errno syscall.Errno `json:"errno,omitempty"`
+}
+
+func (e remoteError) Error() string { return "daemon: " + e.Msg }
+
+func (e remoteError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
 }
 
 // Client talks to a running daemon.
@@ -106,9 +130,9 @@ func (c *Client) do(method, path string, out any) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
+		var e remoteError
 		json.Unmarshal(body, &e)
-		return fmt.Errorf("daemon: %s", e.Error)
+		return e
 	}
 	return json.Unmarshal(body, out)
 }

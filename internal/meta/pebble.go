@@ -66,6 +66,8 @@ func (p *Pebble) NewIter(lower, upper []byte) (Iterator, error) {
 	return it, nil
 }
 
+func (p *Pebble) Snapshot() Snapshot { return pebbleSnapshot{p.db.NewSnapshot()} }
+
 func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(), p: p} }
 
 // SetBeforeDurable registers fn, which runs before Pebble makes metadata
@@ -134,6 +136,20 @@ func (b *pebbleBatch) Close() error {
 	b.closed = true
 	return b.b.Close()
 }
+
+type pebbleSnapshot struct{ s *pebble.Snapshot }
+
+func (s pebbleSnapshot) Get(key []byte) ([]byte, error) { return getCopy(s.s, key) }
+
+func (s pebbleSnapshot) NewIter(lower, upper []byte) (Iterator, error) {
+	it, err := s.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+func (s pebbleSnapshot) Close() error { return s.s.Close() }
 
 type getter interface {
 	Get(key []byte) ([]byte, io.Closer, error)

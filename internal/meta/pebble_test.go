@@ -497,3 +497,22 @@ func TestBinaryKeys(t *testing.T) {
 		t.Errorf("keys %q, want %q", got, keys)
 	}
 }
+
+func TestSnapshotIsFrozen(t *testing.T) {
+	s := openT(t, t.TempDir())
+	defer s.Close()
+	commit(t, s, map[string][]byte{"a": []byte("1"), "b": []byte("2")})
+	snap := s.Snapshot()
+	defer snap.Close()
+	commit(t, s, map[string][]byte{"a": []byte("one"), "b": nil, "c": []byte("3")})
+	wantValue(t, snap, "a", "1")
+	wantValue(t, snap, "b", "2")
+	wantMissing(t, snap, "c")
+	if got := scan(t, snap, "", ""); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("snapshot scan = %q, want [a b]", got)
+	}
+	wantValue(t, s, "a", "one") // the store itself moved on
+	if got := scan(t, s, "", ""); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("store scan = %q, want [a c]", got)
+	}
+}

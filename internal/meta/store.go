@@ -41,10 +41,20 @@ type Batch interface {
 	Close() error
 }
 
+// Snapshot is a read-only view of the store frozen when it was taken:
+// commits after that do not show through it. It must be closed.
+type Snapshot interface {
+	Reader
+	Close() error
+}
+
 // Store is the metadata store of one volume.
 type Store interface {
 	Reader
 	NewBatch() Batch
+	// Snapshot lets a long reader (a walk of a large subtree) see one
+	// consistent state without holding any lock against writers.
+	Snapshot() Snapshot
 	// Sync makes every committed batch durable. A store that can make
 	// commits durable on its own schedule too (Pebble does when it rotates
 	// its log or flushes a memtable) also implements DurabilityHook.
