@@ -37,6 +37,7 @@ type Engine struct {
 	loads *loads
 	log   *slog.Logger
 	reclaimer
+	counters counters
 
 	// txMu serializes metadata transactions: every metadata write of the
 	// volume happens inside one Tx at a time.
