@@ -17,8 +17,9 @@ type Pebble struct {
 // OpenPebble opens (creating if needed) a Pebble store in dir.
 func OpenPebble(dir string) (*Pebble, error) {
 	opts := &pebble.Options{
-		Cache:  pebble.NewCache(64 << 20),
-		Logger: quietLogger{},
+		Cache:         pebble.NewCache(64 << 20),
+		Logger:        slogLogger{},
+		EventListener: &pebble.EventListener{BackgroundError: logBackgroundError},
 		// The WAL is preallocated at 110% of the memtable and one old WAL is
 		// kept for recycling; Pebble's 4 MiB default keeps that overhead of
 		// an idle volume near 9 MiB.
@@ -106,14 +107,4 @@ func getCopy(g getter, key []byte) ([]byte, error) {
 	out := append([]byte(nil), v...)
 	closer.Close()
 	return out, nil
-}
-
-// quietLogger drops Pebble's informational chatter; errors still reach the
-// caller through return values.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...interface{})  {}
-func (quietLogger) Errorf(string, ...interface{}) {}
-func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(fmt.Sprintf(format, args...))
 }
