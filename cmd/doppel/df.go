@@ -16,6 +16,7 @@ func runDf(args []string) error {
 		"Show the volume's space: logical bytes (what files hold), physical bytes (chunk\n"+
 			"data stored after dedup and compression), metadata, and the ratios.")
 	store := storeFlag(fs)
+	logFlag(fs, "warn")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
