@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/doppelfs/doppel/internal/control"
@@ -21,7 +20,7 @@ func onVolume(dir string, mounted func(*control.Client) error, offline func(*vol
 		}
 		return mounted(c)
 	}
-	vol, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	vol, err := volume.Open(dir, slog.Default())
 	if errors.Is(err, volume.ErrInUse) {
 		return onVolume(dir, mounted, offline)
 	}

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
+	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -27,10 +30,8 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 			notify.Close()
 		}()
 	}
-	log, err := newLogger(mf.logLevel)
-	if err != nil {
-		return err
-	}
+	log := slog.Default() // parse installed it at --log-level
+	started := time.Now()
 	if path := os.Getenv("DOPPEL_CPUPROFILE"); path != "" {
 		stop, err := startCPUProfile(path)
 		if err != nil {
@@ -59,8 +60,10 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		MaxReadAhead:  1 << 20,
 		MaxBackground: 64,
 		Debug:         mf.fuseDebug,
+		Logger:        slog.NewLogLogger(log.With("component", "go-fuse").Handler(), slog.LevelInfo),
 	}
-	srv, err := fuse.NewServer(fusefs.New(vol.NS), mp, opts)
+	var ops metrics.Ops
+	srv, err := fuse.NewServer(fusefs.New(vol.NS, &ops, log), mp, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
@@ -70,10 +73,12 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
 	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
-		Space: vol.Space,
-		Sync:  vol.NS.SyncFS,
-		Usage: vol.NS.Usage,
-		Stat:  vol.NS.Stat,
+		Space:   vol.Space,
+		Sync:    vol.NS.SyncFS,
+		Usage:   vol.NS.Usage,
+		Stat:    vol.NS.Stat,
+		Status:  func() (control.Status, error) { return daemonStatus(vol, mp, started, &ops), nil },
+		Metrics: metrics.Handler(metrics.NewRegistry(&ops, vol.Figures), log),
 	})
 	if err != nil {
 		srv.Unmount()
@@ -101,4 +106,19 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	signal.Stop(sigs)
 	log.Info("unmounted; flushing", "mountpoint", mp)
 	return nil
+}
+
+// daemonStatus answers `doppel status` for the volume this daemon serves.
+func daemonStatus(vol *volume.Volume, mp string, started time.Time, ops *metrics.Ops) control.Status {
+	c, n, s := vol.Engine.Counters(), vol.NS.Counters(), vol.Engine.Stats()
+	st := control.Status{
+		Store: vol.Dir, Mountpoint: mp, PID: os.Getpid(), Started: started,
+		UptimeSeconds: time.Since(started).Seconds(),
+		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
+		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,
+		OpenFiles: n.OpenFiles, LogicalBytes: s.LogicalBytes, PhysicalBytes: s.PhysicalBytes,
+	}
+	t := ops.Totals()
+	st.Requests, st.RequestErrors, st.RequestEIO = t.Count, t.Errors, t.EIO
+	return st
 }

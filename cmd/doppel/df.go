@@ -43,6 +43,7 @@ dedup_ratio, compression_ratio.`
 func runDf(args []string) error {
 	fs := newFlags("df", "[--json] [--store DIR] [PATH]", dfAbout)
 	store := storeFlag(fs)
+	logFlag(fs, "warn")
 	asJSON := fs.Bool("json", false, "print JSON (fields above)")
 	pos, err := parse(fs, args)
 	if err != nil {

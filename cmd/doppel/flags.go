@@ -21,8 +21,25 @@ func newFlags(name, synopsis, about string) *flag.FlagSet {
 	return fs
 }
 
-// parse accepts options before and after positional arguments.
+// parse accepts options before and after positional arguments. For a
+// command with --log-level (logFlag), it installs the logger that names as
+// slog's default.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if f := fs.Lookup("log-level"); f != nil {
+		log, err := newLogger(f.Value.String())
+		if err != nil {
+			return nil, err
+		}
+		slog.SetDefault(log)
+	}
+	return pos, nil
+}
+
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -46,6 +63,12 @@ func storeDir(flagValue string) (string, error) {
 		return filepath.Abs(flagValue)
 	}
 	return volume.DefaultStore()
+}
+
+// logFlag adds --log-level to a command that logs (the daemon, or a
+// command that may open a store). Logs go to stderr.
+func logFlag(fs *flag.FlagSet, def string) *string {
+	return fs.String("log-level", def, "log level: debug, info, warn, error")
 }
 
 // newLogger builds the process logger at the given level.

@@ -16,13 +16,15 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"init":   {"create a volume", runInit},
-	"mount":  {"mount a volume (daemon in the background unless -f)", runMount},
-	"umount": {"flush and unmount a mounted volume", runUmount},
-	"df":     {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},
-	"stat":   {"show how a file is stored: extents, chunks, shared bytes", runStat},
-	"sync":   {"make everything written to a volume durable", runSync},
-	"fsck":   {"check an unmounted volume for damage (repairs nothing)", runFsck},
+	"init":    {"create a volume", runInit},
+	"mount":   {"mount a volume (daemon in the background unless -f)", runMount},
+	"umount":  {"flush and unmount a mounted volume", runUmount},
+	"df":      {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},
+	"stat":    {"show how a file is stored: extents, chunks, shared bytes", runStat},
+	"sync":    {"make everything written to a volume durable", runSync},
+	"fsck":    {"check an unmounted volume for damage (repairs nothing)", runFsck},
+	"status":  {"list mounted volumes with their daemons and counters", runStatus},
+	"metrics": {"print a mounted volume's Prometheus metrics", runMetrics},
 }
 
 func usage() {

@@ -31,13 +31,15 @@ func runMount(args []string) error {
 	var mf mountFlags
 	fs.StringVar(&mf.store, "store", "", storeHelp)
 	fs.BoolVar(&mf.foreground, "f", false, "stay in the foreground")
-	fs.StringVar(&mf.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log every FUSE request (very verbose)")
+	logLevel := logFlag(fs, "info")
+	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log go-fuse's dump of every FUSE request (very verbose; at level info);\n"+
+		"--log-level debug logs each request's operation, inode and duration more briefly")
 	fs.IntVar(&mf.notifyFd, "notify-fd", 0, "internal: file descriptor on which to report readiness")
 	mp, err := parseMountpoint(fs, args)
 	if err != nil {
 		return err
 	}
+	mf.logLevel = *logLevel
 	dir, err := storeDir(mf.store)
 	if err != nil {
 		return err

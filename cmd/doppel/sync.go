@@ -11,6 +11,7 @@ func runSync(args []string) error {
 			"sync(1)/syncfs(2) on to FUSE file systems; this command, fsync of any file\n"+
 			"or directory in the volume, or the daemon's periodic sync (every 5 s) do.")
 	store := storeFlag(fs)
+	logFlag(fs, "warn")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ type Engine struct {
 	loads *loads
 	log   *slog.Logger
 	reclaimer
+	counters counters
 
 	// txMu serializes metadata transactions: every metadata write of the
 	// volume happens inside one Tx at a time.

@@ -57,16 +57,20 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 	// The first copy of each new hash is stored; later ones share it.
 	var toStore []*Prepared
 	seen := map[schema.Hash]*Prepared{}
+	var dedup, zero int64
 	for _, p := range out {
 		if p.Zero {
+			zero += int64(p.Len)
 			continue
 		}
 		if _, ok := seen[p.Hash]; ok {
+			dedup += int64(p.Len)
 			continue
 		}
 		seen[p.Hash] = p
 		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); err == nil {
-			continue // already stored: dedup
+			dedup += int64(p.Len) // already stored
+			continue
 		} else if !errors.Is(err, meta.ErrNotFound) {
 			return nil, 0, err
 		}
@@ -83,6 +87,8 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 			p.loc, p.comp = first.loc, first.comp
 		}
 	}
+	e.counters.dedup.Add(dedup)
+	e.counters.zero.Add(zero)
 	return out, consumed, nil
 }
 
@@ -117,6 +123,7 @@ func (e *Engine) store(p *Prepared) error {
 		return err
 	}
 	p.loc, p.comp, p.written = loc, comp, true
+	e.counters.stored.Add(int64(len(stored)))
 	return nil
 }
 

@@ -35,8 +35,10 @@ func newLoads() *loads {
 // progress, or from the blob store.
 func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 	if p, ok := e.cache.get(h); ok {
+		e.counters.cacheHits.Add(1)
 		return p, nil
 	}
+	e.counters.cacheMiss.Add(1)
 	l := e.loads
 	l.mu.Lock()
 	if c, ok := l.inflight[h]; ok {

@@ -18,8 +18,6 @@ type reclaimer struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	eng     *Engine
-	// Reclaimed counts bytes given back; read it with ReclaimedBytes.
-	reclaimed int64
 }
 
 func (r *reclaimer) start(e *Engine, every time.Duration) {
@@ -72,13 +70,6 @@ func (r *reclaimer) reclaim() {
 	}
 }
 
-// ReclaimedBytes reports the stored bytes given back to the host so far.
-func (e *Engine) ReclaimedBytes() int64 {
-	e.reclaimer.rmu.Lock()
-	defer e.reclaimer.rmu.Unlock()
-	return e.reclaimer.reclaimed
-}
-
 func (r *reclaimer) stop() {
 	close(r.quit)
 	r.wg.Wait()
@@ -90,7 +81,5 @@ func (e *Engine) freeNow(loc blob.Loc) {
 		e.log.Warn("free chunk space", "segment", loc.Segment, "offset", loc.Offset, "err", err)
 		return
 	}
-	e.reclaimer.rmu.Lock()
-	e.reclaimer.reclaimed += int64(loc.Length)
-	e.reclaimer.rmu.Unlock()
+	e.counters.reclaimed.Add(int64(loc.Length))
 }

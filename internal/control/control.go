@@ -37,10 +37,12 @@ type SpaceReport struct {
 
 // Handlers are the daemon's answers.
 type Handlers struct {
-	Space func() (SpaceReport, error)
-	Sync  func() error
-	Usage func(ctx context.Context, path string) (namespace.Usage, error)
-	Stat  func(path string) (namespace.FileStat, error)
+	Space   func() (SpaceReport, error)
+	Sync    func() error
+	Usage   func(ctx context.Context, path string) (namespace.Usage, error)
+	Stat    func(path string) (namespace.FileStat, error)
+	Status  func() (Status, error)
+	Metrics http.Handler // the Prometheus scrape
 }
 
 // Serve listens on the control socket in dir until ctx ends.
@@ -64,6 +66,12 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 		reply(w, struct{}{}, h.Sync())
 	})
 	serveInspect(mux, h)
+	if h.Status != nil {
+		serveStatus(mux, h.Status)
+	}
+	if h.Metrics != nil {
+		mux.Handle("GET /metrics", h.Metrics)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
@@ -108,8 +116,12 @@ type Client struct {
 // ErrNoDaemon means no daemon answers on the volume's socket.
 var ErrNoDaemon = errors.New("no daemon serves this volume")
 
-// Dial returns a client for the daemon serving the volume in dir.
-func Dial(dir string) (*Client, error) {
+// Dial returns a client for the daemon serving the volume in dir. Requests
+// may take long (a sync of a large buffer), so they time out after minutes.
+func Dial(dir string) (*Client, error) { return DialTimeout(dir, 5*time.Minute) }
+
+// DialTimeout is Dial with requests timing out after timeout.
+func DialTimeout(dir string, timeout time.Duration) (*Client, error) {
 	path := filepath.Join(dir, SocketName)
 	if _, err := os.Stat(path); err != nil {
 		return nil, ErrNoDaemon
@@ -118,23 +130,38 @@ func Dial(dir string) (*Client, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	return &Client{http: &http.Client{Transport: tr, Timeout: 5 * time.Minute}}, nil
+	return &Client{http: &http.Client{Transport: tr, Timeout: timeout}}, nil
 }
 
+// do sends a request and decodes the JSON reply into out.
 func (c *Client) do(method, path string, out any) error {
+	body, err := c.raw(method, path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, out)
+}
+
+// raw sends a request and returns the reply's body.
+func (c *Client) raw(method, path string) ([]byte, error) {
 	req, _ := http.NewRequest(method, "http://doppel"+path, nil)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNoDaemon, err)
+		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("daemon reply: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		var e remoteError
-		json.Unmarshal(body, &e)
-		return e
+		if json.Unmarshal(body, &e) != nil || e.Msg == "" {
+			e.Msg = fmt.Sprintf("%s %s: %s", method, path, resp.Status)
+		}
+		return nil, e
 	}
-	return json.Unmarshal(body, out)
+	return body, nil
 }
 
 // Space asks for the space report.

@@ -2,4 +2,8 @@
 // in the volume directory, readable by its owner only. The CLI talks to a
 // mounted volume through it; when no daemon runs, the CLI opens the store
 // itself.
+//
+// Routes: GET /v1/space (df), POST /v1/sync, GET /v1/status (status.go)
+// and GET /metrics, the Prometheus scrape (metrics.go), which
+// `curl --unix-socket STORE/control.sock http://doppel/metrics` reads too.
 package control

@@ -26,12 +26,13 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	opts := &pebble.Options{
 		FS:     wal,
 		Cache:  pebble.NewCache(64 << 20),
-		Logger: quietLogger{},
+		Logger: slogLogger{},
 		// The WAL is preallocated at 110% of the memtable and one old WAL is
 		// kept for recycling; Pebble's 4 MiB default keeps that overhead of
 		// an idle volume near 9 MiB.
 		MemTableSize: 4 << 20,
 		EventListener: &pebble.EventListener{
+			BackgroundError: logBackgroundError,
 			// Called with the memtables to flush chosen and before their
 			// table is written and synced.
 			FlushBegin: func(pebble.FlushInfo) {
@@ -166,14 +167,4 @@ func getCopy(g getter, key []byte) ([]byte, error) {
 	out := append([]byte(nil), v...)
 	closer.Close()
 	return out, nil
-}
-
-// quietLogger drops Pebble's informational chatter; errors still reach the
-// caller through return values.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...interface{})  {}
-func (quietLogger) Errorf(string, ...interface{}) {}
-func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(fmt.Sprintf(format, args...))
 }

@@ -106,6 +106,6 @@ func (v *Volume) flushOpenLocked(ino uint64) error {
 	if err := v.flushLocked(f, true); err != nil {
 		return err
 	}
-	f.pending = false
+	v.setPending(f, false)
 	return nil
 }

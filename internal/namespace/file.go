@@ -212,8 +212,9 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	v.dirty.n.Add(f.buf.Bytes() - before)
 	f.size = max(f.size, off+int64(len(data)))
 	f.mtime = now()
-	f.pending = true
+	v.setPending(f, true)
 	f.lastWrite = time.Now()
+	v.counters.written.Add(int64(len(data)))
 	if err := v.maybeFlush(f); err != nil {
 		return 0, v.errno("write", err)
 	}
@@ -263,6 +264,9 @@ func (v *Volume) Release(h vfs.Handle) error {
 	v.filesMu.Unlock()
 	if !last {
 		return v.errno("release", ferr)
+	}
+	if ferr != nil {
+		v.dropUnflushed(hd.f, ferr)
 	}
 	return v.errno("release", v.deleteIfOrphan(hd.ino))
 }

@@ -107,7 +107,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	}
 	v.dirty.n.Add(-consumed)
 	if f.buf.Bytes() == 0 {
-		f.pending = false
+		v.setPending(f, false)
 	}
 	return nil
 }
@@ -147,7 +147,20 @@ func (v *Volume) discardJobs(jobs []flushJob) {
 func (v *Volume) dropBuffer(f *openFile) {
 	v.dirty.n.Add(-f.buf.Bytes())
 	f.buf = content.Buffer{}
-	f.pending = false
+	v.setPending(f, false)
+}
+
+// dropUnflushed drops the buffer of a file whose last handle went before
+// its writes could be committed: it left the open set, so nothing would
+// retry, and its bytes would count as dirty forever.
+func (v *Volume) dropUnflushed(f *openFile, err error) {
+	l := v.locks.of(f.ino)
+	l.Lock()
+	defer l.Unlock()
+	if f.buf.Bytes() > 0 {
+		v.log.Error("last close: buffered writes could not be committed and are lost", "ino", f.ino, "bytes", f.buf.Bytes(), "err", err)
+	}
+	v.dropBuffer(f)
 }
 
 // flushAll commits every open file's buffered writes.

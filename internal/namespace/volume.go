@@ -45,6 +45,8 @@ type Volume struct {
 	nextFh  vfs.Handle
 	dirty   dirtyCounter
 
+	counters counters
+
 	quit chan struct{}
 	wg   sync.WaitGroup
 }

@@ -2,15 +2,18 @@ package fusefs
 
 import (
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // OpenDir takes no snapshot yet: the listing is read at offset 0 so that
 // rewinddir sees a fresh one.
-func (f *FS) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+func (f *FS) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (st fuse.Status) {
+	defer f.track(metrics.OpOpendir, in.NodeId, time.Now(), &st)
 	a, err := f.v.GetAttr(in.NodeId)
 	if err != nil {
 		return status(err)
@@ -51,7 +54,8 @@ func (f *FS) listing(in *fuse.ReadIn) ([]vfs.DirEntry, fuse.Status) {
 	return list, fuse.OK
 }
 
-func (f *FS) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (f *FS) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) (st fuse.Status) {
+	defer f.track(metrics.OpReaddir, in.NodeId, time.Now(), &st)
 	list, st := f.listing(in)
 	if !st.Ok() {
 		return st
@@ -65,7 +69,8 @@ func (f *FS) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList)
 	return fuse.OK
 }
 
-func (f *FS) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+func (f *FS) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) (st fuse.Status) {
+	defer f.track(metrics.OpReaddirplus, in.NodeId, time.Now(), &st)
 	list, st := f.listing(in)
 	if !st.Ok() {
 		return st
@@ -91,6 +96,7 @@ func (f *FS) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryL
 }
 
 func (f *FS) ReleaseDir(in *fuse.ReleaseIn) {
+	defer f.track(metrics.OpReleasedir, in.NodeId, time.Now(), nil)
 	f.dirsMu.Lock()
 	delete(f.dirs, in.Fh)
 	f.dirsMu.Unlock()

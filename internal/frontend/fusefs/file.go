@@ -1,12 +1,16 @@
 package fusefs
 
 import (
+	"time"
+
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) (st fuse.Status) {
+	defer f.track(metrics.OpCreate, in.NodeId, time.Now(), &st)
 	a, h, err := f.v.Create(caller(&in.InHeader), in.NodeId, name, in.Mode, in.Flags)
 	if err != nil {
 		return status(err)
@@ -16,7 +20,8 @@ func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse
 	return fuse.OK
 }
 
-func (f *FS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+func (f *FS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (st fuse.Status) {
+	defer f.track(metrics.OpOpen, in.NodeId, time.Now(), &st)
 	h, err := f.v.Open(in.NodeId, in.Flags)
 	if err != nil {
 		return status(err)
@@ -25,7 +30,8 @@ func (f *FS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.St
 	return fuse.OK
 }
 
-func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, st fuse.Status) {
+	defer f.track(metrics.OpRead, in.NodeId, time.Now(), &st)
 	n, err := f.v.Read(vfs.Handle(in.Fh), int64(in.Offset), buf[:in.Size])
 	if err != nil {
 		return nil, status(err)
@@ -33,28 +39,37 @@ func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResu
 	return fuse.ReadResultData(buf[:n]), fuse.OK
 }
 
-func (f *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+func (f *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, st fuse.Status) {
+	defer f.track(metrics.OpWrite, in.NodeId, time.Now(), &st)
 	n, err := f.v.Write(vfs.Handle(in.Fh), int64(in.Offset), data)
 	return uint32(n), status(err)
 }
 
-func (f *FS) Flush(_ <-chan struct{}, in *fuse.FlushIn) fuse.Status {
+func (f *FS) Flush(_ <-chan struct{}, in *fuse.FlushIn) (st fuse.Status) {
+	defer f.track(metrics.OpFlush, in.NodeId, time.Now(), &st)
 	return status(f.v.Flush(vfs.Handle(in.Fh)))
 }
 
-func (f *FS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (f *FS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
+	defer f.track(metrics.OpFsync, in.NodeId, time.Now(), &st)
 	return status(f.v.Fsync(vfs.Handle(in.Fh), in.FsyncFlags&1 != 0))
 }
 
+// Release has no reply, but a failure (the last close could not commit
+// the file's buffered writes) is still counted and logged.
 func (f *FS) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
-	f.v.Release(vfs.Handle(in.Fh))
+	st := fuse.OK
+	defer f.track(metrics.OpRelease, in.NodeId, time.Now(), &st)
+	st = status(f.v.Release(vfs.Handle(in.Fh)))
 }
 
-func (f *FS) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
+func (f *FS) Fallocate(_ <-chan struct{}, in *fuse.FallocateIn) (st fuse.Status) {
+	defer f.track(metrics.OpFallocate, in.NodeId, time.Now(), &st)
 	return status(f.v.Fallocate(vfs.Handle(in.Fh), in.Mode, int64(in.Offset), int64(in.Length)))
 }
 
-func (f *FS) Lseek(_ <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+func (f *FS) Lseek(_ <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) (st fuse.Status) {
+	defer f.track(metrics.OpLseek, in.NodeId, time.Now(), &st)
 	off, err := f.v.Lseek(vfs.Handle(in.Fh), int64(in.Offset), int(in.Whence))
 	if err != nil {
 		return status(err)
@@ -67,16 +82,19 @@ func (f *FS) Lseek(_ <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse
 // kernel calls again for the rest.
 const maxCopy = 1 << 30
 
-func (f *FS) CopyFileRange(_ <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
+func (f *FS) CopyFileRange(_ <-chan struct{}, in *fuse.CopyFileRangeIn) (_ uint32, st fuse.Status) {
+	defer f.track(metrics.OpCopyFileRange, in.NodeId, time.Now(), &st)
 	n, err := f.v.CopyFileRange(vfs.Handle(in.FhIn), int64(in.OffIn), vfs.Handle(in.FhOut), int64(in.OffOut), min(int64(in.Len), maxCopy))
 	return uint32(n), status(err)
 }
 
-func (f *FS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
+func (f *FS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
+	defer f.track(metrics.OpFsyncdir, in.NodeId, time.Now(), &st)
 	return status(f.v.SyncFS())
 }
 
-func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (uint32, fuse.Status) {
+func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, st fuse.Status) {
+	defer f.track(metrics.OpGetxattr, h.NodeId, time.Now(), &st)
 	val, err := f.v.GetXattr(h.NodeId, name)
 	if err != nil {
 		return 0, status(err)
@@ -87,7 +105,8 @@ func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []b
 	return uint32(copy(dest, val)), fuse.OK
 }
 
-func (f *FS) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+func (f *FS) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (_ uint32, st fuse.Status) {
+	defer f.track(metrics.OpListxattr, h.NodeId, time.Now(), &st)
 	names, err := f.v.ListXattr(h.NodeId)
 	if err != nil {
 		return 0, status(err)
@@ -102,10 +121,12 @@ func (f *FS) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32
 	return uint32(copy(dest, list)), fuse.OK
 }
 
-func (f *FS) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) fuse.Status {
+func (f *FS) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) (st fuse.Status) {
+	defer f.track(metrics.OpSetxattr, in.NodeId, time.Now(), &st)
 	return status(f.v.SetXattr(in.NodeId, name, data, in.Flags))
 }
 
-func (f *FS) RemoveXAttr(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (f *FS) RemoveXAttr(_ <-chan struct{}, h *fuse.InHeader, name string) (st fuse.Status) {
+	defer f.track(metrics.OpRemovexattr, h.NodeId, time.Now(), &st)
 	return status(f.v.RemoveXattr(h.NodeId, name))
 }

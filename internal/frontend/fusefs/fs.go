@@ -1,13 +1,16 @@
 package fusefs
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -20,15 +23,22 @@ const cacheTimeout = time.Second
 type FS struct {
 	fuse.RawFileSystem // ENOSYS for what doppel does not serve
 	v                  vfs.FS
+	ops                *metrics.Ops
+	log                *slog.Logger
+	debug              bool // log every request; fixed at start, so checked without a call
 
 	dirsMu sync.Mutex
 	dirs   map[uint64][]vfs.DirEntry
 	nextDh uint64
 }
 
-// New returns the FUSE adapter of v.
-func New(v vfs.FS) *FS {
-	return &FS{RawFileSystem: fuse.NewDefaultRawFileSystem(), v: v, dirs: map[uint64][]vfs.DirEntry{}}
+// New returns the FUSE adapter of v. It counts every request in ops and,
+// when log is enabled at debug level, logs it.
+func New(v vfs.FS, ops *metrics.Ops, log *slog.Logger) *FS {
+	return &FS{
+		RawFileSystem: fuse.NewDefaultRawFileSystem(), v: v, dirs: map[uint64][]vfs.DirEntry{},
+		ops: ops, log: log, debug: log.Enabled(context.Background(), slog.LevelDebug),
+	}
 }
 
 func (f *FS) String() string { return "doppel" }
@@ -76,14 +86,16 @@ func entry(a vfs.Attr, err error, out *fuse.EntryOut) fuse.Status {
 	return fuse.OK
 }
 
-func (f *FS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) (st fuse.Status) {
+	defer f.track(metrics.OpLookup, h.NodeId, time.Now(), &st)
 	a, err := f.v.Lookup(h.NodeId, name)
 	return entry(a, err, out)
 }
 
 func (f *FS) Forget(nodeid, nlookup uint64) {}
 
-func (f *FS) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (f *FS) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) (st fuse.Status) {
+	defer f.track(metrics.OpGetattr, in.NodeId, time.Now(), &st)
 	a, err := f.v.GetAttr(in.NodeId)
 	if err != nil {
 		return status(err)
@@ -93,7 +105,8 @@ func (f *FS) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) f
 	return fuse.OK
 }
 
-func (f *FS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+func (f *FS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) (st fuse.Status) {
+	defer f.track(metrics.OpSetattr, in.NodeId, time.Now(), &st)
 	var s vfs.SetAttr
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		s.SetMode, s.Mode = true, in.Mode
@@ -128,47 +141,59 @@ func (f *FS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) f
 	return fuse.OK
 }
 
-func (f *FS) Mknod(_ <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) Mknod(_ <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) (st fuse.Status) {
+	defer f.track(metrics.OpMknod, in.NodeId, time.Now(), &st)
 	a, err := f.v.Mknod(caller(&in.InHeader), in.NodeId, name, in.Mode, in.Rdev)
 	return entry(a, err, out)
 }
 
-func (f *FS) Mkdir(_ <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) Mkdir(_ <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) (st fuse.Status) {
+	defer f.track(metrics.OpMkdir, in.NodeId, time.Now(), &st)
 	a, err := f.v.Mkdir(caller(&in.InHeader), in.NodeId, name, in.Mode)
 	return entry(a, err, out)
 }
 
-func (f *FS) Unlink(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (f *FS) Unlink(_ <-chan struct{}, h *fuse.InHeader, name string) (st fuse.Status) {
+	defer f.track(metrics.OpUnlink, h.NodeId, time.Now(), &st)
 	return status(f.v.Unlink(h.NodeId, name))
 }
 
-func (f *FS) Rmdir(_ <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+func (f *FS) Rmdir(_ <-chan struct{}, h *fuse.InHeader, name string) (st fuse.Status) {
+	defer f.track(metrics.OpRmdir, h.NodeId, time.Now(), &st)
 	return status(f.v.Rmdir(h.NodeId, name))
 }
 
-func (f *FS) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName string) fuse.Status {
+func (f *FS) Rename(_ <-chan struct{}, in *fuse.RenameIn, oldName, newName string) (st fuse.Status) {
+	defer f.track(metrics.OpRename, in.NodeId, time.Now(), &st)
 	return status(f.v.Rename(in.NodeId, oldName, in.Newdir, newName, in.Flags))
 }
 
-func (f *FS) Link(_ <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) Link(_ <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) (st fuse.Status) {
+	defer f.track(metrics.OpLink, in.NodeId, time.Now(), &st)
 	a, err := f.v.Link(in.Oldnodeid, in.NodeId, name)
 	return entry(a, err, out)
 }
 
-func (f *FS) Symlink(_ <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) Symlink(_ <-chan struct{}, h *fuse.InHeader, target, name string, out *fuse.EntryOut) (st fuse.Status) {
+	defer f.track(metrics.OpSymlink, h.NodeId, time.Now(), &st)
 	a, err := f.v.Symlink(caller(h), h.NodeId, name, target)
 	return entry(a, err, out)
 }
 
-func (f *FS) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+func (f *FS) Readlink(_ <-chan struct{}, h *fuse.InHeader) (_ []byte, st fuse.Status) {
+	defer f.track(metrics.OpReadlink, h.NodeId, time.Now(), &st)
 	t, err := f.v.Readlink(h.NodeId)
 	return []byte(t), status(err)
 }
 
 // Access is checked by the kernel (default_permissions).
-func (f *FS) Access(_ <-chan struct{}, in *fuse.AccessIn) fuse.Status { return fuse.OK }
+func (f *FS) Access(_ <-chan struct{}, in *fuse.AccessIn) (st fuse.Status) {
+	defer f.track(metrics.OpAccess, in.NodeId, time.Now(), &st)
+	return fuse.OK
+}
 
-func (f *FS) StatFs(_ <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+func (f *FS) StatFs(_ <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) (st fuse.Status) {
+	defer f.track(metrics.OpStatfs, h.NodeId, time.Now(), &st)
 	s, err := f.v.StatFS()
 	if err != nil {
 		return status(err)

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+// volumeStatus is one mounted volume in `doppel status`.
+type volumeStatus struct {
+	Mountpoint string          `json:"mountpoint"`
+	Store      string          `json:"store"`
+	PID        int             `json:"pid,omitempty"` // holder of the store's lock
+	Responding bool            `json:"responding"`
+	Error      string          `json:"error,omitempty"`
+	Daemon     *control.Status `json:"daemon,omitempty"`
+}
+
+// statusTimeout bounds the wait for each daemon, so that one hung daemon
+// does not hold up the listing.
+const statusTimeout = 5 * time.Second
+
+func runStatus(args []string) error {
+	fs := newFlags("status", "[--json]",
+		"List the mounted doppel volumes: mount point, store, daemon PID and uptime,\n"+
+			"and counters since the daemon started (FUSE requests, bytes written,\n"+
+			"deduplicated, stored and reclaimed, the flush queue). A volume whose daemon\n"+
+			"does not answer is listed as such; that is not an error of the command.")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	all, err := mounts()
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
+	var vols []volumeStatus
+	for _, m := range all {
+		if m.FSType == fuseType {
+			vols = append(vols, volumeStatus{Mountpoint: m.Point, Store: m.Source})
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range vols {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			askDaemon(&vols[i])
+		}()
+	}
+	wg.Wait()
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Volumes []volumeStatus `json:"volumes"`
+		}{append([]volumeStatus{}, vols...)})
+	}
+	printStatus(os.Stdout, vols)
+	return nil
+}
+
+// askDaemon fills in what the daemon serving v says, or why it cannot.
+func askDaemon(v *volumeStatus) {
+	v.PID = volume.LockHolder(v.Store)
+	if v.PID <= 0 {
+		v.PID = 0
+		v.Error = "no daemon holds the store: a stale mount left by a daemon that died (the next 'doppel mount' on it clears it)"
+		return
+	}
+	c, err := control.DialTimeout(v.Store, statusTimeout)
+	if err == nil {
+		var s control.Status
+		if s, err = c.Status(); err == nil {
+			v.Responding, v.Daemon = true, &s
+			return
+		}
+	}
+	var netErr net.Error
+	switch {
+	case errors.As(err, &netErr) && netErr.Timeout():
+		v.Error = fmt.Sprintf("daemon %d does not answer (waited %v)", v.PID, statusTimeout)
+	case errors.Is(err, control.ErrNoDaemon):
+		v.Error = fmt.Sprintf("daemon %d does not answer: %v", v.PID, err)
+	default: // it answered, but not with a status: an older doppel?
+		v.Error = fmt.Sprintf("daemon %d gives no status: %v", v.PID, err)
+	}
+}
+
+func printStatus(w io.Writer, vols []volumeStatus) {
+	if len(vols) == 0 {
+		fmt.Fprintln(w, "no doppel volume is mounted")
+		return
+	}
+	for i, v := range vols {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n  store      %s\n", v.Mountpoint, v.Store)
+		d := v.Daemon
+		if d == nil {
+			fmt.Fprintf(w, "  daemon     %s\n", v.Error)
+			continue
+		}
+		up := time.Duration(d.UptimeSeconds * float64(time.Second)).Round(time.Second)
+		fmt.Fprintf(w, "  daemon     pid %d, up %v (since %s)\n", d.PID, up, d.Started.Local().Format(time.DateTime))
+		fmt.Fprintf(w, "  requests   %d FUSE requests; %d answered with an error, %d of them EIO\n", d.Requests, d.RequestErrors, d.RequestEIO)
+		fmt.Fprintf(w, "  written    %s: %s deduplicated, %s stored; %s reclaimed\n",
+			human(d.WrittenBytes), human(d.DedupBytes), human(d.StoredBytes), human(d.ReclaimedBytes))
+		fmt.Fprintf(w, "  flush      %s waiting in %d files; %d files open\n", human(d.DirtyBytes), d.DirtyFiles, d.OpenFiles)
+		fmt.Fprintf(w, "  space      %s logical, %s physical\n", human(d.LogicalBytes), human(d.PhysicalBytes))
+	}
+}

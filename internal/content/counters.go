@@ -1,0 +1,34 @@
+package content
+
+import "sync/atomic"
+
+// Counters are the content layer's running totals since the engine
+// started, for monitoring.
+type Counters struct {
+	DeduplicatedBytes int64 // prepared bytes in chunks already stored
+	ZeroBytes         int64 // prepared bytes in all-zero chunks (holes)
+	StoredBytes       int64 // bytes written to the blob store, after compression
+	CacheHits         int64 // chunk reads served by the chunk cache
+	CacheMisses       int64 // chunk reads that had to load (or wait for) the chunk
+	ReclaimedBytes    int64 // stored bytes given back to the host
+}
+
+// counters are bumped with atomic adds on the data path and read at
+// scrape time, so monitoring costs the data path no lock.
+type counters struct {
+	dedup, zero, stored  atomic.Int64
+	cacheHits, cacheMiss atomic.Int64
+	reclaimed            atomic.Int64
+}
+
+// Counters returns the running totals.
+func (e *Engine) Counters() Counters {
+	c := &e.counters
+	return Counters{
+		DeduplicatedBytes: c.dedup.Load(), ZeroBytes: c.zero.Load(), StoredBytes: c.stored.Load(),
+		CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMiss.Load(), ReclaimedBytes: c.reclaimed.Load(),
+	}
+}
+
+// ReclaimedBytes reports the stored bytes given back to the host so far.
+func (e *Engine) ReclaimedBytes() int64 { return e.counters.reclaimed.Load() }

@@ -1,0 +1,32 @@
+package metrics
+
+// Figures are the volume's counters and space figures at one moment. The
+// totals count since the daemon started; the space figures describe the
+// whole volume.
+type Figures struct {
+	WrittenBytes      int64 // accepted by write calls
+	DeduplicatedBytes int64 // in chunks the volume already held: not stored again
+	ZeroBytes         int64 // in all-zero chunks, kept as holes
+	StoredBytes       int64 // written to segment files (after compression)
+	CacheHits         int64 // chunk reads served by the chunk cache
+	CacheMisses       int64 // chunk reads that loaded the chunk from a segment
+	ReclaimedBytes    int64 // freed chunk space punched out of segment files
+
+	DirtyBytes int64 // write data buffered in memory, not yet committed
+	DirtyFiles int64 // files with buffered writes waiting for a flush
+	OpenFiles  int64 // files with open handles
+
+	Space Space
+}
+
+// Space is the volume's space report, as `doppel df` shows it.
+type Space struct {
+	LogicalBytes   int64 // what files hold, holes excluded
+	UniqueBytes    int64 // distinct chunk data before compression
+	PhysicalBytes  int64 // chunk data stored after compression
+	AllocatedBytes int64 // what the segment files occupy on the host
+	MetaBytes      int64 // what the metadata store occupies on the host
+	Segments       int64
+	Chunks         int64
+	Inodes         int64
+}

@@ -1,0 +1,24 @@
+package volume
+
+import "github.com/doppelfs/doppel/internal/metrics"
+
+// Figures gathers the volume's counters and space figures for a metrics
+// scrape.
+func (v *Volume) Figures() (metrics.Figures, error) {
+	s, err := v.Space()
+	if err != nil {
+		return metrics.Figures{}, err
+	}
+	c, n := v.Engine.Counters(), v.NS.Counters()
+	return metrics.Figures{
+		WrittenBytes: n.WrittenBytes, DeduplicatedBytes: c.DeduplicatedBytes, ZeroBytes: c.ZeroBytes,
+		StoredBytes: c.StoredBytes, CacheHits: c.CacheHits, CacheMisses: c.CacheMisses,
+		ReclaimedBytes: c.ReclaimedBytes,
+		DirtyBytes:     n.DirtyBytes, DirtyFiles: n.DirtyFiles, OpenFiles: n.OpenFiles,
+		Space: metrics.Space{
+			LogicalBytes: s.LogicalBytes, UniqueBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
+			AllocatedBytes: s.AllocatedBytes, MetaBytes: s.MetaBytes, Segments: int64(s.Segments),
+			Chunks: s.Chunks, Inodes: s.Inodes,
+		},
+	}, nil
+}
