@@ -36,7 +36,7 @@ func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) 
 	if err != nil {
 		return schema.Dirent{}, err
 	}
-	return schema.DecodeDirent(v)
+	return decodeDirent(dir, name, v)
 }
 
 // Lookup implements vfs.FS.
@@ -363,7 +363,7 @@ func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
 		if err != nil {
 			return nil, v.errno("readdir", err)
 		}
-		d, err := schema.DecodeDirent(it.Value())
+		d, err := decodeDirent(ino, name, it.Value())
 		if err != nil {
 			return nil, v.errno("readdir", err)
 		}

@@ -151,8 +151,7 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 	}
 	buf = buf[:min(int64(len(buf)), size-off)]
 	if err := v.readStored(hd.f, off, buf); err != nil {
-		v.log.Error("read failed", "ino", hd.ino, "path", v.pathOf(hd.ino), "offset", off, "err", err)
-		return 0, syscall.EIO
+		return 0, v.readFailed(hd.ino, off, len(buf), err)
 	}
 	hd.f.buf.Overlay(off, buf)
 	return len(buf), nil

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -101,20 +100,6 @@ func InitRoot(tx *content.Tx, uid, gid uint32) error {
 	}
 	tx.AddInodes(1)
 	return b.Set(schema.KeyNextIno, schema.U64(vfs.RootIno+1))
-}
-
-// errno turns internal failures into EIO after logging them; errno values
-// pass through.
-func (v *Volume) errno(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	v.log.Error("operation failed", "op", op, "err", err)
-	return syscall.EIO
 }
 
 func now() int64 { return time.Now().UnixNano() }
