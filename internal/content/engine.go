@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/chunker"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -21,6 +22,9 @@ type Config struct {
 	// data yields an error instead of wrong bytes.
 	VerifyReads bool
 	CacheChunks int // chunk cache entries
+	// Headroom keeps free space for metadata: chunks are not stored into
+	// the reserve (nil: no reserve).
+	Headroom *headroom.Guard
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.

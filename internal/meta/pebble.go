@@ -4,19 +4,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Pebble is the embedded metadata store.
 type Pebble struct {
 	db *pebble.DB
+	failStop
+	lastUsage atomic.Int64
 }
 
 // OpenPebble opens (creating if needed) a Pebble store in dir.
-func OpenPebble(dir string) (*Pebble, error) {
+func OpenPebble(dir string) (*Pebble, error) { return openPebble(dir, vfs.Default) }
+
+func openPebble(dir string, fs vfs.FS) (*Pebble, error) {
 	opts := &pebble.Options{
+		FS:     fs,
 		Cache:  pebble.NewCache(64 << 20),
 		Logger: quietLogger{},
 		// The WAL is preallocated at 110% of the memtable and one old WAL is
@@ -49,16 +56,35 @@ func (p *Pebble) NewIter(lower, upper []byte) (Iterator, error) {
 	return it, nil
 }
 
-func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch()} }
+func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(), fs: &p.failStop} }
 
-func (p *Pebble) Sync() error { return p.db.LogData(nil, pebble.Sync) }
+func (p *Pebble) Sync() error {
+	return p.guard(func() error { return p.db.LogData(nil, pebble.Sync) })
+}
 
-func (p *Pebble) DiskUsage() int64 { return int64(p.db.Metrics().DiskSpaceUsage()) }
+// DiskUsage asks Pebble, except after a failure: Pebble may hold the lock
+// its metrics need for good, so the last answer is repeated.
+func (p *Pebble) DiskUsage() int64 {
+	if p.failure() != nil {
+		return p.lastUsage.Load()
+	}
+	n := int64(p.db.Metrics().DiskSpaceUsage())
+	p.lastUsage.Store(n)
+	return n
+}
 
-func (p *Pebble) Close() error { return p.db.Close() }
+// Close closes the store; a failed store is left as it is (closing it
+// could hang), and the process's exit releases it.
+func (p *Pebble) Close() error {
+	if err := p.failure(); err != nil {
+		return err
+	}
+	return p.db.Close()
+}
 
 type pebbleBatch struct {
 	b      *pebble.Batch
+	fs     *failStop
 	closed bool
 }
 
@@ -80,7 +106,7 @@ func (b *pebbleBatch) Commit(sync bool) error {
 	if sync {
 		opt = pebble.Sync
 	}
-	return b.b.Commit(opt)
+	return b.fs.guard(func() error { return b.b.Commit(opt) })
 }
 
 func (b *pebbleBatch) Close() error {
@@ -115,5 +141,5 @@ type quietLogger struct{}
 func (quietLogger) Infof(string, ...interface{})  {}
 func (quietLogger) Errorf(string, ...interface{}) {}
 func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(fmt.Sprintf(format, args...))
+	panic(newFatal(format, args))
 }

@@ -98,6 +98,9 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 	if err := checkName(name); err != nil {
 		return 0, n, err
 	}
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return 0, n, err
+	}
 	b := tx.Batch()
 	dir, err := loadInode(b, parent)
 	if err != nil {
@@ -212,6 +215,9 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 }
 
 func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (vfs.Attr, error) {
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return vfs.Attr{}, err
+	}
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {

@@ -3,9 +3,12 @@ package namespace
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -23,8 +26,21 @@ func (v *Volume) errno(op string, err error) error {
 	if e, ok := err.(syscall.Errno); ok {
 		return e
 	}
+	// A writer on a full disk may retry in a loop: these are logged now
+	// and then.
+	if errors.Is(err, meta.ErrFailed) {
+		if logNow(&v.metaFailLogged) {
+			v.log.Error("the metadata store failed: every change fails with EIO until the volume is unmounted and mounted again; reads go on", "op", op, "err", err)
+		}
+		if isNoSpace(err) { // the change that hit the full disk
+			return syscall.ENOSPC
+		}
+		return syscall.EIO
+	}
 	if isNoSpace(err) {
-		v.log.Warn("no space on the store's file system", "op", op, "err", err)
+		if logNow(&v.noSpaceLogged) {
+			v.log.Warn("no space on the store's file system: refusing new data (deletes still work)", "op", op, "err", err)
+		}
 		return syscall.ENOSPC
 	}
 	args := []any{"op", op, "err", err}
@@ -35,6 +51,13 @@ func (v *Volume) errno(op string, err error) error {
 	args = append(args, chunkArgs(err)...)
 	v.log.Error("operation failed", args...)
 	return syscall.EIO
+}
+
+// logNow reports whether it is time to log again: at most every 10 s per
+// kind of message; last holds when it was last logged (unix ns).
+func logNow(last *atomic.Int64) bool {
+	l := last.Load()
+	return time.Since(time.Unix(0, l)) > 10*time.Second && last.CompareAndSwap(l, time.Now().UnixNano())
 }
 
 // isNoSpace reports whether err comes from a full file system or quota.

@@ -201,6 +201,12 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	if off+int64(len(data)) > maxFileSize {
 		return 0, syscall.EFBIG
 	}
+	// Refused before it is buffered, so that the writer learns of a full
+	// disk from write(2) rather than only from close. Buffered bytes of
+	// every file count as stored already: they will be.
+	if err := v.opt.Headroom.ForData(v.dirty.n.Load() + int64(len(data))); err != nil {
+		return 0, v.errno("write", err)
+	}
 	if in := f.inflight; in != nil && in.overlaps(off, off+int64(len(data))) {
 		if err := v.settle(f); err != nil {
 			return 0, v.errno("write", err)
@@ -262,6 +268,11 @@ func (v *Volume) Release(h vfs.Handle) error {
 	v.filesMu.Unlock()
 	if !last {
 		return v.errno("release", ferr)
+	}
+	if ferr != nil {
+		// Nobody can write the buffer any more: close(2) already reported
+		// the failure (ENOSPC, EIO), so its bytes are given up.
+		v.giveUp(hd.f, ferr)
 	}
 	return v.errno("release", v.deleteIfOrphan(hd.ino))
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -27,6 +29,9 @@ type Options struct {
 	SyncInterval time.Duration
 	// StoreDir is the host directory whose free space statfs reports.
 	StoreDir string
+	// Headroom keeps free space for metadata (nil: no reserve; a volume
+	// opened by package volume always has one).
+	Headroom *headroom.Guard
 }
 
 // Volume is a mounted namespace; it implements vfs.FS.
@@ -46,6 +51,9 @@ type Volume struct {
 
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
+	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
 }
 
 var _ vfs.FS = (*Volume)(nil)

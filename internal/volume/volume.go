@@ -11,6 +11,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -171,11 +172,15 @@ func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
 	if v.Blobs, err = blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{}); err != nil {
 		return err
 	}
-	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true}
+	room := nsOpt.Headroom
+	if room == nil {
+		room = headroom.New(v.Dir, m.DiskUsage)
+	}
+	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}
 	if v.Engine, err = content.New(m, v.Blobs, cfg, log); err != nil {
 		return err
 	}
-	nsOpt.StoreDir = v.Dir
+	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
 	v.NS, err = namespace.Open(m, v.Engine, nsOpt, log)
 	return err
 }
