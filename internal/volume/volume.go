@@ -105,7 +105,7 @@ func checkEmptyDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("store %s exists and is not a directory", dir)
 	}
-	if _, err := readFormat(dir); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, FormatFile)); err == nil {
 		return fmt.Errorf("store %s already holds a doppel volume; refusing to overwrite it", dir)
 	}
 	entries, err := os.ReadDir(dir)
