@@ -19,6 +19,9 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 	pos := off // bytes before pos are filled
 	err := scanExtents(e.meta, ino, off, end, func(p Piece) error {
 		p = p.clip(off, end)
+		if p.Off < pos { // only damaged metadata can say so
+			return &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("%w: extent at %d overlaps the one before", schema.ErrBadRecord, p.Off)}
+		}
 		data, err := e.chunkData(p.Hash)
 		if err != nil {
 			return fmt.Errorf("read inode %d at %d: %w", ino, p.Off, err)
