@@ -37,6 +37,9 @@ func TestDamageDetected(t *testing.T) {
 		d.checkOthers(t, "dir/victim")
 		d.v.umount(t)
 		d.wantFsckReports(t, "/dir/victim")
+		d.v.mount(t)
+		d.wantRemovable(t, "dir/victim")
+		d.v.umount(t)
 	})
 
 	t.Run("TruncatedSegment", func(t *testing.T) {
@@ -75,6 +78,9 @@ func TestDamageDetected(t *testing.T) {
 		d.checkOthers(t, "late")
 		d.v.umount(t)
 		d.wantFsckReports(t, "/late")
+		d.v.mount(t)
+		d.wantRemovable(t, "late")
+		d.v.umount(t)
 	})
 
 	t.Run("DamagedMetadata", func(t *testing.T) {
@@ -302,6 +308,18 @@ func (d *damageFixture) wantReadableOutside(t *testing.T, name string, want []by
 			t.Errorf("undamaged %s [%d, %d) reads wrong bytes", name, r[0], r[1])
 		}
 	}
+}
+
+// wantRemovable requires that a damaged file can be deleted, and that the
+// volume goes on working.
+func (d *damageFixture) wantRemovable(t *testing.T, name string) {
+	t.Helper()
+	if err := os.Remove(d.v.path(name)); err != nil {
+		t.Errorf("delete of damaged %s: %v", name, err)
+	}
+	delete(d.files, name)
+	d.checkOthers(t)
+	writeFileSync(t, d.v.path("after-"+filepath.Base(name)), randomBytes(111, 300<<10))
 }
 
 // wantLogged requires a line of the daemon log to hold every one of the
