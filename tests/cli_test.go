@@ -269,27 +269,17 @@ func treeDigest(t *testing.T, dir string) string {
 // an unmounted volume's metadata store.
 func setMetaFormat(t *testing.T, store string, format int) {
 	t.Helper()
-	m, err := meta.OpenPebble(filepath.Join(store, "meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	raw, err := m.Get(schema.KeyConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["format"] = format
-	raw, _ = json.Marshal(cfg)
-	b := m.NewBatch()
-	defer b.Close()
-	if err := b.Set(schema.KeyConfig, raw); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(true); err != nil {
-		t.Fatal(err)
-	}
+	editStoreMeta(t, store, func(b meta.Batch) error {
+		raw, err := b.Get(schema.KeyConfig)
+		if err != nil {
+			return err
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return err
+		}
+		cfg["format"] = format
+		raw, _ = json.Marshal(cfg)
+		return b.Set(schema.KeyConfig, raw)
+	})
 }

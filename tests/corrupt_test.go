@@ -34,12 +34,7 @@ func TestDamageDetected(t *testing.T) {
 		d.wantEIO(t, "dir/victim", c.fileOff, int64(c.Length))
 		d.wantReadableOutside(t, "dir/victim", victim, c.fileOff, c.fileOff+int64(c.Length))
 		d.wantLogged(t, "/dir/victim", c.hashHex, segName(c.Segment), fmt.Sprint(c.Offset))
-		d.checkOthers(t, "dir/victim")
-		d.v.umount(t)
-		d.wantFsckReports(t, "/dir/victim")
-		d.v.mount(t)
-		d.wantRemovable(t, "dir/victim")
-		d.v.umount(t)
+		d.afterDamage(t, "dir/victim")
 	})
 
 	t.Run("TruncatedSegment", func(t *testing.T) {
@@ -51,9 +46,7 @@ func TestDamageDetected(t *testing.T) {
 		d.v.mount(t)
 		d.wantEIO(t, "dir/victim", c.fileOff, int64(c.Length))
 		d.wantLogged(t, "/dir/victim", c.hashHex, segName(c.Segment))
-		d.checkOthers(t, "dir/victim")
-		d.v.umount(t)
-		d.wantFsckReports(t, "/dir/victim")
+		d.afterDamage(t, "dir/victim")
 	})
 
 	t.Run("MissingSegment", func(t *testing.T) {
@@ -75,12 +68,7 @@ func TestDamageDetected(t *testing.T) {
 		d.v.mount(t)
 		d.wantEIO(t, "late", 0, int64(len(late)))
 		d.wantLogged(t, "/late", "chunk=", segName(c.Segment)) // the first chunk read fails
-		d.checkOthers(t, "late")
-		d.v.umount(t)
-		d.wantFsckReports(t, "/late")
-		d.v.mount(t)
-		d.wantRemovable(t, "late")
-		d.v.umount(t)
+		d.afterDamage(t, "late")
 	})
 
 	t.Run("DamagedMetadata", func(t *testing.T) {
@@ -168,108 +156,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// located is a chunk of a file with where it sits in the file.
-type located struct {
-	schema.Chunk
-	fileOff int64
-	Length  uint32 // bytes of the file it maps
-	hashHex string
-}
-
-// chunkInMiddle returns the chunk of the file's middle extent, read from
-// the metadata store of the unmounted volume.
-func (d *damageFixture) chunkInMiddle(t *testing.T, name string) located {
-	t.Helper()
-	var out []located
-	d.readMeta(t, func(m *meta.Pebble) error {
-		it, err := m.NewIter(schema.ExtentRange(d.ino[name]))
-		if err != nil {
-			return err
-		}
-		defer it.Close()
-		for it.First(); it.Valid(); it.Next() {
-			off, err := schema.ExtentOffset(it.Key())
-			if err != nil {
-				return err
-			}
-			x, err := schema.DecodeExtent(it.Value())
-			if err != nil {
-				return err
-			}
-			raw, err := m.Get(schema.ChunkKey(x.Hash))
-			if err != nil {
-				return err
-			}
-			c, err := schema.DecodeChunk(raw)
-			if err != nil {
-				return err
-			}
-			out = append(out, located{Chunk: c, fileOff: off, Length: x.Length, hashHex: fmt.Sprintf("%x", x.Hash[:])})
-		}
-		return nil
-	})
-	if len(out) == 0 {
-		t.Fatalf("%s has no extents", name)
-	}
-	return out[len(out)/2]
-}
-
-// firstExtentKey returns the key of the file's first extent record.
-func (d *damageFixture) firstExtentKey(t *testing.T, name string) []byte {
-	t.Helper()
-	var key []byte
-	d.readMeta(t, func(m *meta.Pebble) error {
-		it, err := m.NewIter(schema.ExtentRange(d.ino[name]))
-		if err != nil {
-			return err
-		}
-		defer it.Close()
-		if !it.First() {
-			return fmt.Errorf("%s has no extents", name)
-		}
-		key = append([]byte(nil), it.Key()...)
-		return nil
-	})
-	return key
-}
-
-// readMeta opens the unmounted volume's metadata store through the meta
-// API, as the daemon does.
-func (d *damageFixture) readMeta(t *testing.T, fn func(*meta.Pebble) error) {
-	t.Helper()
-	m, err := meta.OpenPebble(filepath.Join(d.v.Store, "meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = fn(m)
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// editMeta commits one batch of changes to the unmounted volume's
-// metadata store.
-func (d *damageFixture) editMeta(t *testing.T, fn func(meta.Batch) error) {
-	t.Helper()
-	d.readMeta(t, func(m *meta.Pebble) error {
-		b := m.NewBatch()
-		defer b.Close()
-		if err := fn(b); err != nil {
-			return err
-		}
-		return b.Commit(true)
-	})
-}
-
-func (d *damageFixture) segmentPath(num uint32) string {
-	return filepath.Join(d.v.Store, "chunks", segName(num))
-}
-
-func segName(num uint32) string { return fmt.Sprintf("seg-%08x", num) }
-
 // wantEIO requires a read of [off, off+n) of the file to fail with EIO.
 func (d *damageFixture) wantEIO(t *testing.T, name string, off, n int64) {
 	t.Helper()
@@ -310,16 +196,22 @@ func (d *damageFixture) wantReadableOutside(t *testing.T, name string, want []by
 	}
 }
 
-// wantRemovable requires that a damaged file can be deleted, and that the
-// volume goes on working.
-func (d *damageFixture) wantRemovable(t *testing.T, name string) {
+// afterDamage checks, once the damage to file name was detected, that the
+// other files read correctly, that fsck reports the damage, and that the
+// damaged file can be deleted with the volume going on working.
+func (d *damageFixture) afterDamage(t *testing.T, name string) {
 	t.Helper()
+	d.checkOthers(t, name)
+	d.v.umount(t)
+	d.wantFsckReports(t, "/"+name)
+	d.v.mount(t)
 	if err := os.Remove(d.v.path(name)); err != nil {
 		t.Errorf("delete of damaged %s: %v", name, err)
 	}
 	delete(d.files, name)
 	d.checkOthers(t)
 	writeFileSync(t, d.v.path("after-"+filepath.Base(name)), randomBytes(111, 300<<10))
+	d.v.umount(t)
 }
 
 // wantLogged requires a line of the daemon log to hold every one of the
@@ -357,23 +249,5 @@ func wantEIOErr(t *testing.T, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, syscall.EIO) {
 		t.Errorf("%s: err = %v, want EIO", what, err)
-	}
-}
-
-// flipBit inverts one bit of the file at off.
-func flipBit(t *testing.T, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x10
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
 	}
 }
