@@ -80,7 +80,8 @@ func TestFullDisk(t *testing.T) {
 	}
 	filler := filepath.Join(fs, "filler")
 	fillHost(t, filler)
-	err := renameUntilFailure(v)
+	n, err := renameUntilFailure(v)
+	t.Logf("with no free byte, %d renames went through before: %v", n, err)
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("renames on a host file system with no free byte: first failure %v, want ENOSPC", err)
 	}
@@ -204,16 +205,18 @@ func fillHost(t *testing.T, path string) {
 }
 
 // renameUntilFailure renames a file back and forth: every rename writes
-// to the metadata store's log. It returns the first error.
-func renameUntilFailure(v *volume) error {
+// to the metadata store's log. It returns how many went through, and the
+// first error. Pebble's log takes a few MiB at most before it needs more
+// space, far less than the renames tried.
+func renameUntilFailure(v *volume) (int, error) {
 	a, b := v.path("ping"), v.path("pong")
 	for i := 0; i < 200000; i++ {
 		if err := os.Rename(a, b); err != nil {
-			return err
+			return i, err
 		}
 		a, b = b, a
 	}
-	return nil
+	return 200000, nil
 }
 
 // wantLogLine requires the daemon log of store to contain s.
