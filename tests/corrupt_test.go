@@ -82,6 +82,9 @@ func TestDamageDetected(t *testing.T) {
 			if err := b.Set(schema.DirentKey(d.ino["dir"], "named"), garbage); err != nil {
 				return err
 			}
+			if err := shiftSecondExtent(b, d.ino["big"], -300); err != nil {
+				return err
+			}
 			return b.Set(extentKey, garbage)
 		})
 		d.v.mount(t)
@@ -103,9 +106,14 @@ func TestDamageDetected(t *testing.T) {
 		_, err = os.ReadFile(d.v.path("dir", "victim"))
 		wantEIOErr(t, "read of a file with a damaged extent", err)
 		d.wantLogged(t, "/dir/victim", "read failed")
-		d.checkOthers(t, "small", "dir/named", "dir/victim")
+		// A damaged extent key: the extent overlaps the one before.
+		_, err = os.ReadFile(d.v.path("big"))
+		wantEIOErr(t, "read of a file whose extents overlap", err)
+		d.wantLogged(t, "/big", "metadata is damaged", "overlaps")
+		d.checkOthers(t, "small", "dir/named", "dir/victim", "big")
 		writeFileSync(t, d.v.path("new"), randomBytes(110, 100<<10)) // still writable
 		d.v.umount(t)
+		d.wantNoPanic(t)
 	})
 }
 
@@ -212,6 +220,20 @@ func (d *damageFixture) afterDamage(t *testing.T, name string) {
 	d.checkOthers(t)
 	writeFileSync(t, d.v.path("after-"+filepath.Base(name)), randomBytes(111, 300<<10))
 	d.v.umount(t)
+	d.wantNoPanic(t)
+}
+
+// wantNoPanic requires the daemon log to show no panic (go-fuse would
+// have turned one in a request handler into EIO).
+func (d *damageFixture) wantNoPanic(t *testing.T) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(d.v.Store, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.Index(log, []byte("panic")); i >= 0 {
+		t.Errorf("the daemon panicked:\n%s", log[i:])
+	}
 }
 
 // wantLogged requires a line of the daemon log to hold every one of the
@@ -250,4 +272,29 @@ func wantEIOErr(t *testing.T, what string, err error) {
 	if !errors.Is(err, syscall.EIO) {
 		t.Errorf("%s: err = %v, want EIO", what, err)
 	}
+}
+
+// shiftSecondExtent moves the key of ino's second extent by delta bytes,
+// as damage to the key would.
+func shiftSecondExtent(b meta.Batch, ino uint64, delta int64) error {
+	it, err := b.NewIter(schema.ExtentRange(ino))
+	if err != nil {
+		return err
+	}
+	if !it.First() || !it.Next() {
+		it.Close()
+		return fmt.Errorf("inode %d has fewer than two extents", ino)
+	}
+	key, val := append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)
+	if err := it.Close(); err != nil {
+		return err
+	}
+	off, err := schema.ExtentOffset(key)
+	if err != nil {
+		return err
+	}
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	return b.Set(schema.ExtentKey(ino, off+delta), val)
 }
