@@ -24,8 +24,9 @@ type mountFlags struct {
 
 func runMount(args []string) error {
 	fs := newFlags("mount", "[--store DIR] [-f] MOUNTPOINT",
-		"Mount a volume. Returns once the mount is ready, with the daemon running in\n"+
-			"the background (its log goes to STORE/daemon.log); -f keeps it in the foreground.\n"+
+		"Mount a volume on MOUNTPOINT, an existing empty directory. Returns once the\n"+
+			"mount is ready, with the daemon running in the background (its log goes to\n"+
+			"STORE/daemon.log); -f keeps it in the foreground.\n"+
 			"Unmount with 'doppel umount MOUNTPOINT' or by sending the daemon SIGTERM.")
 	var mf mountFlags
 	fs.StringVar(&mf.store, "store", "", storeHelp)
