@@ -115,9 +115,16 @@ type volume struct {
 func newVolume(t testing.TB, initArgs ...string) *volume {
 	t.Helper()
 	requireDoppel(t)
+	return newVolumeAt(t, realTempDir(t), initArgs...)
+}
+
+// newVolumeAt is newVolume with the store in the given directory.
+func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
+	t.Helper()
+	requireDoppel(t)
 	logDir := t.TempDir()
 	v := &volume{
-		Store:   realTempDir(t),
+		Store:   store,
 		Mnt:     realTempDir(t),
 		logPath: filepath.Join(logDir, "doppel.log"),
 	}

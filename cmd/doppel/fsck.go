@@ -91,8 +91,8 @@ func fsckMain(args []string) (int, error) {
 // on them: a mount would delete orphans and needs intact counters, while
 // fsck must only read and must work on a damaged volume.
 func openForCheck(dir string) (*volume.Volume, func(), error) {
-	if _, err := os.Stat(filepath.Join(dir, volume.FormatFile)); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w (no %s)", dir, volume.ErrNotVolume, volume.FormatFile)
+	if err := volume.CheckFormat(dir); err != nil {
+		return nil, nil, err // not a volume, or one this doppel must not touch
 	}
 	if pid := volume.LockHolder(dir); pid > 0 {
 		return nil, nil, errMounted(dir, pid)
@@ -129,7 +129,11 @@ func openStores(dir string) (*volume.Volume, error) {
 	}
 	v := &volume.Volume{Dir: dir, Meta: m}
 	if raw, err := m.Get(schema.KeyConfig); err == nil {
-		v.Config, _ = schema.DecodeConfig(raw) // fsck reports a bad one
+		v.Config, err = schema.DecodeConfig(raw) // fsck reports a bad one
+		if errors.Is(err, schema.ErrNewerFormat) {
+			m.Close()
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
 	}
 	if v.Blobs, err = blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{}); err != nil {
 		m.Close()

@@ -25,8 +25,9 @@ type mountFlags struct {
 
 func runMount(args []string) error {
 	fs := newFlags("mount", "[--store DIR] [-f] MOUNTPOINT",
-		"Mount a volume. Returns once the mount is ready, with the daemon running in\n"+
-			"the background (its log goes to STORE/daemon.log); -f keeps it in the foreground.\n"+
+		"Mount a volume on MOUNTPOINT, an existing empty directory. Returns once the\n"+
+			"mount is ready, with the daemon running in the background (its log goes to\n"+
+			"STORE/daemon.log); -f keeps it in the foreground.\n"+
 			"Unmount with 'doppel umount MOUNTPOINT' or by sending the daemon SIGTERM.")
 	var mf mountFlags
 	fs.StringVar(&mf.store, "store", "", storeHelp)
@@ -74,12 +75,8 @@ func checkMountable(dir, mp string) error {
 		}
 		fmt.Fprintf(os.Stderr, "doppel mount: detached a stale mount on %s left by a daemon that died\n", mp)
 	}
-	st, err := os.Stat(mp)
-	if err != nil {
-		return fmt.Errorf("mount point: %w", err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("mount point %s is not a directory", mp)
+	if err := checkMountPoint(mp); err != nil {
+		return err
 	}
 	if os.Geteuid() != 0 {
 		if _, err := exec.LookPath("fusermount3"); err != nil {
@@ -88,14 +85,35 @@ func checkMountable(dir, mp string) error {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, volume.FormatFile)); err != nil {
-		if _, serr := os.Stat(dir); serr != nil {
-			return fmt.Errorf("store %s does not exist; create a volume with 'doppel init --store %s'", dir, dir)
-		}
-		return fmt.Errorf("store %s is not a doppel volume; create one with 'doppel init --store %s'", dir, dir)
+	if err := volume.CheckFormat(dir); err != nil {
+		return err
 	}
 	if pid := volume.LockHolder(dir); pid > 0 {
 		return fmt.Errorf("store %s is in use by process %d (already mounted?)", dir, pid)
+	}
+	return nil
+}
+
+// checkMountPoint requires mp to be an existing, empty directory: a mount
+// would hide whatever it holds.
+func checkMountPoint(mp string) error {
+	st, err := os.Stat(mp)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mount point %s does not exist; create it first (mkdir %s)", mp, mp)
+	}
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("mount point %s is not a directory", mp)
+	}
+	f, err := os.Open(mp)
+	if err != nil {
+		return fmt.Errorf("mount point: %w", err)
+	}
+	defer f.Close()
+	if names, _ := f.Readdirnames(1); len(names) > 0 {
+		return fmt.Errorf("mount point %s is not empty (it holds %q, ...): the volume would hide its files; use an empty directory", mp, names[0])
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/chunker"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -23,6 +24,9 @@ type Config struct {
 	CacheChunks int // chunk cache entries
 	// ReclaimInterval is how often freed chunks are punched; default 500 ms.
 	ReclaimInterval time.Duration
+	// Headroom keeps free space for metadata: chunks are not stored into
+	// the reserve (nil: no reserve).
+	Headroom *headroom.Guard
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.

@@ -1000,3 +1000,26 @@ func TestReclaimWaitsForDurability(t *testing.T) {
 	}
 	v.e = v.newEngine()
 }
+
+func TestOverlappingExtentsAreDamageNotAPanic(t *testing.T) {
+	// An extent key damaged into starting inside the extent before it.
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
+	data := randBytes(rand.New(rand.NewPCG(61, 62)), 64<<10)
+	v.write(1, 0, data)
+	second := v.allExtents()[1]
+	b := v.meta.NewBatch()
+	if err := b.Delete(schema.ExtentKey(1, second.off)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Set(schema.ExtentKey(1, second.off-300), second.Extent.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	var re *RecordError
+	if err := v.e.ReadAt(1, 0, make([]byte, len(data))); !errors.As(err, &re) || re.Ino != 1 {
+		t.Fatalf("ReadAt over overlapping extents: err = %v, want a RecordError for inode 1", err)
+	}
+}

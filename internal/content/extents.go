@@ -57,14 +57,14 @@ func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) err
 	if !it.SeekLT(schema.ExtentKey(ino, start)) {
 		it.First()
 	} else if p, err := piece(it); err != nil {
-		return err
+		return &RecordError{Ino: ino, Record: "extent", Err: err}
 	} else if p.End() <= start {
 		it.Next()
 	}
 	for ; it.Valid(); it.Next() {
 		p, err := piece(it)
 		if err != nil {
-			return err
+			return &RecordError{Ino: ino, Record: "extent", Err: err}
 		}
 		if p.End() <= start {
 			continue

@@ -78,9 +78,11 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 	}
 	errs := make([]error, len(toStore))
 	parallel(len(toStore), func(i int) { errs[i] = e.store(toStore[i]) })
-	if err := errors.Join(errs...); err != nil {
-		e.discard(out)
-		return nil, 0, err
+	for _, err := range errs {
+		if err != nil { // the first is enough: on a full disk they are all alike
+			e.discard(out)
+			return nil, 0, err
+		}
 	}
 	for _, p := range out {
 		if first := seen[p.Hash]; !p.Zero && first != p {
@@ -118,6 +120,9 @@ func parallel(n int, fn func(i int)) {
 // store compresses and writes p's bytes to the blob store.
 func (e *Engine) store(p *Prepared) error {
 	stored, comp := e.comp.compress(p.data)
+	if err := e.cfg.Headroom.ForData(int64(len(stored))); err != nil {
+		return err
+	}
 	loc, err := e.blobs.Put(stored)
 	if err != nil {
 		return err

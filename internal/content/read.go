@@ -1,6 +1,7 @@
 package content
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,6 +19,9 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 	pos := off // bytes before pos are filled
 	err := scanExtents(e.meta, ino, off, end, func(p Piece) error {
 		p = p.clip(off, end)
+		if p.Off < pos { // only damaged metadata can say so
+			return &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("%w: extent at %d overlaps the one before", schema.ErrBadRecord, p.Off)}
+		}
 		data, err := e.chunkData(p.Hash)
 		if err != nil {
 			return fmt.Errorf("read inode %d at %d: %w", ino, p.Off, err)
@@ -38,26 +42,62 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 	return nil
 }
 
+// ChunkError says which chunk could not be loaded and where it is stored,
+// so that a log line can name it. It wraps ErrCorrupt when the stored
+// bytes or the chunk's record are damaged or missing.
+type ChunkError struct {
+	Hash schema.Hash
+	Loc  blob.Loc // zero when the chunk's record could not be read
+	Err  error
+}
+
+func (e *ChunkError) Error() string {
+	if e.Loc.Segment == 0 {
+		return fmt.Sprintf("chunk %x: %v", e.Hash, e.Err)
+	}
+	return fmt.Sprintf("chunk %x (segment %d, offset %d, %d bytes): %v", e.Hash, e.Loc.Segment, e.Loc.Offset, e.Loc.Length, e.Err)
+}
+
+func (e *ChunkError) Unwrap() error { return e.Err }
+
+// RecordError says which inode a metadata record that could not be
+// decoded belongs to, so that a log line can name the file.
+type RecordError struct {
+	Ino    uint64
+	Record string // "inode", "extent", "directory entry \"x\"", ...
+	Err    error
+}
+
+func (e *RecordError) Error() string {
+	return fmt.Sprintf("inode %d: damaged %s record: %v", e.Ino, e.Record, e.Err)
+}
+
+func (e *RecordError) Unwrap() error { return e.Err }
+
 // loadChunk reads, decompresses and verifies a chunk from the blob store.
 func (e *Engine) loadChunk(h schema.Hash) ([]byte, error) {
 	v, err := e.meta.Get(schema.ChunkKey(h))
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, &ChunkError{Hash: h, Err: fmt.Errorf("%w: referenced but not in the chunk table", ErrCorrupt)}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("chunk %x: %w", h[:8], err)
+		return nil, &ChunkError{Hash: h, Err: err}
 	}
 	c, err := schema.DecodeChunk(v)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %x: %w", h[:8], err)
+		return nil, &ChunkError{Hash: h, Err: fmt.Errorf("%w: chunk record: %v", ErrCorrupt, err)}
 	}
-	stored, err := e.blobs.Read(blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}, make([]byte, c.Stored))
+	loc := blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}
+	stored, err := e.blobs.Read(loc, make([]byte, c.Stored))
 	if err != nil {
-		return nil, fmt.Errorf("%w: chunk %x: %v", ErrCorrupt, h[:8], err)
+		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
 	}
 	raw, err := e.comp.decompress(stored, c.Comp, int(c.Raw))
 	if err != nil {
-		return nil, fmt.Errorf("chunk %x: %w", h[:8], err)
+		return nil, &ChunkError{Hash: h, Loc: loc, Err: err}
 	}
 	if e.cfg.VerifyReads && schema.Sum(raw) != h {
-		return nil, fmt.Errorf("%w: chunk %x in segment %d at %d fails its hash", ErrCorrupt, h[:8], c.Segment, c.Offset)
+		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their hash", ErrCorrupt)}
 	}
 	return raw, nil
 }

@@ -18,6 +18,7 @@ type reclaimer struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	eng     *Engine
+	lastErr string // of the last failed sync, logged once; reclaimer goroutine only
 }
 
 func (r *reclaimer) start(e *Engine, every time.Duration) {
@@ -58,10 +59,14 @@ func (r *reclaimer) reclaim() {
 		return
 	}
 	if err := r.eng.Sync(); err != nil {
-		r.eng.log.Error("reclaim: sync metadata", "err", err)
+		if err.Error() != r.lastErr {
+			r.eng.log.Error("reclaim: sync failed; freed chunks stay until it works", "err", err)
+		}
+		r.lastErr = err.Error()
 		r.add(locs)
 		return
 	}
+	r.lastErr = ""
 	for _, loc := range locs {
 		r.eng.freeNow(loc)
 	}

@@ -21,10 +21,12 @@ func (slogLogger) Errorf(format string, args ...any) {
 	slog.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
+// Fatalf panics with a fatalError, which failStop turns into the store's
+// failure, keeping the cause's errno (ENOSPC) visible.
 func (slogLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	slog.Error(msg, "component", "pebble")
-	panic(msg)
+	e := newFatal(format, args)
+	slog.Error(e.msg, "component", "pebble")
+	panic(e)
 }
 
 // logBackgroundError reports a failed flush or compaction, which has no

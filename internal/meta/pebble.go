@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -14,13 +15,15 @@ import (
 type Pebble struct {
 	db  *pebble.DB
 	wal *softWAL
+	failStop
+	lastUsage atomic.Int64
 }
 
 // OpenPebble opens (creating if needed) a Pebble store in dir.
 func OpenPebble(dir string) (*Pebble, error) { return OpenPebbleFS(dir, vfs.Default) }
 
 // OpenPebbleFS opens a Pebble store in dir of the file system fs; tests pass
-// a file system that can simulate a power loss.
+// a file system that can simulate a power loss or inject errors.
 func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	wal := newSoftWAL(fs)
 	opts := &pebble.Options{
@@ -75,8 +78,7 @@ func (p *Pebble) NewBatch() Batch { return &pebbleBatch{b: p.db.NewIndexedBatch(
 // durable on its own (a log closed at rotation, a memtable flushed to a
 // table). The content engine makes chunk data durable in it, so that no
 // metadata is ever durable before the data it names. fn must not call
-// into the store.
-// A nil fn removes the hook.
+// into the store. A nil fn removes the hook.
 func (p *Pebble) SetBeforeDurable(fn func() error) {
 	if fn == nil {
 		p.wal.beforeDurable.Store(nil)
@@ -88,15 +90,33 @@ func (p *Pebble) SetBeforeDurable(fn func() error) {
 // Sync makes every committed batch durable: the log is written out to the
 // OS (pebble.Sync, made cheap by softWAL), then fsync'd.
 func (p *Pebble) Sync() error {
-	if err := p.db.LogData(nil, pebble.Sync); err != nil {
-		return err
-	}
-	return p.wal.syncLogs()
+	return p.guard(func() error {
+		if err := p.db.LogData(nil, pebble.Sync); err != nil {
+			return err
+		}
+		return p.wal.syncLogs()
+	})
 }
 
-func (p *Pebble) DiskUsage() int64 { return int64(p.db.Metrics().DiskSpaceUsage()) }
+// DiskUsage asks Pebble, except after a failure: Pebble may hold the lock
+// its metrics need for good, so the last answer is repeated.
+func (p *Pebble) DiskUsage() int64 {
+	if p.failure() != nil {
+		return p.lastUsage.Load()
+	}
+	n := int64(p.db.Metrics().DiskSpaceUsage())
+	p.lastUsage.Store(n)
+	return n
+}
 
-func (p *Pebble) Close() error { return p.db.Close() }
+// Close closes the store; a failed store is left as it is (closing it
+// could hang), and the process's exit releases it.
+func (p *Pebble) Close() error {
+	if err := p.failure(); err != nil {
+		return err
+	}
+	return p.db.Close()
+}
 
 type pebbleBatch struct {
 	b      *pebble.Batch
@@ -121,13 +141,15 @@ func (b *pebbleBatch) Delete(key []byte) error     { return b.b.Delete(key, nil)
 // returns (see softWAL), so it survives the daemon being killed; with sync
 // it is also durable against power loss.
 func (b *pebbleBatch) Commit(sync bool) error {
-	if err := b.b.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	if sync {
-		return b.p.wal.syncLogs()
-	}
-	return nil
+	return b.p.guard(func() error {
+		if err := b.b.Commit(pebble.Sync); err != nil {
+			return err
+		}
+		if sync {
+			return b.p.wal.syncLogs()
+		}
+		return nil
+	})
 }
 
 func (b *pebbleBatch) Close() error {

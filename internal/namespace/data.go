@@ -23,6 +23,11 @@ func (v *Volume) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
 	if off < 0 || length <= 0 || off+length > maxFileSize {
 		return syscall.EINVAL
 	}
+	if mode&vfs.FallocPunchHole == 0 {
+		if err := v.opt.Headroom.ForMeta(); err != nil {
+			return v.errno("fallocate", err)
+		}
+	}
 	keep := mode&vfs.FallocKeepSize != 0
 	switch mode &^ vfs.FallocKeepSize {
 	case 0:
@@ -131,6 +136,9 @@ func (v *Volume) CopyFileRange(in vfs.Handle, inOff int64, out vfs.Handle, outOf
 	}
 	if inOff < 0 || outOff < 0 || length < 0 || outOff+length > maxFileSize {
 		return 0, syscall.EINVAL
+	}
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return 0, v.errno("copy_file_range", err)
 	}
 	unlock := v.locks.lockTwo(src.ino, dst.ino)
 	defer unlock()

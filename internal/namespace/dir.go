@@ -36,7 +36,7 @@ func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) 
 	if err != nil {
 		return schema.Dirent{}, err
 	}
-	return schema.DecodeDirent(v)
+	return decodeDirent(dir, name, v)
 }
 
 // Lookup implements vfs.FS.
@@ -96,6 +96,9 @@ func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, 
 // newNode creates an inode named name in parent inside tx.
 func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (uint64, schema.Inode, error) {
 	if err := checkName(name); err != nil {
+		return 0, n, err
+	}
+	if err := v.opt.Headroom.ForMeta(); err != nil {
 		return 0, n, err
 	}
 	b := tx.Batch()
@@ -212,6 +215,9 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 }
 
 func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (vfs.Attr, error) {
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return vfs.Attr{}, err
+	}
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {
@@ -363,7 +369,7 @@ func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
 		if err != nil {
 			return nil, v.errno("readdir", err)
 		}
-		d, err := schema.DecodeDirent(it.Value())
+		d, err := decodeDirent(ino, name, it.Value())
 		if err != nil {
 			return nil, v.errno("readdir", err)
 		}

@@ -151,8 +151,7 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 	}
 	buf = buf[:min(int64(len(buf)), size-off)]
 	if err := v.readStored(hd.f, off, buf); err != nil {
-		v.log.Error("read failed", "ino", hd.ino, "path", v.pathOf(hd.ino), "offset", off, "err", err)
-		return 0, syscall.EIO
+		return 0, v.readFailed(hd.ino, off, len(buf), err)
 	}
 	hd.f.buf.Overlay(off, buf)
 	return len(buf), nil
@@ -201,6 +200,12 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	}
 	if off+int64(len(data)) > maxFileSize {
 		return 0, syscall.EFBIG
+	}
+	// Refused before it is buffered, so that the writer learns of a full
+	// disk from write(2) rather than only from close. Buffered bytes of
+	// every file count as stored already: they will be.
+	if err := v.opt.Headroom.ForData(v.dirty.n.Load() + int64(len(data))); err != nil {
+		return 0, v.errno("write", err)
 	}
 	if in := f.inflight; in != nil && in.overlaps(off, off+int64(len(data))) {
 		if err := v.settle(f); err != nil {
@@ -266,7 +271,9 @@ func (v *Volume) Release(h vfs.Handle) error {
 		return v.errno("release", ferr)
 	}
 	if ferr != nil {
-		v.dropUnflushed(hd.f, ferr)
+		// Nobody can write the buffer any more: close(2) already reported
+		// the failure (ENOSPC, EIO), so its bytes are given up.
+		v.giveUp(hd.f, ferr)
 	}
 	return v.errno("release", v.deleteIfOrphan(hd.ino))
 }

@@ -144,23 +144,22 @@ func (v *Volume) discardJobs(jobs []flushJob) {
 	}
 }
 
+// giveUp drops the buffered writes of a file whose last handle is gone
+// after its flush failed.
+func (v *Volume) giveUp(f *openFile, err error) {
+	l := v.locks.of(f.ino)
+	l.Lock()
+	defer l.Unlock()
+	if n := f.buf.Bytes(); n > 0 {
+		v.log.Warn("closed file's unwritten data dropped", "ino", f.ino, "path", v.pathOf(f.ino), "bytes", n, "err", err)
+	}
+	v.dropBuffer(f)
+}
+
 func (v *Volume) dropBuffer(f *openFile) {
 	v.dirty.n.Add(-f.buf.Bytes())
 	f.buf = content.Buffer{}
 	v.setPending(f, false)
-}
-
-// dropUnflushed drops the buffer of a file whose last handle went before
-// its writes could be committed: it left the open set, so nothing would
-// retry, and its bytes would count as dirty forever.
-func (v *Volume) dropUnflushed(f *openFile, err error) {
-	l := v.locks.of(f.ino)
-	l.Lock()
-	defer l.Unlock()
-	if f.buf.Bytes() > 0 {
-		v.log.Error("last close: buffered writes could not be committed and are lost", "ino", f.ino, "bytes", f.buf.Bytes(), "err", err)
-	}
-	v.dropBuffer(f)
 }
 
 // flushAll commits every open file's buffered writes.
@@ -195,6 +194,8 @@ func (v *Volume) flusher() {
 	t := time.NewTicker(v.opt.FlushInterval)
 	defer t.Stop()
 	lastSync := time.Now()
+	failing := map[uint64]string{} // files whose last flush failed, and why: logged once
+	var syncErr error              // the last periodic sync's error: logged once
 	for {
 		select {
 		case <-v.quit:
@@ -205,10 +206,11 @@ func (v *Volume) flusher() {
 		// ext4's commit interval, committed changes are made durable
 		// periodically.
 		if time.Since(lastSync) >= v.opt.SyncInterval {
-			if err := v.eng.Sync(); err != nil {
-				v.log.Error("periodic sync", "err", err)
+			err := v.eng.Sync()
+			if err != nil && (syncErr == nil || err.Error() != syncErr.Error()) {
+				v.log.Error("periodic sync failed", "err", err)
 			}
-			lastSync = time.Now()
+			syncErr, lastSync = err, time.Now()
 		}
 		for _, f := range v.openFiles() {
 			l := v.locks.of(f.ino)
@@ -216,9 +218,16 @@ func (v *Volume) flusher() {
 			idle := time.Since(f.lastWrite) >= idleFlush
 			err := v.flushLocked(f, idle)
 			l.Unlock()
-			if err != nil {
-				v.log.Error("background flush", "ino", f.ino, "err", err)
+			switch {
+			case err == nil:
+				delete(failing, f.ino)
+			case failing[f.ino] != err.Error():
+				failing[f.ino] = err.Error()
+				v.log.Error("background flush failed; retrying while the file is open", "ino", f.ino, "path", v.pathOf(f.ino), "err", err)
 			}
+		}
+		if len(failing) > 1024 {
+			clear(failing) // a bound: forgetting only means logging again
 		}
 	}
 }

@@ -20,7 +20,7 @@ func loadInode(r meta.Reader, ino uint64) (schema.Inode, error) {
 	if err != nil {
 		return schema.Inode{}, err
 	}
-	return schema.DecodeInode(v)
+	return decodeInode(ino, v)
 }
 
 // saveInode writes an inode record, stamped with the transaction's version.

@@ -15,12 +15,22 @@ func (v *Volume) StatFS() (vfs.StatFS, error) {
 		return vfs.StatFS{}, v.errno("statfs", err)
 	}
 	const bs = 4096
-	free := st.Bfree * uint64(st.Bsize) / bs
-	avail := st.Bavail * uint64(st.Bsize) / bs
+	// The space kept for metadata is not free for file data.
+	reserve := uint64(v.opt.Headroom.Reserve())
+	free := sub(st.Bfree*uint64(st.Bsize), reserve) / bs
+	avail := sub(st.Bavail*uint64(st.Bsize), reserve) / bs
 	s := v.eng.Stats()
 	used := uint64(s.PhysicalBytes+v.meta.DiskUsage()) / bs
 	return vfs.StatFS{
 		BlockSize: bs, Blocks: free + used, BlocksFree: free, BlocksAvail: avail,
 		Files: 1 << 32, FilesFree: 1<<32 - uint64(s.Inodes), NameMax: nameMax,
 	}, nil
+}
+
+// sub is a-b, or 0 if b > a.
+func sub(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
 }

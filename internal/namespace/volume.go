@@ -1,14 +1,15 @@
 package namespace
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -28,6 +29,9 @@ type Options struct {
 	SyncInterval time.Duration
 	// StoreDir is the host directory whose free space statfs reports.
 	StoreDir string
+	// Headroom keeps free space for metadata (nil: no reserve; a volume
+	// opened by package volume always has one).
+	Headroom *headroom.Guard
 }
 
 // Volume is a mounted namespace; it implements vfs.FS.
@@ -49,6 +53,9 @@ type Volume struct {
 
 	quit chan struct{}
 	wg   sync.WaitGroup
+
+	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
+	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
 }
 
 var _ vfs.FS = (*Volume)(nil)
@@ -103,20 +110,6 @@ func InitRoot(tx *content.Tx, uid, gid uint32) error {
 	}
 	tx.AddInodes(1)
 	return b.Set(schema.KeyNextIno, schema.U64(vfs.RootIno+1))
-}
-
-// errno turns internal failures into EIO after logging them; errno values
-// pass through.
-func (v *Volume) errno(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	v.log.Error("operation failed", "op", op, "err", err)
-	return syscall.EIO
 }
 
 func now() int64 { return time.Now().UnixNano() }

@@ -63,6 +63,9 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 		}
 		defer v.refreshChunker(ino)
 	}
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return v.errno("setxattr", err)
+	}
 	return v.xattrTx("setxattr", ino, func(b meta.Batch) error {
 		_, err := b.Get(schema.XattrKey(ino, name))
 		exists := err == nil

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -18,6 +19,10 @@ type Config struct {
 // FormatVersion is the metadata format this build writes and reads.
 const FormatVersion = 1
 
+// ErrNewerFormat is wrapped by the error for a volume written by a newer
+// doppel: nothing may read or repair it.
+var ErrNewerFormat = errors.New("volume was written by a newer doppel")
+
 // EncodeConfig returns the record bytes.
 func EncodeConfig(c Config) []byte {
 	b, _ := json.Marshal(c)
@@ -30,8 +35,11 @@ func DecodeConfig(b []byte) (Config, error) {
 	if err := json.Unmarshal(b, &c); err != nil {
 		return c, fmt.Errorf("%w: %v", ErrBadRecord, err)
 	}
+	if c.Format > FormatVersion {
+		return c, fmt.Errorf("%w: volume metadata format %d, this doppel knows %d; upgrade doppel", ErrNewerFormat, c.Format, FormatVersion)
+	}
 	if c.Format != FormatVersion {
-		return c, fmt.Errorf("volume metadata format %d is not supported by this doppel (supports %d)", c.Format, FormatVersion)
+		return c, fmt.Errorf("%w: unknown volume metadata format %d", ErrBadRecord, c.Format)
 	}
 	return c, nil
 }

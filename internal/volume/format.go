@@ -24,20 +24,31 @@ type formatInfo struct {
 // ErrNotVolume is returned for a directory that holds no volume.
 var ErrNotVolume = errors.New("not a doppel volume")
 
+// CheckFormat returns nil if dir holds a volume whose format this build
+// supports, else an error saying what dir is instead.
+func CheckFormat(dir string) error {
+	_, err := readFormat(dir)
+	return err
+}
+
 func readFormat(dir string) (formatInfo, error) {
 	var f formatInfo
+	if st, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return f, fmt.Errorf("store %s does not exist (%w; 'doppel init --store %s' creates one)", dir, ErrNotVolume, dir)
+	} else if err != nil {
+		return f, fmt.Errorf("store: %w", err)
+	} else if !st.IsDir() {
+		return f, fmt.Errorf("store %s is not a directory (%w)", dir, ErrNotVolume)
+	}
 	b, err := os.ReadFile(filepath.Join(dir, FormatFile))
 	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Stat(dir); serr != nil {
-			return f, fmt.Errorf("%s: %w (no such directory; create one with 'doppel init --store %s')", dir, ErrNotVolume, dir)
-		}
-		return f, fmt.Errorf("%s: %w (no %s; create one with 'doppel init')", dir, ErrNotVolume, FormatFile)
+		return f, fmt.Errorf("store %s is %w: it has no %s ('doppel init' creates volumes in empty or new directories)", dir, ErrNotVolume, FormatFile)
 	}
 	if err != nil {
 		return f, err
 	}
 	if f, err = parseFormat(b); err != nil {
-		return f, fmt.Errorf("%s: %w", dir, err)
+		return f, fmt.Errorf("store %s: %w", dir, err)
 	}
 	return f, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -122,7 +123,7 @@ func checkEmptyDir(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("store %s exists and is not a directory", dir)
 	}
-	if _, err := readFormat(dir); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, FormatFile)); err == nil {
 		return fmt.Errorf("store %s already holds a doppel volume; refusing to overwrite it", dir)
 	}
 	entries, err := os.ReadDir(dir)
@@ -198,7 +199,11 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: chunking policy: %w", v.Dir, err)
 	}
-	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true}
+	room := nsOpt.Headroom
+	if room == nil {
+		room = headroom.New(v.Dir, v.Meta.DiskUsage)
+	}
+	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}
 	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err
 	}
@@ -211,7 +216,7 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 			"freed_records", rec.FreedRecords, "orphan_segments_scanned", rec.OrphanSegments,
 			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
 	}
-	nsOpt.StoreDir = v.Dir
+	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
 	v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log)
 	return err
 }
