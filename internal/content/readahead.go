@@ -12,11 +12,14 @@ import (
 type loads struct {
 	mu       sync.Mutex
 	inflight map[schema.Hash]*load
-	// lastEnd remembers where each inode's previous read ended, to spot
-	// sequential readers worth reading ahead for.
-	lastEnd map[uint64]int64
+	// streams remembers, per inode, where the previous read ended (to spot
+	// sequential readers worth reading ahead for) and how far readahead was
+	// already started.
+	streams map[uint64]stream
 	slots   chan struct{} // bounds background loads
 }
+
+type stream struct{ lastEnd, aheadTo int64 }
 
 type load struct {
 	done chan struct{}
@@ -28,7 +31,7 @@ type load struct {
 const readaheadBytes = 2 << 20
 
 func newLoads() *loads {
-	return &loads{inflight: map[schema.Hash]*load{}, lastEnd: map[uint64]int64{}, slots: make(chan struct{}, 4)}
+	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, slots: make(chan struct{}, 4)}
 }
 
 // chunkData returns a chunk's raw bytes, from the cache, from a load in
@@ -61,35 +64,50 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 }
 
 // noteRead records a read of [off, end) of ino and, when it continues the
-// previous one, loads the chunks just beyond it in the background.
+// previous one, loads the chunks just beyond it in the background. The
+// window is advanced in steps of half its size, so the extents are looked
+// up about once per MiB read rather than on every read.
 func (e *Engine) noteRead(ino uint64, off, end int64) {
 	l := e.loads
 	l.mu.Lock()
-	prev, seen := l.lastEnd[ino]
-	if len(l.lastEnd) > 4096 {
-		clear(l.lastEnd) // a bound, not an LRU: losing hints only costs readahead
+	st, seen := l.streams[ino]
+	if len(l.streams) > 4096 {
+		clear(l.streams) // a bound, not an LRU: losing hints only costs readahead
 	}
-	l.lastEnd[ino] = end
+	sequential := seen && off >= st.lastEnd-readaheadBytes && off <= st.lastEnd+readaheadBytes
+	from := max(end, st.aheadTo)
+	if !sequential || st.aheadTo < off {
+		from = end // a new stream, or one that jumped: start the window afresh
+	}
+	to := min(end+readaheadBytes, math.MaxInt64)
+	start := sequential && to-from >= readaheadBytes/2
+	st.lastEnd = end
+	if start {
+		st.aheadTo = to
+	} else if !sequential {
+		st.aheadTo = 0
+	}
+	l.streams[ino] = st
 	l.mu.Unlock()
-	if !seen || off < prev-readaheadBytes || off > prev+readaheadBytes {
+	if !start {
 		return
 	}
-	pieces, err := Extents(e.meta, ino, end, min(end+readaheadBytes, math.MaxInt64))
+	pieces, err := Extents(e.meta, ino, from, to)
 	if err != nil {
 		return
 	}
-	for _, p := range pieces {
-		if _, ok := e.cache.get(p.Hash); ok {
-			continue
+	// The window's loads wait for a slot in the background: one dropped
+	// here would not be asked for again.
+	go func() {
+		for _, p := range pieces {
+			if _, ok := e.cache.get(p.Hash); ok {
+				continue
+			}
+			l.slots <- struct{}{}
+			go func(h schema.Hash) {
+				defer func() { <-l.slots }()
+				e.chunkData(h)
+			}(p.Hash)
 		}
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			return // enough loads in flight
-		}
-		go func(h schema.Hash) {
-			defer func() { <-l.slots }()
-			e.chunkData(h)
-		}(p.Hash)
-	}
+	}()
 }
