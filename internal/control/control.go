@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
 )
 
@@ -43,6 +44,8 @@ type Handlers struct {
 	Stat    func(path string) (namespace.FileStat, error)
 	Status  func() (Status, error)
 	Metrics http.Handler // the Prometheus scrape
+	// Fsck checks (or repairs) the volume in use, reporting progress.
+	Fsck func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
 }
 
 // Serve listens on the control socket in dir until ctx ends.
@@ -71,6 +74,9 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	}
 	if h.Metrics != nil {
 		mux.Handle("GET /metrics", h.Metrics)
+	}
+	if h.Fsck != nil {
+		serveFsck(mux, h.Fsck)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
