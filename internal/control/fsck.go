@@ -35,8 +35,9 @@ type fsckLine struct {
 	Error    *remoteError   `json:"failure,omitempty"`
 }
 
-// progressEvery is how often the daemon streams progress.
-const progressEvery = 500 * time.Millisecond
+// progressEvery is how often the daemon streams progress (a variable for
+// tests).
+var progressEvery = 500 * time.Millisecond
 
 // serveFsck answers POST /v1/fsck with newline-delimited JSON: progress
 // lines while the check runs, then one line with the result or the

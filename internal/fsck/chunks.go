@@ -16,6 +16,7 @@ type chunk struct {
 	bad     bool   // the record does not decode
 	refs    uint64 // extents naming the chunk
 	noPunch bool   // a repair that frees it must not punch its location
+	user    uint64 // an inode using it, if it is damaged or miscounted
 }
 
 // damage is something wrong with a chunk's stored bytes.
@@ -167,24 +168,36 @@ func (c *checker) checkRefs() error {
 		if u := users[x.Hash]; len(u) == 0 || u[len(u)-1] != ino {
 			users[x.Hash] = append(u, ino)
 		}
-		if ds := c.damaged[x.Hash]; ds != nil {
+		if d, ok := lostTo(c.damaged[x.Hash]); ok {
 			off, _ := schema.ExtentOffset(k)
-			c.dropExtent(ino, drop{off: off, length: x.Length, hash: x.Hash, counted: true, kind: ds[0].kind, lost: ds[0].detail})
+			c.dropExtent(ino, drop{off: off, length: x.Length, hash: x.Hash, counted: true, kind: d.kind, lost: d.detail})
 		}
 	})
 	if err != nil {
 		return err
 	}
+	for h, u := range users {
+		c.chunks[h].user = u[0]
+	}
 	for h := range wrong {
 		ch, u := c.chunks[h], users[h]
-		ino := uint64(noIno)
-		if len(u) > 0 {
-			ino = u[0]
-		}
+		ino := ch.user
 		c.report(KindRefcount, ino, "chunk %x has refcount %d, %d extents in %d files reference it", h[:8], ch.rec.Refs, ch.refs, len(u))
 	}
 	c.reportDamage(users)
 	return nil
+}
+
+// lostTo returns the damage that makes a chunk's data lost, if any. A read
+// error may pass (a flaky disk, a file system remounted read-only): a
+// repair does not give the data up for it.
+func lostTo(ds []damage) (damage, bool) {
+	for _, d := range ds {
+		if d.kind != KindReadError {
+			return d, true
+		}
+	}
+	return damage{}, false
 }
 
 // reportDamage reports every file using a damaged chunk, once per kind of

@@ -21,6 +21,10 @@ type RepairReport struct {
 	NeedOffline int `json:"need_offline,omitempty"`
 }
 
+func newRepairReport(before *Report) *RepairReport {
+	return &RepairReport{Before: before, Repairs: []Repaired{}, Lost: []LostRange{}}
+}
+
 // Repaired is one change a repair made.
 type Repaired struct {
 	Kind   string `json:"kind"` // the kind of problem it repairs
@@ -62,7 +66,7 @@ func Repair(s Stores, opt Options, log *slog.Logger) (*RepairReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rr := &RepairReport{Before: &c.rep}
+	rr := newRepairReport(&c.rep)
 	if len(c.rep.Problems) == 0 {
 		rr.After = &c.rep
 		return rr, nil
@@ -115,7 +119,7 @@ func RepairLive(ctx context.Context, s Stores, eng *content.Engine, opt Options)
 	if err != nil {
 		return nil, err
 	}
-	rr := &RepairReport{Before: &c.rep}
+	rr := newRepairReport(&c.rep)
 	r := &repairer{c: c, s: s, eng: eng, rr: rr}
 	if c.stats != nil {
 		err = r.fixStats(r.statsError())

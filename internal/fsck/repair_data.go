@@ -112,7 +112,7 @@ func (r *repairer) fixRefs() error {
 			if r.c.online {
 				continue
 			}
-			n := note{kind: KindDecode, action: fmt.Sprintf("deleted chunk record %x, which does not decode", h[:8])}
+			n := note{kind: KindDecode, ino: ch.user, action: fmt.Sprintf("deleted chunk record %x, which does not decode", h[:8])}
 			if err := r.tx(func(tx *content.Tx) error { return tx.Batch().Delete(schema.ChunkKey(h)) }, n); err != nil {
 				return err
 			}
@@ -124,13 +124,13 @@ func (r *repairer) fixRefs() error {
 		kind, action := KindRefcount, fmt.Sprintf("chunk %x: refcount %d -> %d", h[:8], ch.rec.Refs, ch.refs)
 		if ch.refs == 0 {
 			action = fmt.Sprintf("chunk %x: freed (refcount %d, no reference left)", h[:8], ch.rec.Refs)
-			if ds := c.damaged[h]; len(ds) > 0 {
-				kind = ds[0].kind
+			if d, ok := lostTo(c.damaged[h]); ok {
+				kind = d.kind
 			}
 		}
 		err := r.tx(func(tx *content.Tx) error {
 			return tx.CorrectRefs(h, ch.rec.Segment, ch.rec.Offset, ch.rec.Refs, ch.refs, !ch.noPunch)
-		}, note{kind: kind, action: action})
+		}, note{kind: kind, ino: ch.user, action: action})
 		if errors.Is(err, content.ErrChunkChanged) {
 			continue // online: freed or stored again since the check
 		}

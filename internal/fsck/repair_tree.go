@@ -131,10 +131,12 @@ func (r *repairer) relink(lf, ino uint64, n *inode, only bool) error {
 			return err
 		}
 		n.links++
-		if isDirInode(n) {
-			c.inodes[lf].subdirs++
-		}
 		c.children[lf] = append(c.children[lf], ino)
+		if isDirInode(n) {
+			if err := addSubdir(tx, lf, c.inodes[lf]); err != nil {
+				return err
+			}
+		}
 		return tx.Journal(lf, schema.OpDirents)
 	}, note{kind: KindUnreachable, ino: ino, action: fmt.Sprintf("reconnected %s as %s/%s", from, c.pathOf(lf), name)})
 }
@@ -192,6 +194,9 @@ func (r *repairer) mkdirRoot(name string) (uint64, error) {
 		if err := b.Set(schema.ParentKey(ino, vfs.RootIno, name), nil); err != nil {
 			return err
 		}
+		if err := addSubdir(tx, vfs.RootIno, root); err != nil {
+			return err
+		}
 		return tx.Journal(vfs.RootIno, schema.OpDirents)
 	}, note{kind: KindUnreachable, action: "created /" + name + " for unreachable inodes"})
 	if err != nil {
@@ -201,8 +206,23 @@ func (r *repairer) mkdirRoot(name string) (uint64, error) {
 	c.inodes[ino] = &inode{rec: rec, links: 1, reached: true}
 	c.refs[ino] = []parentRef{{parent: vfs.RootIno, name: name, matched: true}}
 	c.children[vfs.RootIno] = append(c.children[vfs.RootIno], ino)
-	root.subdirs++
 	return ino, nil
+}
+
+// addSubdir counts a new subdirectory of directory ino. Its link count
+// goes up with it if it was right; if it was wrong, fixInodes corrects it
+// later and says so.
+func addSubdir(tx *content.Tx, ino uint64, n *inode) error {
+	before := n.wantNlink()
+	n.subdirs++
+	raw, err := tx.Batch().Get(schema.InodeKey(ino))
+	if err != nil {
+		return err
+	}
+	if rec, err := schema.DecodeInode(raw); err != nil || rec.Nlink != before {
+		return err
+	}
+	return setInode(tx, ino, func(rec *schema.Inode) { rec.Nlink = n.wantNlink() })
 }
 
 // fixInodes sets each inode's link count, mapped bytes and size to what
