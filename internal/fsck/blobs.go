@@ -92,8 +92,8 @@ func (c *checker) checkFreed() {
 		overlap := false
 		for _, l := range c.live[f.Segment] {
 			if fs.Start < l.End && l.Start < fs.End {
-				c.report(KindFreeOverlap, noIno, "free record for segment %d bytes %d..%d overlaps a live chunk at %d..%d",
-					f.Segment, fs.Start, fs.End, l.Start, l.End)
+				c.report(KindFreeOverlap, noIno, "free record for segment %d bytes %d..%d overlaps live chunk %s at %d..%d",
+					f.Segment, fs.Start, fs.End, c.chunkAt(f.Segment, l), l.Start, l.End)
 				c.deleteEarly(KindFreeOverlap, key, fmt.Sprintf("deleted the free record of segment %d bytes %d..%d without punching", f.Segment, fs.Start, fs.End))
 				overlap = true
 				break
@@ -104,6 +104,18 @@ func (c *checker) checkFreed() {
 			c.reportSev(KindPendingFree, SeverityReclaimable, noIno, "segment %d bytes %d..%d: a freed chunk not punched yet", f.Segment, fs.Start, fs.End)
 		}
 	}
+}
+
+// chunkAt names the chunk occupying span l of segment seg (a rare
+// question: a linear search).
+func (c *checker) chunkAt(seg uint32, l blob.Span) string {
+	for h, ch := range c.chunks {
+		loc := located{h, ch.rec}.loc()
+		if !ch.bad && ch.rec.Segment == seg && blob.LiveSpan(loc) == l {
+			return fmt.Sprintf("%x", h[:8])
+		}
+	}
+	return "?"
 }
 
 // segmentSizes returns the size of every segment file.

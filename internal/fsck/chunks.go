@@ -60,7 +60,7 @@ func (c *checker) scanExtents() error {
 	err := c.scan([]byte{'e'}, []byte{'e' + 1}, func(k, v []byte) {
 		off, err := schema.ExtentOffset(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "extent key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "extent key %s: %v", shortHex(k), err)
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed extent key")
 			return
 		}

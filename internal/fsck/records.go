@@ -97,7 +97,7 @@ func (c *checker) scanXattrs() error {
 	return c.scan(lower, upper, func(k, v []byte) {
 		name, err := schema.XattrName(k)
 		if err != nil || len(k) < 9 {
-			c.report(KindDecode, noIno, "xattr key %x: malformed", k)
+			c.report(KindDecode, keyIno(k), "xattr key %x: malformed", k)
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed xattr key")
 			return
 		}
@@ -166,6 +166,15 @@ func (c *checker) counted() schema.Stats {
 		want.RawBytes += int64(ch.rec.Raw)
 	}
 	return want
+}
+
+// keyIno is the inode number a key of an inode's record starts with, or
+// noIno if the key is too short to hold one.
+func keyIno(k []byte) uint64 {
+	if len(k) < 9 {
+		return noIno
+	}
+	return be64(k[1:])
 }
 
 func be64(b []byte) uint64 {

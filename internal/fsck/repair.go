@@ -2,8 +2,10 @@ package fsck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
@@ -61,7 +63,11 @@ type repairer struct {
 // is in the report. Records that cannot be decoded are deleted where
 // nothing else depends on them; an inode record or the volume's
 // configuration that does not decode is left as it is and still reported.
+// The content engine logs to log (nil: slog's default).
 func Repair(s Stores, opt Options, log *slog.Logger) (*RepairReport, error) {
+	if log == nil {
+		log = slog.Default()
+	}
 	c, err := check(context.Background(), s, opt, false)
 	if err != nil {
 		return nil, err
@@ -243,6 +249,9 @@ func (r *repairer) fixStats(d schema.Stats) error {
 func (r *repairer) reclaimOrphans() error {
 	for _, num := range r.c.fix.orphanSegs {
 		n, err := r.s.Blobs.Reclaim(num, r.c.usedSpans(num))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // emptied and deleted since the check
+		}
 		if err != nil {
 			return err
 		}

@@ -94,6 +94,15 @@ func metadataRepairs() []repairCase {
 		{name: "directory unreachable", kind: fsck.KindUnreachable, damage: func(e *env) {
 			e.commit(schema.DirentKey(vfs.RootIno, "d"), nil)
 		}},
+		{name: "unreachable cycle", kind: fsck.KindUnreachable, damage: func(e *env) {
+			up := schema.Dirent{Ino: e.ino["/d"], Type: syscall.S_IFDIR}
+			e.commit(schema.DirentKey(vfs.RootIno, "d"), nil, schema.ParentKey(e.ino["/d"], vfs.RootIno, "d"), nil,
+				schema.DirentKey(e.ino["/d/e"], "up"), up.Encode(), schema.ParentKey(e.ino["/d"], e.ino["/d/e"], "up"), []byte{})
+		}},
+		{name: "entry in a file", kind: fsck.KindDirentNotInDir, path: "/solo/x", damage: func(e *env) {
+			x := schema.Dirent{Ino: e.ino["/d/b"], Type: syscall.S_IFREG}
+			e.commit(schema.DirentKey(e.ino["/solo"], "x"), x.Encode(), schema.ParentKey(e.ino["/d/b"], e.ino["/solo"], "x"), []byte{})
+		}},
 		{name: "file nlink", kind: fsck.KindNlink, path: "/a", damage: func(e *env) {
 			e.setInode("/a", func(n *schema.Inode) { n.Nlink = 7 })
 		}},

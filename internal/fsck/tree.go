@@ -66,7 +66,7 @@ func (c *checker) scanOrphans() error {
 	return c.scan([]byte{'o'}, []byte{'o' + 1}, func(k, v []byte) {
 		ino, err := schema.OrphanIno(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "orphan key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "orphan key %s: %v", shortHex(k), err)
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed orphan key")
 			return
 		}
@@ -83,7 +83,7 @@ func (c *checker) scanParents() error {
 	return c.scan([]byte{'p'}, []byte{'p' + 1}, func(k, v []byte) {
 		ino, parent, name, err := schema.ParseParentKey(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "back-reference key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "back-reference key %s: %v", shortHex(k), err)
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed back-reference key")
 			return
 		}
@@ -97,7 +97,7 @@ func (c *checker) scanDirents() error {
 	return c.scan([]byte{'d'}, []byte{'d' + 1}, func(k, v []byte) {
 		name, err := schema.DirentName(k)
 		if err != nil || len(k) < 9 {
-			c.report(KindDecode, noIno, "entry key %s: malformed", shortHex(k))
+			c.report(KindDecode, keyIno(k), "entry key %s: malformed", shortHex(k))
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed entry key")
 			return
 		}
