@@ -50,3 +50,40 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 		t.Fatalf("a failed repair: %v, want EBUSY", err)
 	}
 }
+
+// TestStopEndsRunningFsck: stopping the server cancels a check under way
+// and waits for it, so that the daemon closes no volume under a check.
+func TestStopEndsRunningFsck(t *testing.T) {
+	dir := t.TempDir()
+	started, ended := make(chan struct{}), make(chan struct{})
+	stop, err := Serve(context.Background(), dir, Handlers{
+		Fsck: func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
+			close(started)
+			<-ctx.Done()
+			close(ended)
+			return FsckResult{}, ctx.Err()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Fsck(FsckRequest{}, nil)
+		errc <- err
+	}()
+	<-started
+	stop()
+	select {
+	case <-ended:
+	default:
+		t.Fatal("stop returned while the check was still running")
+	}
+	if err := <-errc; err == nil {
+		t.Fatal("a check cut short by stop reported success")
+	}
+}

@@ -22,6 +22,7 @@ func (r *repairer) dropExtents() error {
 		drops := dedupDrops(c.fix.drops[ino])
 		n := c.inodes[ino]
 		isFile := n != nil && !n.bad && n.typ() == syscall.S_IFREG
+		hasData := isFile || (n != nil && n.bad) // a file, as far as anyone knows
 		var lost []LostRange
 		var err error
 		path := c.pathOf(ino)
@@ -32,7 +33,7 @@ func (r *repairer) dropExtents() error {
 			if ch := c.chunks[d.hash]; d.counted && ch != nil {
 				ch.refs--
 			}
-			if d.lost != "" && isFile {
+			if d.lost != "" && hasData {
 				l := LostRange{Path: path, Start: d.off, End: d.off + int64(d.length), Why: d.lost}
 				if d.length == 0 { // the record does not say: up to the next extent
 					if l.End, err = r.nextExtent(ino, d.off, n.rec.Size); err != nil {
