@@ -79,6 +79,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		Stat:    vol.NS.Stat,
 		Status:  func() (control.Status, error) { return daemonStatus(vol, mp, started, &ops), nil },
 		Metrics: metrics.Handler(metrics.NewRegistry(&ops, vol.Figures), log),
+		Fsck:    vol.Fsck,
 	})
 	if err != nil {
 		srv.Unmount()

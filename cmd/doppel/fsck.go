@@ -1,18 +1,18 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -20,8 +20,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// runFsck exits 0 when the volume is clean (reclaimable space is reported
-// but counts as clean), 1 when problems were found, 2 when the check could
+const fsckAbout = `Check a volume's consistency; with --repair, repair it.
+
+An unmounted volume (--store DIR, $DOPPEL_STORE or the default store) is
+opened for exclusive use; a check alone changes nothing. A mounted volume
+(its MOUNTPOINT, or its store) is checked by its daemon, on one consistent
+snapshot of its metadata, while it goes on serving.
+
+Checked: each chunk's refcount against the extents naming it; every chunk
+exists and lies inside its segment (--verify-data also reads every chunk and
+checks its hash); the directory tree, back-references and link counts;
+xattrs and orphan markers; the space counters; that every record decodes.
+Segment space no chunk uses is reported as reclaimable, which is no damage.
+
+Output: one line per problem, KIND PATH DETAIL separated by tabs (PATH is a
+path of the file concerned, empty if none), then a summary.
+
+--repair, unmounted: each repair is one metadata transaction. Refcounts,
+link counts, sizes, back-references and the space counters are set right;
+entries naming missing inodes, and xattrs and extents of missing inodes, are
+deleted; unreachable files and directories are reconnected as
+/lost+found/#INO; unused segment space and pending frees are punched.
+DATA LOSS: extents whose chunk is missing, outside its segment or damaged
+(found by --verify-data only) are replaced by holes, so that those ranges read
+as zeros instead of failing with EIO. Each such range is printed on a LOST
+DATA line. The volume is then checked again.
+
+--repair, mounted: only refcounts, the space counters and unused space in
+segments of earlier sessions are repaired; the rest needs the volume
+unmounted ('doppel umount MOUNTPOINT', then 'doppel fsck --repair --store DIR').
+
+Exit status: 0 clean (with --repair: clean after repairing), 1 problems
+found or left, 2 the check could not run. See docs/FSCK.md.`
+
+// runFsck exits with the status fsckMain gives, 2 when the check could
 // not run.
 func runFsck(args []string) error {
 	code, err := fsckMain(args)
@@ -39,13 +71,11 @@ func runFsck(args []string) error {
 }
 
 func fsckMain(args []string) (int, error) {
-	fs := newFlags("fsck", "[--verify-data] [--json] [--store DIR | MOUNTPOINT]",
-		"Check an unmounted volume's consistency; nothing is repaired. Prints one line\n"+
-			"per problem (KIND, PATH, DETAIL separated by tabs), then a summary. Exit status:\n"+
-			"0 clean (reclaimable space is reported but is no damage), 1 problems found,\n"+
-			"2 the check could not run.")
+	fs := newFlags("fsck", "[--repair] [--verify-data] [--json] [--store DIR | MOUNTPOINT]", fsckAbout)
 	store := storeFlag(fs)
+	logFlag(fs, "warn")
 	verify := fs.Bool("verify-data", false, "read every chunk and check its hash (reads all stored data)")
+	repair := fs.Bool("repair", false, "repair what can be repaired (see above: damaged data becomes zeros)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -55,108 +85,135 @@ func fsckMain(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, release, err := openForCheck(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer release()
-	prog := newProgress(os.Stderr)
-	rep, err := fsck.Check(v, fsck.Options{VerifyData: *verify, Progress: prog.update})
+	prog := newProgressLine(os.Stderr, !*asJSON)
+	show := func(p fsck.Progress) { prog.show(func() string { return progressText(p, *verify) }) }
+	req := control.FsckRequest{VerifyData: *verify, Repair: *repair}
+	var res control.FsckResult
+	err = onStore(dir,
+		func(c *control.Client) (err error) { res, err = c.Fsck(req, show); return err },
+		openForCheck,
+		func(s fsck.Stores) (err error) { res, err = fsckOffline(s, req, show); return err })
 	prog.done()
 	if err != nil {
 		return 0, err
 	}
-	if *asJSON {
-		out := struct {
-			Store  string `json:"store"`
-			Clean  bool   `json:"clean"`
-			Errors int    `json:"errors"`
-			*fsck.Report
-		}{dir, rep.Clean(), rep.Errors(), rep}
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			return 0, err
-		}
-	} else {
-		printFsck(os.Stdout, dir, rep, *verify)
+	if res.Repair != nil {
+		return printRepair(dir, res.Repair, *verify, *asJSON)
 	}
-	if !rep.Clean() {
+	if res.Report == nil {
+		return 0, errors.New("the daemon sent no report")
+	}
+	if *asJSON {
+		err = printJSON(fsckJSON{dir, res.Report.Clean(), res.Report.Errors(), res.Report})
+	} else {
+		printFsck(os.Stdout, dir, res.Report, *verify)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !res.Report.Clean() {
 		return 1, nil
 	}
 	return 0, nil
 }
 
+// fsckOffline checks or repairs an unmounted volume.
+func fsckOffline(s fsck.Stores, req control.FsckRequest, progress func(fsck.Progress)) (control.FsckResult, error) {
+	opt := fsck.Options{VerifyData: req.VerifyData, Progress: progress}
+	if req.Repair {
+		rr, err := fsck.Repair(s, opt, slog.Default())
+		return control.FsckResult{Repair: rr}, err
+	}
+	rep, err := fsck.Check(s, opt)
+	return control.FsckResult{Report: rep}, err
+}
+
+func progressText(p fsck.Progress, verify bool) string {
+	if p.Phase == fsck.PhaseChunks && p.Total > 0 {
+		what := "checking chunk locations"
+		if verify {
+			what = "verifying chunk data"
+		}
+		return fmt.Sprintf("fsck: %s %3d%% (%s of %s)", what, p.Done*100/p.Total, human(p.Done), human(p.Total))
+	}
+	return fmt.Sprintf("fsck: reading metadata (%s): %d records", p.Step, p.Done)
+}
+
 // openForCheck opens the volume's stores without starting the file system
 // on them: a mount would delete orphans and needs intact counters, while
-// fsck must only read and must work on a damaged volume.
-func openForCheck(dir string) (*volume.Volume, func(), error) {
+// fsck must only read (unless repairing) and must work on a damaged
+// volume. A volume in use gives an error wrapping volume.ErrInUse.
+func openForCheck(dir string) (fsck.Stores, func() error, error) {
 	if err := volume.CheckFormat(dir); err != nil {
-		return nil, nil, err // not a volume, or one this doppel must not touch
-	}
-	if pid := volume.LockHolder(dir); pid > 0 {
-		return nil, nil, errMounted(dir, pid)
+		return fsck.Stores{}, nil, err // not a volume, or one this doppel must not touch
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, nil, err
+		return fsck.Stores{}, nil, err
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		lock.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, nil, errMounted(dir, volume.LockHolder(dir))
+			return fsck.Stores{}, nil, fmt.Errorf("%s: %w", dir, volume.ErrInUse)
 		}
-		return nil, nil, fmt.Errorf("lock %s: %w", dir, err)
+		return fsck.Stores{}, nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
 	lock.Truncate(0)
 	lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	v, err := openStores(dir)
+	s, err := openStores(dir)
 	if err != nil {
 		lock.Close()
-		return nil, nil, err
+		return fsck.Stores{}, nil, err
 	}
-	return v, func() { v.Close(); lock.Close() }, nil
+	return s, func() error {
+		err := errors.Join(s.Blobs.Close(), s.Meta.Close())
+		lock.Close()
+		return err
+	}, nil
 }
 
-func openStores(dir string) (*volume.Volume, error) {
+func openStores(dir string) (fsck.Stores, error) {
 	metaDir := filepath.Join(dir, "meta")
 	if _, err := os.Stat(metaDir); err != nil {
-		return nil, fmt.Errorf("metadata store: %w", err)
+		return fsck.Stores{}, fmt.Errorf("metadata store: %w", err)
 	}
 	m, err := meta.OpenPebble(metaDir)
 	if err != nil {
-		return nil, err
+		return fsck.Stores{}, err
 	}
-	v := &volume.Volume{Dir: dir, Meta: m}
 	if raw, err := m.Get(schema.KeyConfig); err == nil {
-		v.Config, err = schema.DecodeConfig(raw) // fsck reports a bad one
-		if errors.Is(err, schema.ErrNewerFormat) {
+		// fsck reports a bad config; one of a newer doppel it must not touch.
+		if _, err := schema.DecodeConfig(raw); errors.Is(err, schema.ErrNewerFormat) {
 			m.Close()
-			return nil, fmt.Errorf("%s: %w", dir, err)
+			return fsck.Stores{}, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
-	if v.Blobs, err = blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{}); err != nil {
+	b, err := blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
+	if err != nil {
 		m.Close()
-		return nil, err
+		return fsck.Stores{}, err
 	}
-	return v, nil
+	return fsck.Stores{Dir: dir, Meta: m, Blobs: b}, nil
 }
 
-func errMounted(dir string, pid int) error {
-	by := ""
-	if pid > 0 {
-		by = fmt.Sprintf(" by process %d", pid)
-	}
-	return fmt.Errorf("volume %s is in use%s (mounted?); fsck checks unmounted volumes only "+
-		"(online checking comes later): unmount it with 'doppel umount MOUNTPOINT' and run fsck again", dir, by)
+// fsckJSON is the --json output of a check.
+type fsckJSON struct {
+	Store  string `json:"store"`
+	Clean  bool   `json:"clean"`
+	Errors int    `json:"errors"`
+	*fsck.Report
 }
 
 func printFsck(w io.Writer, dir string, r *fsck.Report, verified bool) {
 	for _, p := range r.Problems {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", p.Kind, printable(p.Path), p.Detail)
 	}
-	fmt.Fprintf(w, "checked %s: %d inodes (%d directories, %d files), %d extents, %d chunks in %d segments",
-		dir, r.Inodes, r.Directories, r.Files, r.Extents, r.Chunks, r.Segments)
+	how := "checked"
+	if r.Online {
+		how = "checked online"
+	}
+	fmt.Fprintf(w, "%s %s: %d inodes (%d directories, %d files), %d extents, %d chunks in %d segments",
+		how, dir, r.Inodes, r.Directories, r.Files, r.Extents, r.Chunks, r.Segments)
 	if verified {
 		fmt.Fprintf(w, ", %s of chunk data verified", human(r.BytesVerified))
 	}
@@ -169,7 +226,7 @@ func printFsck(w io.Writer, dir string, r *fsck.Report, verified bool) {
 		fmt.Fprintln(w, "clean")
 	}
 	if reclaim > 0 {
-		fmt.Fprintf(w, "%s of segment space is held by no chunk (reclaimable, not damage)\n", human(r.ReclaimableBytes))
+		fmt.Fprintf(w, "%s of segment space is held by no chunk (reclaimable, not damage; fsck --repair punches it)\n", human(r.ReclaimableBytes))
 	}
 }
 
@@ -179,32 +236,4 @@ func printable(s string) string {
 		return strconv.Quote(s)
 	}
 	return s
-}
-
-// progress draws a progress line on a terminal once a check runs long.
-type progress struct {
-	w           *os.File
-	tty         bool
-	start, last time.Time
-	shown       bool
-}
-
-func newProgress(w *os.File) *progress {
-	_, err := unix.IoctlGetTermios(int(w.Fd()), unix.TCGETS)
-	return &progress{w: w, tty: err == nil, start: time.Now()}
-}
-
-func (p *progress) update(done, total int64) {
-	now := time.Now()
-	if !p.tty || now.Sub(p.start) < time.Second || now.Sub(p.last) < 200*time.Millisecond || total == 0 {
-		return
-	}
-	p.last, p.shown = now, true
-	fmt.Fprintf(p.w, "\rfsck: checking chunks %3d%% (%s of %s)\033[K", done*100/total, human(done), human(total))
-}
-
-func (p *progress) done() {
-	if p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
 }

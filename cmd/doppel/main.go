@@ -22,7 +22,7 @@ var commands = map[string]command{
 	"df":      {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},
 	"stat":    {"show how a file is stored: extents, chunks, shared bytes", runStat},
 	"sync":    {"make everything written to a volume durable", runSync},
-	"fsck":    {"check an unmounted volume for damage (repairs nothing)", runFsck},
+	"fsck":    {"check a volume, mounted or not, for damage; repair it with --repair", runFsck},
 	"status":  {"list mounted volumes with their daemons and counters", runStatus},
 	"metrics": {"print a mounted volume's Prometheus metrics", runMetrics},
 }

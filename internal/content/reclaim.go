@@ -19,6 +19,9 @@ type reclaimer struct {
 	wg      sync.WaitGroup
 	eng     *Engine
 	lastErr string // of the last failed sync, logged once; reclaimer goroutine only
+	// held is read-locked by HoldReclaim and write-locked by a pass; a
+	// pass does not wait for holds but leaves its work for the next tick.
+	held sync.RWMutex
 }
 
 func (r *reclaimer) start(e *Engine, every time.Duration) {
@@ -51,6 +54,10 @@ func (r *reclaimer) add(locs []blob.Loc) {
 
 // reclaim makes the metadata durable, then punches what was pending before.
 func (r *reclaimer) reclaim() {
+	if !r.held.TryLock() {
+		return // an online check reads chunks a pass could punch; next tick
+	}
+	defer r.held.Unlock()
 	r.rmu.Lock()
 	locs := r.pending
 	r.pending = nil
@@ -73,6 +80,16 @@ func (r *reclaimer) reclaim() {
 	if err := r.eng.dropFreeRecords(locs); err != nil {
 		r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
 	}
+}
+
+// HoldReclaim keeps freed chunks from being punched until the returned
+// release is called; it waits for a pass under way. An online fsck holds
+// it while it reads a metadata snapshot, so that every chunk live in the
+// snapshot keeps its bytes (and its segment file) until the check ends.
+// Chunks freed meanwhile keep their free records and are punched later.
+func (e *Engine) HoldReclaim() (release func()) {
+	e.reclaimer.held.RLock()
+	return e.reclaimer.held.RUnlock
 }
 
 func (r *reclaimer) stop() {

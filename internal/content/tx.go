@@ -189,14 +189,7 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 		if c.Refs > 0 {
 			return t.b.Set(key, c.Encode())
 		}
-		t.freed = append(t.freed, blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored})
-		t.delta.PhysicalBytes -= int64(c.Stored)
-		t.delta.RawBytes -= int64(c.Raw)
-		t.delta.Chunks--
-		if err := t.b.Set(schema.FreeKey(c.Segment, c.Offset), schema.FreeValue(c.Stored)); err != nil {
-			return err
-		}
-		return t.b.Delete(key)
+		return t.free(h, c, true)
 	}
 	if d <= 0 {
 		if p != nil && p.written {
@@ -223,4 +216,20 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 	t.delta.RawBytes += int64(c.Raw)
 	t.delta.Chunks++
 	return t.b.Set(key, c.Encode())
+}
+
+// free deletes chunk h's record c and takes it off the counters. With
+// punch, its space is punched once the deletion is durable (a free record
+// in the same batch covers a crash before that).
+func (t *Tx) free(h schema.Hash, c schema.Chunk, punch bool) error {
+	t.delta.PhysicalBytes -= int64(c.Stored)
+	t.delta.RawBytes -= int64(c.Raw)
+	t.delta.Chunks--
+	if punch {
+		t.freed = append(t.freed, blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored})
+		if err := t.b.Set(schema.FreeKey(c.Segment, c.Offset), schema.FreeValue(c.Stored)); err != nil {
+			return err
+		}
+	}
+	return t.b.Delete(schema.ChunkKey(h))
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
 )
 
@@ -43,9 +44,12 @@ type Handlers struct {
 	Stat    func(path string) (namespace.FileStat, error)
 	Status  func() (Status, error)
 	Metrics http.Handler // the Prometheus scrape
+	// Fsck checks (or repairs) the volume in use, reporting progress.
+	Fsck func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
 }
 
-// Serve listens on the control socket in dir until ctx ends.
+// Serve listens on the control socket in dir until the returned stop is
+// called, which waits (briefly) for the requests under way to end.
 func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	path := filepath.Join(dir, SocketName)
 	os.Remove(path) // stale from a killed daemon: we hold the volume lock
@@ -72,13 +76,28 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	if h.Metrics != nil {
 		mux.Handle("GET /metrics", h.Metrics)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if h.Fsck != nil {
+		serveFsck(mux, h.Fsck)
+	}
+	// Requests run in base, so that stopping ends the long ones (an online
+	// fsck, a subtree walk) before the volume under them closes.
+	base, cancel := context.WithCancel(ctx)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return base }}
 	go srv.Serve(ln)
 	return func() {
-		srv.Close()
+		cancel()
+		wait, done := context.WithTimeout(context.Background(), stopWait)
+		defer done()
+		if srv.Shutdown(wait) != nil {
+			srv.Close()
+		}
 		os.Remove(path)
 	}, nil
 }
+
+// stopWait bounds how long stopping waits for requests to end.
+const stopWait = 10 * time.Second
 
 func reply(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")

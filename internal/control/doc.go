@@ -3,7 +3,8 @@
 // mounted volume through it; when no daemon runs, the CLI opens the store
 // itself.
 //
-// Routes: GET /v1/space (df), POST /v1/sync, GET /v1/status (status.go)
-// and GET /metrics, the Prometheus scrape (metrics.go), which
+// Routes: GET /v1/space (df), POST /v1/sync, GET /v1/status (status.go),
+// POST /v1/fsck, the online check streaming its progress (fsck.go), and
+// GET /metrics, the Prometheus scrape (metrics.go), which
 // `curl --unix-socket STORE/control.sock http://doppel/metrics` reads too.
 package control

@@ -129,7 +129,7 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	defer v.Close()
 	w.fs = v.NS
 	files, fsynced = w.verify(t, seed)
-	rep, err := fsck.Check(v, fsck.Options{VerifyData: true})
+	rep, err := fsck.Check(v.FsckStores(), fsck.Options{VerifyData: true})
 	if err != nil {
 		t.Fatal(err)
 	}

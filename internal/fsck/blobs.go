@@ -44,30 +44,38 @@ func (c *checker) checkBlobs() error {
 	})
 	v := verifier{c: c}
 	defer v.close()
-	live := map[uint32][]blob.Span{}
 	var prev located
 	for i, l := range list {
 		if i > 0 && prev.c.Segment == l.c.Segment && l.c.Offset < prev.c.Offset+uint64(prev.c.Stored) {
 			c.damage(l.h, KindChunkOverlap, "chunk %x at offset %d of segment %d overlaps chunk %x at %d", l.h[:8], l.c.Offset, l.c.Segment, prev.h[:8], prev.c.Offset)
+			// Punching either would destroy bytes of the other.
+			c.chunks[l.h].noPunch, c.chunks[prev.h].noPunch = true, true
 		}
 		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
 			// Even a cut-off chunk's bytes are its own, not free space.
-			live[l.c.Segment] = append(live[l.c.Segment], blob.LiveSpan(l.loc()))
+			c.live[l.c.Segment] = append(c.live[l.c.Segment], blob.LiveSpan(l.loc()))
 			if whole && c.opt.VerifyData {
 				v.verify(l)
 			}
+		} else {
+			c.chunks[l.h].noPunch = true // there is nothing to punch
 		}
 		if prev.c.Segment != l.c.Segment || l.c.Offset+uint64(l.c.Stored) > prev.c.Offset+uint64(prev.c.Stored) {
 			prev = l
 		}
 		done += int64(l.c.Stored)
-		if c.opt.Progress != nil {
-			c.opt.Progress(done, total)
+		if i%256 == 0 || i == len(list)-1 {
+			if err := c.ctx.Err(); err != nil {
+				return err
+			}
+			if c.opt.Progress != nil {
+				c.opt.Progress(Progress{Phase: PhaseChunks, Step: c.step, Done: done, Total: total})
+			}
 		}
 	}
-	c.checkFreed(live)
+	c.checkFreed()
 	for num := range sizes {
-		if err := c.orphanSpace(num, live[num]); err != nil {
+		if err := c.orphanSpace(num); err != nil {
 			return err
 		}
 	}
@@ -75,23 +83,44 @@ func (c *checker) checkBlobs() error {
 }
 
 // checkFreed reports pending frees that overlap a live chunk: punching
-// them would destroy its bytes.
-func (c *checker) checkFreed(live map[uint32][]blob.Span) {
+// them would destroy its bytes. Offline, the others are reported as
+// space to reclaim.
+func (c *checker) checkFreed() {
 	for _, f := range c.freed {
 		fs := blob.LiveSpan(f)
-		for _, l := range live[f.Segment] {
+		key := schema.FreeKey(f.Segment, f.Offset)
+		overlap := false
+		for _, l := range c.live[f.Segment] {
 			if fs.Start < l.End && l.Start < fs.End {
-				c.report(KindFreeOverlap, noIno, "free record for segment %d bytes %d..%d overlaps a live chunk at %d..%d",
-					f.Segment, fs.Start, fs.End, l.Start, l.End)
+				c.report(KindFreeOverlap, noIno, "free record for segment %d bytes %d..%d overlaps live chunk %s at %d..%d",
+					f.Segment, fs.Start, fs.End, c.chunkAt(f.Segment, l), l.Start, l.End)
+				c.deleteEarly(KindFreeOverlap, key, fmt.Sprintf("deleted the free record of segment %d bytes %d..%d without punching", f.Segment, fs.Start, fs.End))
+				overlap = true
 				break
 			}
+		}
+		if !overlap && !c.online {
+			c.rep.ReclaimableBytes += fs.End - fs.Start
+			c.reportSev(KindPendingFree, SeverityReclaimable, noIno, "segment %d bytes %d..%d: a freed chunk not punched yet", f.Segment, fs.Start, fs.End)
 		}
 	}
 }
 
+// chunkAt names the chunk occupying span l of segment seg (a rare
+// question: a linear search).
+func (c *checker) chunkAt(seg uint32, l blob.Span) string {
+	for h, ch := range c.chunks {
+		loc := located{h, ch.rec}.loc()
+		if !ch.bad && ch.rec.Segment == seg && blob.LiveSpan(loc) == l {
+			return fmt.Sprintf("%x", h[:8])
+		}
+	}
+	return "?"
+}
+
 // segmentSizes returns the size of every segment file.
 func (c *checker) segmentSizes() (map[uint32]int64, error) {
-	nums, err := c.v.Blobs.Segments()
+	nums, err := c.s.Blobs.Segments()
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +141,7 @@ func (c *checker) segmentSizes() (map[uint32]int64, error) {
 
 // segPath is the file of segment num (see package blob's on-disk format).
 func (c *checker) segPath(num uint32) string {
-	return filepath.Join(c.v.Dir, "chunks", fmt.Sprintf("seg-%08x", num))
+	return filepath.Join(c.s.Dir, "chunks", fmt.Sprintf("seg-%08x", num))
 }
 
 // checkLoc reports whether l's location is valid and in an existing
@@ -150,7 +179,7 @@ type verifier struct {
 
 func (v *verifier) verify(l located) {
 	c := v.c
-	stored, err := c.v.Blobs.Read(l.loc(), v.buf)
+	stored, err := c.s.Blobs.Read(l.loc(), v.buf)
 	switch {
 	case errors.Is(err, blob.ErrCorrupt):
 		c.damage(l.h, KindShortChunk, "chunk %x: %v", l.h[:8], err)

@@ -12,9 +12,11 @@ import (
 
 // chunk is what the check learns about one chunk record.
 type chunk struct {
-	rec  schema.Chunk
-	bad  bool   // the record does not decode
-	refs uint64 // extents naming the chunk
+	rec     schema.Chunk
+	bad     bool   // the record does not decode
+	refs    uint64 // extents naming the chunk
+	noPunch bool   // a repair that frees it must not punch its location
+	user    uint64 // an inode using it, if it is damaged or miscounted
 }
 
 // damage is something wrong with a chunk's stored bytes.
@@ -31,8 +33,9 @@ func (c *checker) scanChunks() error {
 		c.chunks[h] = ch
 		c.rep.Chunks++
 		if ch.rec, err = schema.DecodeChunk(v); err != nil {
-			ch.bad = true
-			c.report(KindDecode, noIno, "chunk %x: %v", h[:8], err)
+			ch.bad, ch.noPunch = true, true
+			// Its location is unknown: the files using it lost that data.
+			c.damage(h, KindDecode, "chunk %x: record does not decode: %v", h[:8], err)
 		}
 	})
 }
@@ -47,6 +50,9 @@ type extentRun struct {
 	pastEOF int   // extents ending beyond the size
 	missing int   // extents naming chunks with no record
 	first   string
+	// dropAll: the inode is missing or no file, a repair drops every extent.
+	dropAll  bool
+	dropKind string
 }
 
 func (c *checker) scanExtents() error {
@@ -54,7 +60,8 @@ func (c *checker) scanExtents() error {
 	err := c.scan([]byte{'e'}, []byte{'e' + 1}, func(k, v []byte) {
 		off, err := schema.ExtentOffset(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "extent key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "extent key %s: %v", shortHex(k), err)
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed extent key")
 			return
 		}
 		ino := be64(k[1:])
@@ -66,6 +73,7 @@ func (c *checker) scanExtents() error {
 		x, err := schema.DecodeExtent(v)
 		if err != nil {
 			c.report(KindDecode, ino, "extent of inode %d at %d: %v", ino, off, err)
+			c.dropExtent(ino, drop{off: off, kind: KindDecode, lost: "the extent record does not decode"})
 			return
 		}
 		c.extent(&run, off, x)
@@ -78,8 +86,10 @@ func (c *checker) startRun(r *extentRun) {
 	switch {
 	case r.n == nil:
 		c.report(KindDanglingExtent, r.ino, "extents of inode %d, which does not exist", r.ino)
+		r.dropAll, r.dropKind = true, KindDanglingExtent
 	case !r.n.bad && r.n.typ() != syscall.S_IFREG:
 		c.report(KindExtentNotFile, r.ino, "extents of inode %d of type %#o", r.ino, r.n.typ())
+		r.dropAll, r.dropKind = true, KindExtentNotFile
 	}
 }
 
@@ -93,22 +103,34 @@ func (c *checker) extent(r *extentRun, off int64, x schema.Extent) {
 	r.end = max(r.end, end)
 	if n := r.n; n != nil {
 		n.mapped += int64(x.Length)
+		n.extEnd = max(n.extEnd, end)
 		if !n.bad && end > n.rec.Size {
 			r.pastEOF++
 		}
 	}
+	d := drop{off: off, length: x.Length, hash: x.Hash}
 	ch := c.chunks[x.Hash]
-	if ch == nil {
+	switch {
+	case ch == nil:
 		if r.missing == 0 {
 			r.first = fmt.Sprintf("at %d, chunk %x", off, x.Hash[:8])
 		}
 		r.missing++
-		return
-	}
-	ch.refs++
-	if !ch.bad && uint64(x.ChunkOff)+uint64(x.Length) > uint64(ch.rec.Raw) {
+		d.kind, d.lost = KindMissingChunk, fmt.Sprintf("chunk %x has no record", x.Hash[:8])
+	case !ch.bad && uint64(x.ChunkOff)+uint64(x.Length) > uint64(ch.rec.Raw):
 		c.report(KindExtentPastChunk, r.ino, "extent at %d takes bytes %d..%d of chunk %x, which has %d",
 			off, x.ChunkOff, uint64(x.ChunkOff)+uint64(x.Length), x.Hash[:8], ch.rec.Raw)
+		d.kind, d.lost = KindExtentPastChunk, fmt.Sprintf("the extent reaches past the end of chunk %x", x.Hash[:8])
+	}
+	if ch != nil {
+		ch.refs++
+		d.counted = true
+	}
+	if r.dropAll {
+		d.kind, d.lost = r.dropKind, "" // no file's data
+		c.dropExtent(r.ino, d)
+	} else if d.lost != "" {
+		c.dropExtent(r.ino, d)
 	}
 }
 
@@ -118,6 +140,7 @@ func (c *checker) endRun(r *extentRun) {
 	}
 	if r.pastEOF > 0 {
 		c.report(KindExtentPastEOF, r.ino, "%d extents end beyond the size %d (the last at %d)", r.pastEOF, r.n.rec.Size, r.end)
+		c.fix.sizes[r.ino] = r.end
 	}
 }
 
@@ -145,20 +168,36 @@ func (c *checker) checkRefs() error {
 		if u := users[x.Hash]; len(u) == 0 || u[len(u)-1] != ino {
 			users[x.Hash] = append(u, ino)
 		}
+		if d, ok := lostTo(c.damaged[x.Hash]); ok {
+			off, _ := schema.ExtentOffset(k)
+			c.dropExtent(ino, drop{off: off, length: x.Length, hash: x.Hash, counted: true, kind: d.kind, lost: d.detail})
+		}
 	})
 	if err != nil {
 		return err
 	}
+	for h, u := range users {
+		c.chunks[h].user = u[0]
+	}
 	for h := range wrong {
 		ch, u := c.chunks[h], users[h]
-		ino := uint64(noIno)
-		if len(u) > 0 {
-			ino = u[0]
-		}
+		ino := ch.user
 		c.report(KindRefcount, ino, "chunk %x has refcount %d, %d extents in %d files reference it", h[:8], ch.rec.Refs, ch.refs, len(u))
 	}
 	c.reportDamage(users)
 	return nil
+}
+
+// lostTo returns the damage that makes a chunk's data lost, if any. A read
+// error may pass (a flaky disk, a file system remounted read-only): a
+// repair does not give the data up for it.
+func lostTo(ds []damage) (damage, bool) {
+	for _, d := range ds {
+		if d.kind != KindReadError {
+			return d, true
+		}
+	}
+	return damage{}, false
 }
 
 // reportDamage reports every file using a damaged chunk, once per kind of

@@ -159,7 +159,7 @@ func (e *env) inode(p string) schema.Inode {
 
 func (e *env) check(verify bool) *fsck.Report {
 	e.t.Helper()
-	r, err := fsck.Check(e.v, fsck.Options{VerifyData: verify})
+	r, err := fsck.Check(e.v.FsckStores(), fsck.Options{VerifyData: verify})
 	check(e.t, err)
 	for _, p := range r.Problems {
 		e.t.Logf("%s %s", p.Severity, p)

@@ -28,19 +28,23 @@ func (c *checker) scanSingletons() error {
 			}
 			c.nextIno = n
 		case bytes.Equal(k, schema.KeyVersion):
-			if _, err := schema.ParseU64(v); err != nil {
+			n, err := schema.ParseU64(v)
+			if err != nil {
 				c.report(KindDecode, noIno, "version record: %v", err)
 			}
+			c.version = n
 		case bytes.Equal(k, schema.KeyStats):
 			s, err := schema.DecodeStats(v)
 			if err != nil {
 				c.report(KindDecode, noIno, "stats record: %v", err)
+				c.deleteEarly(KindDecode, k, "deleted the stats record, rewritten from the totals")
 				return
 			}
 			c.stats = &s
 		case bytes.Equal(k, schema.KeySession):
 			if _, err := schema.DecodeSession(v); err != nil {
 				c.report(KindDecode, noIno, "session record: %v", err)
+				c.deleteEarly(KindDecode, k, "deleted the session record (the next open starts a new session)")
 			}
 		default:
 			c.report(KindUnknownKey, noIno, "singleton key %q", k)
@@ -60,22 +64,27 @@ func (c *checker) scanJournal() error {
 		ver, ino, err := schema.ParseJournalKey(k)
 		if err != nil {
 			c.report(KindDecode, noIno, "journal key %x: %v", k, err)
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed journal key")
 			return
 		}
+		c.maxVersion = max(c.maxVersion, ver)
 		if _, err := schema.DecodeJournalEntry(v); err != nil {
-			c.report(KindDecode, noIno, "journal entry of inode %d at version %d: %v", ino, ver, err)
+			c.report(KindDecode, ino, "journal entry of inode %d at version %d: %v", ino, ver, err)
+			c.deleteKey(KindDecode, ino, k, fmt.Sprintf("deleted the journal entry of inode %d at version %d", ino, ver))
 		}
 	})
 }
 
 // scanFree collects the free records: chunk space whose last reference is
 // gone but that was not punched yet. Opening a volume punches them, so
-// offline they are left only by a crash during the check's own open.
+// offline they are left only by a crash; online they are the reclaimer's
+// work under way and not reported.
 func (c *checker) scanFree() error {
 	return c.scan([]byte{'f'}, []byte{'f' + 1}, func(k, v []byte) {
 		seg, off, n, err := schema.DecodeFree(k, v)
 		if err != nil {
 			c.report(KindDecode, noIno, "free record %x: %v", k, err)
+			c.deleteEarly(KindDecode, k, "deleted a free record that does not decode")
 			return
 		}
 		c.freed = append(c.freed, blob.Loc{Segment: seg, Offset: off, Length: n})
@@ -88,12 +97,14 @@ func (c *checker) scanXattrs() error {
 	return c.scan(lower, upper, func(k, v []byte) {
 		name, err := schema.XattrName(k)
 		if err != nil || len(k) < 9 {
-			c.report(KindDecode, noIno, "xattr key %x: malformed", k)
+			c.report(KindDecode, keyIno(k), "xattr key %x: malformed", k)
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed xattr key")
 			return
 		}
 		ino := be64(k[1:])
 		if c.inodes[ino] == nil {
 			c.report(KindDanglingXattr, ino, "xattr %q of inode %d, which does not exist", name, ino)
+			c.deleteKey(KindDanglingXattr, ino, k, fmt.Sprintf("deleted xattr %q", name))
 		}
 	})
 }
@@ -124,18 +135,7 @@ func (c *checker) checkStats() {
 	if c.stats == nil {
 		return
 	}
-	var want schema.Stats
-	want.LogicalBytes = c.logical
-	want.Inodes = int64(len(c.inodes))
-	for _, ch := range c.chunks {
-		if ch.bad {
-			continue
-		}
-		want.Chunks++
-		want.PhysicalBytes += int64(ch.rec.Stored)
-		want.RawBytes += int64(ch.rec.Raw)
-	}
-	s := c.stats
+	want, s := c.counted(), c.stats
 	for _, f := range []struct {
 		name      string
 		got, want int64
@@ -150,6 +150,31 @@ func (c *checker) checkStats() {
 			c.report(KindStats, noIno, "%s: recorded %d, counted %d", f.name, f.got, f.want)
 		}
 	}
+}
+
+// counted is what the stats record should hold, recounted.
+func (c *checker) counted() schema.Stats {
+	var want schema.Stats
+	want.LogicalBytes = c.logical
+	want.Inodes = int64(len(c.inodes))
+	for _, ch := range c.chunks {
+		if ch.bad {
+			continue
+		}
+		want.Chunks++
+		want.PhysicalBytes += int64(ch.rec.Stored)
+		want.RawBytes += int64(ch.rec.Raw)
+	}
+	return want
+}
+
+// keyIno is the inode number a key of an inode's record starts with, or
+// noIno if the key is too short to hold one.
+func keyIno(k []byte) uint64 {
+	if len(k) < 9 {
+		return noIno
+	}
+	return be64(k[1:])
 }
 
 func be64(b []byte) uint64 {

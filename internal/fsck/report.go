@@ -46,6 +46,7 @@ const (
 	KindBadHash           = "bad-hash"             // chunk bytes do not match their hash
 	KindReadError         = "read-error"           // chunk bytes cannot be read (I/O error)
 	KindOrphanSpace       = "orphan-chunk-space"   // segment data no chunk uses (reclaimable)
+	KindPendingFree       = "pending-free"         // a freed chunk not punched yet (reclaimable)
 	KindFreeOverlap       = "free-overlaps-chunk"  // a pending free would punch a live chunk
 	KindStats             = "stats-mismatch"       // stats record differs from the totals
 )
@@ -73,6 +74,9 @@ type Report struct {
 	BytesVerified int64     `json:"bytes_verified"` // stored chunk bytes read and hashed
 	// ReclaimableBytes is segment space holding data that no chunk uses.
 	ReclaimableBytes int64 `json:"reclaimable_bytes"`
+	// Online: the volume was in use. Orphan space is then looked for only
+	// in segments of earlier sessions, and pending frees are not reported.
+	Online bool `json:"online"`
 }
 
 // Errors counts the problems that are damage (not reclaimable space).
@@ -124,12 +128,7 @@ func (c *checker) reportSev(kind, sev string, ino uint64, format string, args ..
 func (c *checker) finish() {
 	c.rep.Problems = make([]Problem, 0, len(c.problems))
 	for _, p := range c.problems {
-		if p.ino != noIno {
-			p.Path = c.pathOf(p.ino)
-		}
-		if p.name != "" {
-			p.Path = strings.TrimSuffix(p.Path, "/") + "/" + p.name
-		}
+		p.Path = c.entryPath(p.ino, p.name)
 		c.rep.Problems = append(c.rep.Problems, p.Problem)
 	}
 	slices.SortStableFunc(c.rep.Problems, func(a, b Problem) int {
@@ -141,4 +140,17 @@ func (c *checker) finish() {
 		}
 		return strings.Compare(a.Detail, b.Detail)
 	})
+}
+
+// entryPath is a path of ino, or of its entry name if name is set; "" for
+// noIno.
+func (c *checker) entryPath(ino uint64, name string) string {
+	p := ""
+	if ino != noIno {
+		p = c.pathOf(ino)
+	}
+	if name != "" {
+		p = strings.TrimSuffix(p, "/") + "/" + name
+	}
+	return p
 }

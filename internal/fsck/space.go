@@ -3,15 +3,20 @@ package fsck
 import (
 	"errors"
 	"os"
+	"slices"
 
 	"github.com/doppelfs/doppel/internal/blob"
 )
 
-// orphanSpace reports the data of segment num that no live chunk covers.
-// live holds the Align-rounded ranges of its chunks in offset order. Data
-// ranges come from SEEK_DATA/SEEK_HOLE; where the host file system cannot
-// tell, the whole file counts as data.
-func (c *checker) orphanSpace(num uint32, live []blob.Span) error {
+// orphanSpace reports the data of segment num that no live chunk (and no
+// pending free) covers. Data ranges come from SEEK_DATA/SEEK_HOLE; where
+// the host file system cannot tell, the whole file counts as data. Online,
+// segments of the running session are skipped: transactions in flight
+// write there before they commit.
+func (c *checker) orphanSpace(num uint32) error {
+	if c.online && num >= c.liveFrom {
+		return nil
+	}
 	f, err := os.Open(c.segPath(num))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -24,7 +29,7 @@ func (c *checker) orphanSpace(num uint32, live []blob.Span) error {
 	if err != nil {
 		return &os.PathError{Op: "seek data", Path: f.Name(), Err: err}
 	}
-	unused := blob.Unused(data, live)
+	unused := blob.Unused(data, c.usedSpans(num))
 	var bytes int64
 	for _, u := range unused {
 		bytes += u.End - u.Start
@@ -35,6 +40,19 @@ func (c *checker) orphanSpace(num uint32, live []blob.Span) error {
 		c.reportSev(KindOrphanSpace, SeverityReclaimable, noIno,
 			"segment %d (%s): %d bytes in %d ranges hold no live chunk (first at offset %d)",
 			num, f.Name(), bytes, ranges, first)
+		c.fix.orphanSegs = append(c.fix.orphanSegs, num)
 	}
 	return nil
+}
+
+// usedSpans are the spans of segment num that chunk records or free
+// records name: live data, or space the free path will punch.
+func (c *checker) usedSpans(num uint32) []blob.Span {
+	used := slices.Clone(c.live[num])
+	for _, f := range c.freed {
+		if f.Segment == num {
+			used = append(used, blob.LiveSpan(f))
+		}
+	}
+	return used
 }

@@ -1,6 +1,7 @@
 package fsck
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,10 @@ type inode struct {
 	links   int  // directory entries naming it
 	subdirs int  // entries in it naming directories
 	mapped  int64
-	reached bool // reachable from the root
+	extEnd  int64 // end of the furthest extent
+	reached bool  // reachable from the root
+	// badOrphan: the orphan marker is wrong and a repair deletes it.
+	badOrphan bool
 }
 
 func (n *inode) typ() uint32 { return n.rec.Mode & syscall.S_IFMT }
@@ -39,11 +43,13 @@ func (c *checker) scanInodes() error {
 		n := &inode{}
 		c.inodes[ino] = n
 		c.rep.Inodes++
+		c.maxIno = max(c.maxIno, ino)
 		var err error
 		if n.rec, err = schema.DecodeInode(v); err != nil {
 			n.bad = true
 			c.report(KindDecode, ino, "inode %d: %v", ino, err)
 		}
+		c.maxVersion = max(c.maxVersion, n.rec.Version)
 		switch n.typ() {
 		case syscall.S_IFDIR:
 			c.rep.Directories++
@@ -60,13 +66,15 @@ func (c *checker) scanOrphans() error {
 	return c.scan([]byte{'o'}, []byte{'o' + 1}, func(k, v []byte) {
 		ino, err := schema.OrphanIno(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "orphan key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "orphan key %s: %v", shortHex(k), err)
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed orphan key")
 			return
 		}
 		if n := c.inodes[ino]; n != nil {
 			n.orphan = true
 		} else {
 			c.report(KindBadOrphan, ino, "orphan marker of inode %d, which does not exist", ino)
+			c.deleteKey(KindBadOrphan, ino, k, "deleted the orphan marker")
 		}
 	})
 }
@@ -75,7 +83,8 @@ func (c *checker) scanParents() error {
 	return c.scan([]byte{'p'}, []byte{'p' + 1}, func(k, v []byte) {
 		ino, parent, name, err := schema.ParseParentKey(k)
 		if err != nil {
-			c.report(KindDecode, noIno, "back-reference key %s: %v", shortHex(k), err)
+			c.report(KindDecode, keyIno(k), "back-reference key %s: %v", shortHex(k), err)
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed back-reference key")
 			return
 		}
 		c.refs[ino] = append(c.refs[ino], parentRef{parent: parent, name: name})
@@ -88,23 +97,33 @@ func (c *checker) scanDirents() error {
 	return c.scan([]byte{'d'}, []byte{'d' + 1}, func(k, v []byte) {
 		name, err := schema.DirentName(k)
 		if err != nil || len(k) < 9 {
-			c.report(KindDecode, noIno, "entry key %s: malformed", shortHex(k))
+			c.report(KindDecode, keyIno(k), "entry key %s: malformed", shortHex(k))
+			c.deleteKey(KindDecode, noIno, k, "deleted a malformed entry key")
 			return
 		}
 		dir := be64(k[1:])
 		ent, err := schema.DecodeDirent(v)
 		if err != nil {
 			c.reportEntry(KindDecode, dir, name, "entry %q of directory %d: %v", name, dir, err)
+			c.dropEntry(KindDecode, dir, name, noIno, "deleted the entry")
 			return
 		}
-		d := c.inodes[dir]
-		if d == nil || (!d.bad && d.typ() != syscall.S_IFDIR) {
+		d, n := c.inodes[dir], c.inodes[ent.Ino]
+		hasRef := c.matchRef(ent.Ino, dir, name)
+		inDir := d != nil && (d.bad || d.typ() == syscall.S_IFDIR)
+		switch {
+		case !inDir:
 			c.reportEntry(KindDirentNotInDir, dir, name, "entry %q (inode %d) of inode %d, which is not a directory", name, ent.Ino, dir)
+			c.dropEntry(KindDirentNotInDir, dir, name, ent.Ino, "deleted the entry")
+		case n == nil:
+			c.dropEntry(KindDanglingDirent, dir, name, ent.Ino, "deleted the entry")
+		case !hasRef:
+			c.fix.keys = append(c.fix.keys, keyFix{key: schema.ParentKey(ent.Ino, dir, name), value: []byte{},
+				note: note{KindMissingParentRef, dir, name, "added the back-reference"}})
 		}
-		if !c.matchRef(ent.Ino, dir, name) {
+		if !hasRef {
 			c.reportEntry(KindMissingParentRef, dir, name, "entry %q of directory %d names inode %d, which has no back-reference for it", name, dir, ent.Ino)
 		}
-		n := c.inodes[ent.Ino]
 		if n == nil {
 			c.reportEntry(KindDanglingDirent, dir, name, "entry %q of directory %d names inode %d, which does not exist", name, dir, ent.Ino)
 			return
@@ -116,6 +135,11 @@ func (c *checker) scanDirents() error {
 			typ = n.typ()
 			if ent.Type != typ {
 				c.reportEntry(KindDirentType, dir, name, "entry says type %#o, inode %d has %#o", ent.Type, ent.Ino, typ)
+				if inDir {
+					fixed := schema.Dirent{Ino: ent.Ino, Type: typ}
+					c.fix.keys = append(c.fix.keys, keyFix{key: clone(k), value: fixed.Encode(),
+						note: note{KindDirentType, dir, name, fmt.Sprintf("recorded type %#o", typ)}})
+				}
 			}
 		}
 		if typ == syscall.S_IFDIR && d != nil {
@@ -152,15 +176,20 @@ func (c *checker) checkTree() {
 		for _, r := range rs {
 			if !r.matched {
 				c.report(KindDanglingParentRef, ino, "back-reference of inode %d as entry %q of directory %d, which has no such entry", ino, r.name, r.parent)
+				c.deleteKey(KindDanglingParentRef, ino, schema.ParentKey(ino, r.parent, r.name),
+					fmt.Sprintf("deleted the back-reference as entry %q of directory %d", r.name, r.parent))
 			}
 		}
 	}
 }
 
 // walk marks everything reachable from the root.
-func (c *checker) walk() {
-	c.inodes[vfs.RootIno].reached = true
-	queue := []uint64{vfs.RootIno}
+func (c *checker) walk() { c.walkFrom(vfs.RootIno) }
+
+// walkFrom marks top and everything reachable from it.
+func (c *checker) walkFrom(top uint64) {
+	c.inodes[top].reached = true
+	queue := []uint64{top}
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
@@ -181,6 +210,8 @@ func (c *checker) checkInode(ino uint64, n *inode) {
 	switch {
 	case n.orphan && (n.links > 0 || (!n.bad && n.rec.Nlink != 0)):
 		c.report(KindBadOrphan, ino, "orphan marker on inode %d, which has %d entries and nlink %d", ino, n.links, n.rec.Nlink)
+		n.badOrphan = true
+		c.deleteKey(KindBadOrphan, ino, schema.OrphanKey(ino), "deleted the orphan marker")
 	case !n.orphan && !n.reached && ino != vfs.RootIno:
 		c.report(KindUnreachable, ino, "inode %d (nlink %d, %d entries) is not reachable from the root", ino, n.rec.Nlink, n.links)
 	}
@@ -188,14 +219,7 @@ func (c *checker) checkInode(ino uint64, n *inode) {
 		return
 	}
 	isDir := n.typ() == syscall.S_IFDIR
-	want := uint32(n.links)
-	if isDir {
-		want = uint32(2 + n.subdirs)
-		if n.orphan && n.links == 0 {
-			want = 0 // removed while open
-		}
-	}
-	if n.rec.Nlink != want {
+	if want := n.wantNlink(); n.rec.Nlink != want {
 		c.report(KindNlink, ino, "inode %d has nlink %d, want %d", ino, n.rec.Nlink, want)
 	}
 	if isDir && (n.links > 1 || (ino == vfs.RootIno && n.links > 0)) {
@@ -204,6 +228,17 @@ func (c *checker) checkInode(ino uint64, n *inode) {
 	if n.mapped != n.rec.Mapped {
 		c.report(KindMapped, ino, "inode %d records %d mapped bytes, its extents map %d", ino, n.rec.Mapped, n.mapped)
 	}
+}
+
+// wantNlink is the link count the entries naming n give it.
+func (n *inode) wantNlink() uint32 {
+	if n.typ() != syscall.S_IFDIR {
+		return uint32(n.links)
+	}
+	if n.orphan && !n.badOrphan && n.links == 0 {
+		return 0 // removed while open
+	}
+	return uint32(2 + n.subdirs)
 }
 
 // reportEntry reports a problem of entry name of directory dir.

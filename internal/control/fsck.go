@@ -1,0 +1,120 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/fsck"
+)
+
+// FsckRequest asks the daemon to check (and repair) its volume.
+type FsckRequest struct {
+	VerifyData bool `json:"verify_data"`
+	Repair     bool `json:"repair"`
+}
+
+// FsckResult is the outcome: Report for a check, Repair for a repair.
+type FsckResult struct {
+	Report *fsck.Report       `json:"report,omitempty"`
+	Repair *fsck.RepairReport `json:"repair,omitempty"`
+}
+
+// fsckLine is one line of the streamed reply: progress while the check
+// runs, then the result or the error.
+type fsckLine struct {
+	Progress *fsck.Progress `json:"progress,omitempty"`
+	Result   *FsckResult    `json:"result,omitempty"`
+	Error    *remoteError   `json:"failure,omitempty"`
+}
+
+// progressEvery is how often the daemon streams progress (a variable for
+// tests).
+var progressEvery = 500 * time.Millisecond
+
+// serveFsck answers POST /v1/fsck with newline-delimited JSON: progress
+// lines while the check runs, then one line with the result or the
+// error. The check stops if the client goes away.
+func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(fsck.Progress)) (FsckResult, error)) {
+	mux.HandleFunc("POST /v1/fsck", func(w http.ResponseWriter, r *http.Request) {
+		var req FsckRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			reply(w, nil, fmt.Errorf("bad fsck request: %w", err))
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		flusher, _ := w.(http.Flusher)
+		var mu sync.Mutex // progress may come from the check's goroutines
+		enc := json.NewEncoder(w)
+		send := func(l fsckLine) {
+			mu.Lock()
+			defer mu.Unlock()
+			enc.Encode(l)
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		var last time.Time
+		progress := func(p fsck.Progress) {
+			if now := time.Now(); now.Sub(last) >= progressEvery {
+				last = now
+				send(fsckLine{Progress: &p})
+			}
+		}
+		res, err := run(r.Context(), req, progress)
+		if err != nil {
+			var errno syscall.Errno
+			errors.As(err, &errno)
+			send(fsckLine{Error: &remoteError{Msg: err.Error(), Errno: errno}})
+			return
+		}
+		send(fsckLine{Result: &res})
+	})
+}
+
+// Fsck asks the daemon to check its volume, calling progress (if not nil)
+// as the check goes. It waits as long as the check takes.
+func (c *Client) Fsck(req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
+	body, _ := json.Marshal(req)
+	hreq, _ := http.NewRequest("POST", "http://doppel/v1/fsck", bytes.NewReader(body))
+	long := &http.Client{Transport: c.http.Transport} // no timeout: a check reads the whole volume
+	resp, err := long.Do(hreq)
+	if err != nil {
+		return FsckResult{}, fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var e remoteError
+		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Msg == "" {
+			e.Msg = "POST /v1/fsck: " + resp.Status
+		}
+		return FsckResult{}, e
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<30) // the result line holds every problem
+	for sc.Scan() {
+		var l fsckLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return FsckResult{}, fmt.Errorf("daemon reply: %w", err)
+		}
+		switch {
+		case l.Error != nil:
+			return FsckResult{}, *l.Error
+		case l.Result != nil:
+			return *l.Result, nil
+		case l.Progress != nil && progress != nil:
+			progress(*l.Progress)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return FsckResult{}, fmt.Errorf("daemon reply: %w", err)
+	}
+	return FsckResult{}, errors.New("daemon reply: the check ended without a result (did the daemon stop?)")
+}
