@@ -67,6 +67,7 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
 	memfs := vfs.NewStrictMem()
+	boot := 0
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	nsOpt := namespace.Options{
 		FlushInterval: time.Duration(5+r.IntN(50)) * time.Millisecond,
@@ -75,7 +76,8 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	}
 	open := func() (*volume.Volume, *lossyBlobs) {
 		t.Helper()
-		m, err := meta.OpenPebbleFS("/meta", memfs)
+		boot++
+		m, err := meta.OpenPebbleFS("/meta", freshLocks{memfs, boot})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,6 +139,18 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 		t.Errorf("seed %d: fsck after power loss: %s %s %s %s", seed, p.Severity, p.Kind, p.Path, p.Detail)
 	}
 	return files, fsynced, dropped
+}
+
+// freshLocks gives each boot its own lock files: the kernel drops a dead
+// process's locks, but a store that failed at the power cut (it refuses to
+// close) keeps its lock in the in-memory file system.
+type freshLocks struct {
+	vfs.FS
+	boot int
+}
+
+func (f freshLocks) Lock(name string) (io.Closer, error) {
+	return f.FS.Lock(fmt.Sprintf("%s.boot%d", name, f.boot))
 }
 
 func syncRoot(t *testing.T, fs vfs.FS) {

@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 )
 
@@ -29,6 +30,13 @@ func (f *failStop) failure() error {
 		return fmt.Errorf("%w (since: %v)", ErrFailed, *p)
 	}
 	return nil
+}
+
+// stop makes cause the store's failure, unless it failed already.
+func (f *failStop) stop(cause error) {
+	if f.cause.CompareAndSwap(nil, &cause) {
+		slog.Error("metadata store stopped", "component", "pebble", "err", cause)
+	}
 }
 
 // guard runs fn unless the store failed, turning a panic into the store's

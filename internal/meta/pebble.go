@@ -26,6 +26,7 @@ func OpenPebble(dir string) (*Pebble, error) { return OpenPebbleFS(dir, vfs.Defa
 // a file system that can simulate a power loss or inject errors.
 func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	wal := newSoftWAL(fs)
+	p := &Pebble{wal: wal}
 	opts := &pebble.Options{
 		FS:     wal,
 		Cache:  pebble.NewCache(64 << 20),
@@ -38,9 +39,11 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 			BackgroundError: logBackgroundError,
 			// Called with the memtables to flush chosen and before their
 			// table is written and synced.
+			// If the data cannot be made durable, the store stops taking
+			// writes (the flush itself cannot be refused here).
 			FlushBegin: func(pebble.FlushInfo) {
 				if err := wal.makingDurable(); err != nil {
-					panic(fmt.Sprintf("meta: cannot make data durable before a metadata flush: %v", err))
+					p.stop(fmt.Errorf("cannot make chunk data durable before a metadata flush: %w", err))
 				}
 			},
 		},
@@ -57,7 +60,8 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
 	}
-	return &Pebble{db: db, wal: wal}, nil
+	p.db = db
+	return p, nil
 }
 
 func (p *Pebble) Get(key []byte) ([]byte, error) { return getCopy(p.db, key) }
