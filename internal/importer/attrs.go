@@ -28,16 +28,19 @@ func fullAttr(st *unix.Stat_t) vfs.SetAttr {
 }
 
 // copyXattrs gives the volume entry ino the extended attributes of the
-// source entry at path, and, when its directory had attributes the volume
-// may pass on to new entries, removes those the source entry lacks. What
-// cannot be read or set is a warning. It reports whether the entry has
-// attributes now.
+// source entry at path; see setXattrs.
 func (im *importer) copyXattrs(path string, ino uint64, inherits bool) bool {
+	return im.setXattrs(path, ino, im.readXattrs(path), inherits)
+}
+
+// readXattrs reads the extended attributes of the source entry at path,
+// but system.* ones. What cannot be read is a warning.
+func (im *importer) readXattrs(path string) []vfs.Xattr {
 	names, err := listXattrs(path)
 	if err != nil {
 		im.warn("%s: cannot list extended attributes: %v", path, err)
 	}
-	kept := names[:0]
+	var out []vfs.Xattr
 	for _, name := range names {
 		if strings.HasPrefix(name, "system.") {
 			im.warn("%s: extended attribute %s skipped (doppel does not enforce ACLs or system attributes)", path, name)
@@ -48,11 +51,23 @@ func (im *importer) copyXattrs(path string, ino uint64, inherits bool) bool {
 			im.warn("%s: cannot read extended attribute %s: %v", path, name, err)
 			continue
 		}
-		if err := im.fs.SetXattr(ino, name, val, 0); err != nil {
-			im.warn("%s: cannot set extended attribute %s: %v", path, name, err)
+		out = append(out, vfs.Xattr{Name: name, Value: val})
+	}
+	return out
+}
+
+// setXattrs gives the volume entry ino the attributes xs, and, when its
+// directory had attributes the volume may pass on to new entries, removes
+// those the source entry lacks. What cannot be set is a warning. It
+// reports whether the entry has attributes now.
+func (im *importer) setXattrs(path string, ino uint64, xs []vfs.Xattr, inherits bool) bool {
+	var kept []string
+	for _, x := range xs {
+		if err := im.fs.SetXattr(ino, x.Name, x.Value, 0); err != nil {
+			im.warn("%s: cannot set extended attribute %s: %v", path, x.Name, err)
 			continue
 		}
-		kept = append(kept, name)
+		kept = append(kept, x.Name)
 	}
 	if inherits {
 		got, _ := im.fs.ListXattr(ino)

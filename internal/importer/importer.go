@@ -74,11 +74,18 @@ func (s *Summary) TargetEntry() (parent uint64, name string) { return s.parent, 
 
 const maxWarnings = 20
 
+// Volume is what an import writes to: a namespace that creates whole
+// files (vfs.FileCreator) besides the usual operations.
+type Volume interface {
+	vfs.FS
+	vfs.FileCreator
+}
+
 // Import copies the host path src into the volume fs at the volume path
 // dst (see the package comment for the rules). Failures of single source
 // entries are listed in the summary; the error is for failures of the
 // whole import (bad arguments, volume errors, interruption).
-func Import(ctx context.Context, vol vfs.FS, src, dst string, opt Options) (Summary, error) {
+func Import(ctx context.Context, vol Volume, src, dst string, opt Options) (Summary, error) {
 	im, st, err := prepare(vol, src, opt)
 	if err != nil {
 		return Summary{}, err
@@ -92,7 +99,7 @@ func Import(ctx context.Context, vol vfs.FS, src, dst string, opt Options) (Summ
 
 // importer is the state of one import.
 type importer struct {
-	fs    vfs.FS
+	fs    Volume
 	src   string // absolute
 	opt   Options
 	guard guard
@@ -103,7 +110,6 @@ type importer struct {
 
 	mu       sync.Mutex
 	failures []Failure
-	failed   []*node
 	warnings []string
 	fatal    error
 	stop     context.CancelFunc
@@ -120,15 +126,18 @@ type counters struct {
 	counted                                                             atomic.Bool
 }
 
-// node is an entry created in the volume, with every name it got there.
+// node is an entry of the source with several names. The first name is
+// imported as the walk meets it; the others are linked to it at the end.
 type node struct {
-	ino   uint64
-	names []entryName
+	ino   uint64 // in the volume; 0 until (or unless) it is imported
+	path  string // of the first name
+	extra []entryName
 }
 
 type entryName struct {
 	parent uint64
 	name   string
+	path   string
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -158,7 +167,7 @@ func volErr(op, path string, err error) error {
 }
 
 // prepare checks src and builds the importer.
-func prepare(vol vfs.FS, src string, opt Options) (*importer, *unix.Stat_t, error) {
+func prepare(vol Volume, src string, opt Options) (*importer, *unix.Stat_t, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		return nil, nil, err
@@ -218,7 +227,7 @@ func (im *importer) run(ctx context.Context, st *unix.Stat_t, parent uint64, nam
 	wg.Wait()
 	stopTicker()
 	if im.fatal == nil && ctx.Err() == nil {
-		im.record("", im.removeFailed())
+		im.record("", im.linkRest())
 		im.record("", im.setDirAttrs())
 	}
 	im.record("", volErr("sync", target, im.fs.SyncFS()))
@@ -274,13 +283,18 @@ func (im *importer) warn(format string, args ...any) {
 	im.mu.Unlock()
 }
 
-// removeFailed unlinks every name of files whose content failed halfway.
-func (im *importer) removeFailed() error {
-	for _, n := range im.failed {
-		for _, e := range n.names {
-			if err := im.fs.Unlink(e.parent, e.name); err != nil {
-				return volErr("unlink", e.name, err)
+// linkRest gives entries with several names their other names.
+func (im *importer) linkRest() error {
+	for _, n := range im.links {
+		for _, e := range n.extra {
+			if n.ino == 0 {
+				im.record(e.path, fmt.Errorf("a hard link to %s, which could not be imported", n.path))
+				continue
 			}
+			if _, err := im.fs.Link(n.ino, e.parent, e.name); err != nil {
+				return volErr("link", e.path, err)
+			}
+			im.n.hardLinks.Add(1)
 		}
 	}
 	return nil

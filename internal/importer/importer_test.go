@@ -224,8 +224,9 @@ func TestImportSourceErrors(t *testing.T) {
 	for _, f := range s.Failures {
 		got[strings.TrimPrefix(f.Path, src+"/")] = f.Err
 	}
-	if len(got) != 2 || !strings.Contains(got["secret"], "permission denied") || !strings.Contains(got["dir/bad"], "input/output error") || s.Failed != 2 {
-		t.Errorf("failures %q (%d); want secret: permission denied, dir/bad: input/output error", got, s.Failed)
+	if len(got) != 3 || s.Failed != 3 || !strings.Contains(got["secret"], "permission denied") ||
+		!strings.Contains(got["dir/bad"], "input/output error") || !strings.Contains(got["zz-bad-link"], "dir/bad") {
+		t.Errorf("failures %q (%d); want secret: permission denied, dir/bad: input/output error, zz-bad-link: a link to dir/bad", got, s.Failed)
 	}
 	// What failed is not in the volume (neither name of dir/bad); all
 	// the rest is, with its directories' times intact.

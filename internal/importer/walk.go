@@ -15,18 +15,15 @@ import (
 // the directory inode parent. Source failures are recorded and walking
 // goes on; the error returned stops the import (volume error,
 // interruption). inherits says the new entry's directory got extended
-// attributes, which the volume may have passed on to the new entry.
+// attributes, which the volume may have passed on to the new entry
+// (regular files are created with exactly their own).
 func (im *importer) walk(path string, st *unix.Stat_t, parent uint64, name string, inherits bool) error {
 	if err := im.ctx.Err(); err != nil {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
 		if n := im.links[devIno{st.Dev, st.Ino}]; n != nil {
-			if _, err := im.fs.Link(n.ino, parent, name); err != nil {
-				return volErr("link", path, err)
-			}
-			n.names = append(n.names, entryName{parent, name})
-			im.n.hardLinks.Add(1)
+			n.extra = append(n.extra, entryName{parent, name, path})
 			return nil
 		}
 	}
@@ -35,7 +32,7 @@ func (im *importer) walk(path string, st *unix.Stat_t, parent uint64, name strin
 	case unix.S_IFDIR:
 		return im.importDir(path, st, parent, name, inherits)
 	case unix.S_IFREG:
-		err = im.importFile(path, parent, name, inherits)
+		err = im.importFile(path, parent, name) // gets exactly its own xattrs
 	case unix.S_IFLNK:
 		err = im.importSymlink(path, st, parent, name, inherits)
 	default:
@@ -55,9 +52,10 @@ func (im *importer) fatalOrNil() error {
 	return im.ctx.Err()
 }
 
-// remember makes later names of st's inode hard links to ino.
-func (im *importer) remember(st *unix.Stat_t, ino uint64, parent uint64, name string) *node {
-	n := &node{ino: ino, names: []entryName{{parent, name}}}
+// remember notes an entry whose other names (if it has any) are linked
+// to it at the end.
+func (im *importer) remember(st *unix.Stat_t, path string) *node {
+	n := &node{path: path}
 	if st.Nlink > 1 {
 		im.links[devIno{st.Dev, st.Ino}] = n
 	}
@@ -123,7 +121,7 @@ func (im *importer) importSymlink(path string, st *unix.Stat_t, parent uint64, n
 	if err != nil {
 		return volErr("symlink", path, err)
 	}
-	im.remember(st, a.Ino, parent, name)
+	im.remember(st, path).ino = a.Ino
 	im.copyXattrs(path, a.Ino, inherits)
 	in := fullAttr(st)
 	in.SetMode = false // a symlink's mode is always 0777
@@ -147,7 +145,7 @@ func (im *importer) importSpecial(path string, st *unix.Stat_t, parent uint64, n
 	if err != nil {
 		return volErr("mknod", path, err)
 	}
-	im.remember(st, a.Ino, parent, name)
+	im.remember(st, path).ino = a.Ino
 	im.copyXattrs(path, a.Ino, inherits)
 	if _, err := im.fs.SetAttr(vfs.Caller{}, a.Ino, fullAttr(st)); err != nil {
 		return volErr("setattr", path, err)
