@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
+	"github.com/doppelfs/doppel/internal/importer"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -70,8 +72,9 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
 	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
-		Space: vol.Space,
-		Sync:  vol.NS.SyncFS,
+		Space:  vol.Space,
+		Sync:   vol.NS.SyncFS,
+		Import: daemonImport(vol, srv, mp, log),
 	})
 	if err != nil {
 		srv.Unmount()
@@ -99,4 +102,21 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	signal.Stop(sigs)
 	log.Info("unmounted; flushing", "mountpoint", mp)
 	return nil
+}
+
+// daemonImport serves `doppel import` into the mounted volume: the daemon
+// reads the source itself and writes through its namespace, without FUSE
+// round trips. The kernel is then told to forget any cached absence of
+// the new entry.
+func daemonImport(vol *volume.Volume, srv *fuse.Server, mp string, log *slog.Logger) control.ImportHandler {
+	return func(ctx context.Context, req control.ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
+		log.Info("import", "src", req.Src, "dst", req.Dst, "jobs", req.Jobs)
+		opt := importer.Options{Jobs: req.Jobs, Mountpoint: mp, OnProgress: progress}
+		s, err := vol.Import(ctx, req.Src, req.Dst, opt)
+		if parent, name := s.TargetEntry(); parent != 0 {
+			srv.EntryNotify(parent, name)
+		}
+		log.Info("import done", "target", s.Target, "files", s.Files, "bytes", s.Bytes, "failed", s.Failed, "err", err)
+		return s, err
+	}
 }

@@ -186,8 +186,7 @@ type progress struct {
 }
 
 func newProgress(w *os.File) *progress {
-	_, err := unix.IoctlGetTermios(int(w.Fd()), unix.TCGETS)
-	return &progress{w: w, tty: err == nil, start: time.Now()}
+	return &progress{w: w, tty: isTerminal(w), start: time.Now()}
 }
 
 func (p *progress) update(done, total int64) {

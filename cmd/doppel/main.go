@@ -22,6 +22,7 @@ var commands = map[string]command{
 	"df":     {"show logical and physical space, dedup ratio", runDf},
 	"sync":   {"make everything written to a volume durable", runSync},
 	"fsck":   {"check an unmounted volume for damage (repairs nothing)", runFsck},
+	"import": {"copy a host tree into a volume, in parallel, keeping all metadata", runImport},
 }
 
 func usage() {

@@ -34,8 +34,9 @@ type SpaceReport struct {
 
 // Handlers are the daemon's answers.
 type Handlers struct {
-	Space func() (SpaceReport, error)
-	Sync  func() error
+	Space  func() (SpaceReport, error)
+	Sync   func() error
+	Import ImportHandler
 }
 
 // Serve listens on the control socket in dir until ctx ends.
@@ -58,6 +59,7 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	mux.HandleFunc("POST /v1/sync", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, struct{}{}, h.Sync())
 	})
+	mux.HandleFunc("POST /v1/import", serveImport(h.Import))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
