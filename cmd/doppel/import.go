@@ -83,7 +83,7 @@ func runImport(args []string) error {
 		return err
 	}
 	if n := len(sum.Failures); n > 0 {
-		return fmt.Errorf("%d entries of %s could not be imported (listed above); everything else was", n, src)
+		return fmt.Errorf("could not import %d of the entries of %s (listed above); everything else was imported", n, src)
 	}
 	return nil
 }
