@@ -31,48 +31,8 @@ type Options struct {
 	ProgressInterval time.Duration
 }
 
-// Progress counts what an import did so far.
-type Progress struct {
-	Files     int64 `json:"files"` // regular files whose content is in
-	Dirs      int64 `json:"dirs"`
-	Symlinks  int64 `json:"symlinks"`
-	Specials  int64 `json:"specials"`   // fifos, sockets, device nodes
-	HardLinks int64 `json:"hard_links"` // extra names of entries already imported
-	Bytes     int64 `json:"bytes"`      // bytes read from SRC
-	Failed    int64 `json:"failed"`     // entries that could not be imported
-	// TotalFiles and TotalBytes count SRC's distinct regular files; they
-	// grow until Counted.
-	TotalFiles int64         `json:"total_files"`
-	TotalBytes int64         `json:"total_bytes"`
-	Counted    bool          `json:"counted"`
-	Elapsed    time.Duration `json:"elapsed_ns"`
-}
-
-// Failure is a source entry that could not be imported.
-type Failure struct {
-	Path string `json:"path"`
-	Err  string `json:"error"`
-}
-
-// Summary is the outcome of an import.
-type Summary struct {
-	Progress
-	Target string `json:"target"` // the volume path created
-	// StoredBytes is the growth of the volume's stored chunk data during
-	// the import; the caller that owns the volume fills it in.
-	StoredBytes int64     `json:"stored_bytes"`
-	Failures    []Failure `json:"failures,omitempty"`
-	Warnings    []string  `json:"warnings,omitempty"` // the first maxWarnings
-	WarnCount   int64     `json:"warning_count"`
-
-	parent uint64 // where Target's entry lives
-	name   string
-}
-
-// TargetEntry is the directory inode and name of the entry created.
-func (s *Summary) TargetEntry() (parent uint64, name string) { return s.parent, s.name }
-
-const maxWarnings = 20
+// maxJobs bounds Jobs: each file in flight may hold three 8 MiB windows.
+const maxJobs = 64
 
 // Volume is what an import writes to: a namespace that creates whole
 // files (vfs.FileCreator) besides the usual operations.
@@ -81,7 +41,7 @@ type Volume interface {
 	vfs.FileCreator
 }
 
-// Import copies the host path src into the volume fs at the volume path
+// Import copies the host path src into the volume vol at the volume path
 // dst (see the package comment for the rules). Failures of single source
 // entries are listed in the summary; the error is for failures of the
 // whole import (bad arguments, volume errors, interruption).
@@ -191,6 +151,7 @@ func prepare(vol Volume, src string, opt Options) (*importer, *unix.Stat_t, erro
 	if opt.Jobs <= 0 {
 		opt.Jobs = runtime.GOMAXPROCS(0)
 	}
+	opt.Jobs = min(opt.Jobs, maxJobs)
 	if opt.ProgressInterval <= 0 {
 		opt.ProgressInterval = 500 * time.Millisecond
 	}
@@ -198,8 +159,9 @@ func prepare(vol Volume, src string, opt Options) (*importer, *unix.Stat_t, erro
 }
 
 // run imports the source (whose lstat is st) as name in the directory
-// inode parent: walk and create, copy files in parallel, remove what
-// failed, set directory attributes last, then make it all durable.
+// inode parent: walk and create, copy files in parallel, link the other
+// names of hard-linked entries, set directory attributes last, then make
+// it all durable.
 func (im *importer) run(ctx context.Context, st *unix.Stat_t, parent uint64, name, target string) (Summary, error) {
 	im.start = time.Now()
 	ctx, im.stop = context.WithCancel(ctx)

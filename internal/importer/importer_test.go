@@ -274,3 +274,28 @@ func TestImportNeverReadsItsStore(t *testing.T) {
 		t.Errorf("warnings %q, want one about skipping the store", s.Warnings)
 	}
 }
+
+// TestImportLeavesAtimes checks that reading the source moves no atime,
+// even where relatime would (atime before mtime), so that the atimes
+// imported are the ones the source had before.
+func TestImportLeavesAtimes(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "src")
+	check(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
+	check(t, os.WriteFile(filepath.Join(src, "d", "f"), []byte("data"), 0o644))
+	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
+	atime := mtime.Add(-time.Hour + 5)
+	for _, p := range []string{"d/f", "d", "."} {
+		check(t, os.Chtimes(filepath.Join(src, p), atime, mtime))
+	}
+	v := openVolume(t)
+	_, err := v.Import(context.Background(), src, "/dst", importer.Options{})
+	check(t, err)
+	for _, p := range []string{"d/f", "d", "."} {
+		fi := must(os.Stat(filepath.Join(src, p)))
+		hostAtime := time.Unix(fi.Sys().(*syscall.Stat_t).Atim.Unix())
+		got := lookup(t, v.NS, filepath.Join("/dst", p))
+		if !hostAtime.Equal(atime) || !got.Atime.Equal(atime) {
+			t.Errorf("%s: atime %v, now %v in the source and %v in the volume", p, atime, hostAtime, got.Atime)
+		}
+	}
+}

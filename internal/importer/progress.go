@@ -1,7 +1,6 @@
 package importer
 
 import (
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -43,35 +42,36 @@ func (im *importer) tick() (stop func()) {
 
 // countTotals counts the distinct regular files under the source and
 // their bytes, for the progress totals, alongside the import. It only
-// lists and stats; errors are the import's to report.
+// lists (without moving directory atimes, where the kernel lets it) and
+// stats; errors are the import's to report.
 func (im *importer) countTotals() {
 	seen := map[devIno]bool{}
-	filepath.WalkDir(im.src, func(p string, d fs.DirEntry, err error) error {
-		if im.ctx.Err() != nil {
-			return filepath.SkipAll
-		}
-		if err != nil || !(d.IsDir() || d.Type().IsRegular()) {
-			return nil
-		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil {
-			return nil
-		}
-		if d.IsDir() {
-			if p != im.src && im.guard.skip(&st) {
-				return filepath.SkipDir
+	var walk func(p string, st *unix.Stat_t)
+	walk = func(p string, st *unix.Stat_t) {
+		switch {
+		case im.ctx.Err() != nil:
+		case st.Mode&unix.S_IFMT == unix.S_IFREG:
+			if st.Nlink > 1 {
+				if seen[devIno{st.Dev, st.Ino}] {
+					return
+				}
+				seen[devIno{st.Dev, st.Ino}] = true
 			}
-			return nil
-		}
-		if st.Nlink > 1 {
-			if seen[devIno{st.Dev, st.Ino}] {
-				return nil
+			im.n.totalFiles.Add(1)
+			im.n.totalBytes.Add(st.Size)
+		case st.Mode&unix.S_IFMT == unix.S_IFDIR && (p == im.src || !im.guard.skip(st)):
+			names, _ := readDirNames(p)
+			for _, name := range names {
+				var cst unix.Stat_t
+				if unix.Lstat(filepath.Join(p, name), &cst) == nil {
+					walk(filepath.Join(p, name), &cst)
+				}
 			}
-			seen[devIno{st.Dev, st.Ino}] = true
 		}
-		im.n.totalFiles.Add(1)
-		im.n.totalBytes.Add(st.Size)
-		return nil
-	})
+	}
+	var st unix.Stat_t
+	if unix.Lstat(im.src, &st) == nil {
+		walk(im.src, &st)
+	}
 	im.n.counted.Store(im.ctx.Err() == nil)
 }

@@ -2,7 +2,6 @@ package importer_test
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -241,5 +240,3 @@ func check(t *testing.T, err error) {
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }
-
-var errNotRoot = errors.New("needs root")
