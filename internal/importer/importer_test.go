@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -196,6 +197,7 @@ func TestImportSourceErrors(t *testing.T) {
 	check(t, os.WriteFile(filepath.Join(src, "secret"), []byte("no"), 0o600))
 	check(t, os.WriteFile(filepath.Join(src, "dir", "bad"), randomBytes(6, 9*MiB), 0o644))
 	check(t, os.Link(filepath.Join(src, "dir", "bad"), filepath.Join(src, "zz-bad-link")))
+	var mu sync.Mutex
 	badFds := map[int]int{} // fd of dir/bad -> reads so far
 	open, pread := *importer.OpenSource, *importer.PreadSource
 	t.Cleanup(func() { *importer.OpenSource, *importer.PreadSource = open, pread })
@@ -205,15 +207,21 @@ func TestImportSourceErrors(t *testing.T) {
 		}
 		f, err := open(p)
 		if err == nil && strings.HasSuffix(p, "dir/bad") {
-			badFds[int(f.Fd())] = 0 // only the walker opens: no race
+			mu.Lock()
+			badFds[int(f.Fd())] = 0
+			mu.Unlock()
 		}
 		return f, err
 	}
 	*importer.PreadSource = func(fd int, b []byte, off int64) (int, error) {
-		if n, ok := badFds[fd]; ok { // read by one worker at a time
-			if badFds[fd] = n + 1; n == 1 {
-				return 0, syscall.EIO
-			}
+		mu.Lock()
+		n, ok := badFds[fd]
+		if ok {
+			badFds[fd] = n + 1
+		}
+		mu.Unlock()
+		if ok && n == 1 {
+			return 0, syscall.EIO
 		}
 		return pread(fd, b, off)
 	}
