@@ -24,6 +24,7 @@ type sourceReader struct {
 	im         *importer
 	fd         int
 	size       int64 // when the file was opened
+	sparse     bool  // it may have holes: fewer blocks than bytes
 	off, until int64 // the next byte to read, the end of its data range
 }
 
@@ -35,7 +36,10 @@ func (r *sourceReader) next(p []byte) (int64, int, error) {
 		if r.off >= r.size {
 			return 0, 0, io.EOF
 		}
-		data, hole, err := nextData(r.fd, r.off, r.size)
+		data, hole, err := r.off, r.size, error(nil)
+		if r.sparse {
+			data, hole, err = nextData(r.fd, r.off, r.size)
+		}
 		if err != nil {
 			return 0, 0, &sourceError{fmt.Errorf("seek at offset %d: %w", r.off, err)}
 		}

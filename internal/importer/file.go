@@ -86,7 +86,7 @@ func (im *importer) copyFile(j *fileJob) error {
 	if err := im.ctx.Err(); err != nil {
 		return err
 	}
-	r := &sourceReader{im: im, fd: int(j.src.Fd()), size: j.st.Size}
+	r := &sourceReader{im: im, fd: int(j.src.Fd()), size: j.st.Size, sparse: j.st.Blocks*512 < j.st.Size}
 	attr := fullAttr(&j.st)
 	nf := vfs.NewFile{
 		Mode: attr.Mode, Uid: attr.Uid, Gid: attr.Gid, Atime: attr.Atime, Mtime: attr.Mtime,
