@@ -205,3 +205,35 @@ func TestImportErrors(t *testing.T) {
 	v.umount(t)
 	v.fsck(t)
 }
+
+// TestImportInterruptedByUmount unmounts while the daemon imports: the
+// unmount succeeds, the import is interrupted (or had just finished), and
+// the volume is consistent.
+func TestImportInterruptedByUmount(t *testing.T) {
+	v := newVolume(t)
+	src := realTempDir(t)
+	for i := range 64 {
+		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%02d", i)), randomBytes(uint64(50+i), 2*MiB), 0o644))
+	}
+	var out strings.Builder
+	cmd := exec.Command(doppelBin, "import", src, v.path("dst"))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	defer cmd.Process.Kill()
+	for {
+		if _, err := os.Stat(v.path("dst")); err == nil {
+			break
+		}
+		if cmd.ProcessState != nil {
+			t.Fatalf("import ended before it created anything:\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	v.umount(t) // checks that the daemon is gone too
+	err := cmd.Wait()
+	if err != nil && !strings.Contains(out.String(), "interrupted") && !strings.Contains(out.String(), "broke off") {
+		t.Errorf("import: %v, without saying it was interrupted:\n%s", err, out.String())
+	}
+	t.Logf("import: %v\n%s", err, out.String())
+	v.fsck(t)
+}

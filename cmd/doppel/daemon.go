@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
-	"github.com/doppelfs/doppel/internal/importer"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -71,10 +69,11 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		srv.Unmount()
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
+	imports := &daemonImports{vol: vol, srv: srv, mp: mp, log: log}
 	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
 		Space:  vol.Space,
 		Sync:   vol.NS.SyncFS,
-		Import: daemonImport(vol, srv, mp, log),
+		Import: imports.run,
 	})
 	if err != nil {
 		srv.Unmount()
@@ -100,23 +99,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	}()
 	srv.Wait()
 	signal.Stop(sigs)
+	imports.stop() // before the volume closes under them
 	log.Info("unmounted; flushing", "mountpoint", mp)
 	return nil
-}
-
-// daemonImport serves `doppel import` into the mounted volume: the daemon
-// reads the source itself and writes through its namespace, without FUSE
-// round trips. The kernel is then told to forget any cached absence of
-// the new entry.
-func daemonImport(vol *volume.Volume, srv *fuse.Server, mp string, log *slog.Logger) control.ImportHandler {
-	return func(ctx context.Context, req control.ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
-		log.Info("import", "src", req.Src, "dst", req.Dst, "jobs", req.Jobs)
-		opt := importer.Options{Jobs: req.Jobs, Mountpoint: mp, OnProgress: progress}
-		s, err := vol.Import(ctx, req.Src, req.Dst, opt)
-		if parent, name := s.TargetEntry(); parent != 0 {
-			srv.EntryNotify(parent, name)
-		}
-		log.Info("import done", "target", s.Target, "files", s.Files, "bytes", s.Bytes, "failed", s.Failed, "err", err)
-		return s, err
-	}
 }

@@ -77,7 +77,7 @@ func runImport(args []string) error {
 		})
 	show.done()
 	if sum.Target != "" {
-		printImportSummary(os.Stdout, os.Stderr, src, dst.Store, sum)
+		printImportSummary(os.Stdout, os.Stderr, src, dst.Store, sum, err == nil)
 	}
 	if err != nil {
 		return err

@@ -87,7 +87,7 @@ func rate(n int64, d time.Duration) string {
 
 // printImportSummary prints the outcome to out and failures and warnings
 // to errw.
-func printImportSummary(out, errw io.Writer, src, store string, s importer.Summary) {
+func printImportSummary(out, errw io.Writer, src, store string, s importer.Summary, complete bool) {
 	for _, f := range s.Failures {
 		fmt.Fprintf(errw, "doppel import: cannot import %s: %s\n", printable(f.Path), f.Err)
 	}
@@ -97,7 +97,11 @@ func printImportSummary(out, errw io.Writer, src, store string, s importer.Summa
 	if more := s.WarnCount - int64(len(s.Warnings)); more > 0 {
 		fmt.Fprintf(errw, "doppel import: %d more warnings\n", more)
 	}
-	fmt.Fprintf(out, "imported %s -> %s (volume %s)\n", printable(src), printable(s.Target), store)
+	verb := "imported"
+	if !complete {
+		verb = "partly imported (stopped)"
+	}
+	fmt.Fprintf(out, "%s %s -> %s (volume %s)\n", verb, printable(src), printable(s.Target), store)
 	fmt.Fprintf(out, "  %d files, %d directories, %d symlinks, %d special files, %d hard links",
 		s.Files, s.Dirs, s.Symlinks, s.Specials, s.HardLinks)
 	if s.Failed > 0 {

@@ -63,7 +63,13 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return func() {
-		srv.Close()
+		// Requests in flight (an import the daemon interrupted) get to
+		// send their last answer.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
 		os.Remove(path)
 	}, nil
 }

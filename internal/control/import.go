@@ -61,6 +61,10 @@ func serveImport(h ImportHandler) http.HandlerFunc {
 				flusher.Flush()
 			}
 		}
+		w.WriteHeader(http.StatusOK) // the client knows the import started
+		if flusher != nil {
+			flusher.Flush()
+		}
 		sum, err := h(r.Context(), req, func(p importer.Progress) { send(ImportEvent{Progress: &p}) })
 		last := ImportEvent{Summary: &sum}
 		if err != nil {
@@ -87,7 +91,7 @@ func (c *Client) Import(ctx context.Context, req ImportRequest, progress func(im
 		if ctx.Err() != nil {
 			return importer.Summary{}, ctx.Err()
 		}
-		return importer.Summary{}, fmt.Errorf("%w: %v", ErrNoDaemon, err)
+		return importer.Summary{}, fmt.Errorf("the daemon did not take the import (unmounted meanwhile?): %v", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

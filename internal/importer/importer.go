@@ -199,7 +199,7 @@ func (im *importer) run(ctx context.Context, st *unix.Stat_t, parent uint64, nam
 	case im.fatal != nil:
 		return s, fmt.Errorf("import stopped; %s holds what was imported so far: %w", target, im.fatal)
 	case ctx.Err() != nil:
-		return s, fmt.Errorf("import interrupted; %s holds what was imported so far: %w", target, ctx.Err())
+		return s, fmt.Errorf("import interrupted; %s holds what was imported so far: %w", target, context.Cause(ctx))
 	}
 	return s, nil
 }
