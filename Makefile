@@ -4,6 +4,7 @@
 #   make test    install missing system deps, go vet, go test (what CI runs)
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
+#   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -25,7 +26,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import deps deps-bench clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -59,6 +60,9 @@ demo: deps build
 
 bench: deps-bench build
 	bench/basic.sh
+
+bench-import: deps build
+	bench/import.sh
 
 clean:
 	rm -rf $(BIN)

@@ -108,6 +108,7 @@ type volume struct {
 	Mnt     string
 	logPath string // output of mount commands and, inherited, of the daemon
 	mounted bool
+	wrapper []string // a command that runs doppel mount, e.g. setpriv to drop capabilities
 }
 
 // newVolume inits a volume with the given extra init flags and mounts it.
@@ -163,7 +164,8 @@ func (v *volume) mount(t testing.TB) {
 	defer cancel()
 	// A file rather than a pipe as output: the daemon inherits it, and a
 	// pipe would keep Wait blocked for as long as the daemon lives.
-	cmd := exec.CommandContext(ctx, doppelBin, "mount", "--store", v.Store, v.Mnt)
+	args := append(append([]string{}, v.wrapper...), doppelBin, "mount", "--store", v.Store, v.Mnt)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("doppel mount: %v\n%s", err, v.logTail())

@@ -72,6 +72,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		srv.Unmount()
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
+	imports := &daemonImports{vol: vol, srv: srv, mp: mp, log: log}
 	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
 		Space:   vol.Space,
 		Sync:    vol.NS.SyncFS,
@@ -80,6 +81,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		Status:  func() (control.Status, error) { return daemonStatus(vol, mp, started, &ops), nil },
 		Metrics: metrics.Handler(metrics.NewRegistry(&ops, vol.Figures), log),
 		Fsck:    vol.Fsck,
+		Import:  imports.run,
 	})
 	if err != nil {
 		srv.Unmount()
@@ -105,6 +107,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	}()
 	srv.Wait()
 	signal.Stop(sigs)
+	imports.stop() // before the volume closes under them
 	log.Info("unmounted; flushing", "mountpoint", mp)
 	return nil
 }

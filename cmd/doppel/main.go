@@ -25,6 +25,7 @@ var commands = map[string]command{
 	"fsck":    {"check a volume, mounted or not, for damage; repair it with --repair", runFsck},
 	"status":  {"list mounted volumes with their daemons and counters", runStatus},
 	"metrics": {"print a mounted volume's Prometheus metrics", runMetrics},
+	"import":  {"copy a host tree into a volume, in parallel, keeping all metadata", runImport},
 }
 
 func usage() {

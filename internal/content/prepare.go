@@ -38,6 +38,17 @@ func (e *Engine) Prepare(off int64, data []byte, final bool) ([]*Prepared, int, 
 // PrepareWith is Prepare with a chunker other than the volume's default,
 // for files whose chunking policy is overridden.
 func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, int, error) {
+	out, consumed := Cut(ch, off, data, final)
+	if err := e.Store(out); err != nil {
+		return nil, 0, err
+	}
+	return out, consumed, nil
+}
+
+// Cut is the first half of PrepareWith: it cuts data into chunks, which
+// reference data, and returns them with the bytes consumed. A pipelined
+// writer cuts the next data while Store works on the previous chunks.
+func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, int) {
 	var out []*Prepared
 	consumed := 0
 	for consumed < len(data) {
@@ -48,6 +59,13 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 		out = append(out, &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n]})
 		consumed += n
 	}
+	return out, consumed
+}
+
+// Store is the second half of PrepareWith: it hashes the chunks and
+// stores those the volume does not hold yet, on several goroutines. On
+// error nothing it stored is kept.
+func (e *Engine) Store(out []*Prepared) error {
 	parallel(len(out), func(i int) {
 		p := out[i]
 		if p.Zero = isZero(p.data); !p.Zero {
@@ -72,7 +90,7 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 			dedup += int64(p.Len) // already stored
 			continue
 		} else if !errors.Is(err, meta.ErrNotFound) {
-			return nil, 0, err
+			return err
 		}
 		toStore = append(toStore, p)
 	}
@@ -81,7 +99,7 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 	for _, err := range errs {
 		if err != nil { // the first is enough: on a full disk they are all alike
 			e.discard(out)
-			return nil, 0, err
+			return err
 		}
 	}
 	for _, p := range out {
@@ -91,7 +109,7 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 	}
 	e.counters.dedup.Add(dedup)
 	e.counters.zero.Add(zero)
-	return out, consumed, nil
+	return nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.

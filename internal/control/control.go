@@ -45,7 +45,8 @@ type Handlers struct {
 	Status  func() (Status, error)
 	Metrics http.Handler // the Prometheus scrape
 	// Fsck checks (or repairs) the volume in use, reporting progress.
-	Fsck func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
+	Fsck   func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
+	Import ImportHandler
 }
 
 // Serve listens on the control socket in dir until the returned stop is
@@ -78,6 +79,9 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	}
 	if h.Fsck != nil {
 		serveFsck(mux, h.Fsck)
+	}
+	if h.Import != nil {
+		mux.HandleFunc("POST /v1/import", serveImport(h.Import))
 	}
 	// Requests run in base, so that stopping ends the long ones (an online
 	// fsck, a subtree walk) before the volume under them closes.

@@ -206,49 +206,51 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, v.errno("link", err)
 	}
-	a, err := v.link(tx, ino, parent, name)
+	n, err := v.link(tx, ino, parent, name)
 	if err != nil {
 		tx.Abort()
 		return vfs.Attr{}, v.errno("link", err)
 	}
-	return a, v.errno("link", tx.Commit(false))
+	if err := tx.Commit(false); err != nil {
+		return vfs.Attr{}, v.errno("link", err)
+	}
+	// Only now: the inode's lock may be held by a writer waiting for the
+	// transaction lock.
+	v.overlayPending(ino, &n)
+	return toAttr(ino, &n), nil
 }
 
-func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (vfs.Attr, error) {
+func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.Inode, error) {
 	if err := v.opt.Headroom.ForMeta(); err != nil {
-		return vfs.Attr{}, err
+		return schema.Inode{}, err
 	}
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {
-		return vfs.Attr{}, err
+		return n, err
 	}
 	if isDir(n.Mode) {
-		return vfs.Attr{}, syscall.EPERM
+		return n, syscall.EPERM
 	}
 	if n.Nlink == 0 {
-		return vfs.Attr{}, syscall.ENOENT
+		return n, syscall.ENOENT
 	}
 	dir, err := loadInode(b, parent)
 	if err != nil {
-		return vfs.Attr{}, err
+		return n, err
 	}
 	if _, err := lookupEntry(b, parent, name); err == nil {
-		return vfs.Attr{}, syscall.EEXIST
+		return n, syscall.EEXIST
 	}
 	n.Nlink++
 	n.Ctime = now()
 	if err := saveInode(tx, ino, &n); err != nil {
-		return vfs.Attr{}, err
+		return n, err
 	}
 	if err := tx.Journal(ino, schema.OpLink); err != nil {
-		return vfs.Attr{}, err
+		return n, err
 	}
-	if err := addEntry(tx, &dir, parent, name, ino, n.Mode); err != nil {
-		return vfs.Attr{}, err
-	}
-	v.overlayPending(ino, &n)
-	return toAttr(ino, &n), nil
+	return n, addEntry(tx, &dir, parent, name, ino, n.Mode)
 }
 
 // Unlink implements vfs.FS.

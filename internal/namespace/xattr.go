@@ -49,18 +49,10 @@ func (v *Volume) ListXattr(ino uint64) ([]string, error) {
 
 // SetXattr implements vfs.FS.
 func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
-	switch {
-	case name == "":
-		return syscall.EINVAL
-	case len(name) > xattrNameMax:
-		return syscall.ERANGE
-	case len(value) > xattrValueMax:
-		return syscall.E2BIG
+	if err := checkXattr(name, value); err != nil {
+		return err
 	}
 	if name == PolicyXattr {
-		if err := checkPolicyXattr(value); err != nil {
-			return err
-		}
 		defer v.refreshChunker(ino)
 	}
 	if err := v.opt.Headroom.ForMeta(); err != nil {
@@ -80,6 +72,21 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 		}
 		return b.Set(schema.XattrKey(ino, name), append([]byte{}, value...))
 	})
+}
+
+// checkXattr validates an extended attribute before it is set.
+func checkXattr(name string, value []byte) error {
+	switch {
+	case name == "":
+		return syscall.EINVAL
+	case len(name) > xattrNameMax:
+		return syscall.ERANGE
+	case len(value) > xattrValueMax:
+		return syscall.E2BIG
+	case name == PolicyXattr:
+		return checkPolicyXattr(value)
+	}
+	return nil
 }
 
 // RemoveXattr implements vfs.FS.

@@ -121,3 +121,36 @@ type FS interface {
 	// SyncFS makes everything written so far durable.
 	SyncFS() error
 }
+
+// NewFile is a complete regular file, for FileCreator.
+type NewFile struct {
+	Mode         uint32 // permission bits
+	Uid, Gid     uint32
+	Atime, Mtime time.Time
+	Size         int64
+	// Xattrs are the file's extended attributes, exactly: nothing is
+	// inherited from the directory. A chunking policy among them applies
+	// to the data. Those the volume refuses are skipped and passed to
+	// XattrRefused, if set.
+	Xattrs       []Xattr
+	XattrRefused func(name string, err error)
+	// ReadNext fills p with the file's next data and returns its offset,
+	// in increasing order; gaps between the pieces, and after the last one
+	// up to Size, are holes. It returns io.EOF after the last piece. Its
+	// other errors abort the creation and are returned as they are.
+	ReadNext func(p []byte) (off int64, n int, err error)
+}
+
+// Xattr is an extended attribute.
+type Xattr struct {
+	Name  string
+	Value []byte
+}
+
+// FileCreator is an optional fast path for bulk ingest (doppel import):
+// it creates a whole file, content and attributes, reading the data
+// itself, instead of create, write, flush and setattr calls. The entry
+// must not exist. On error nothing is left in the volume.
+type FileCreator interface {
+	CreateFile(parent uint64, name string, f NewFile) (Attr, error)
+}

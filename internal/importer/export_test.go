@@ -1,0 +1,7 @@
+package importer
+
+// Hooks for the external tests, which inject source errors.
+var (
+	OpenSource  = &openSource
+	PreadSource = &preadSource
+)
