@@ -74,7 +74,7 @@ func TestCLI(t *testing.T) {
 		if out, err := runDoppel(time.Minute, "fsck", "--store", v.Store); err != nil {
 			t.Errorf("online fsck of the mounted store: %v\n%s", err, out)
 		}
-		v.df(t)                                               // the first mount still works
+		v.df(t) // the first mount still works
 		checkFile(t, v.path("f"), data)
 	})
 
