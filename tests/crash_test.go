@@ -2,7 +2,6 @@ package tests
 
 import (
 	"os"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -25,24 +24,9 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pids := daemonPIDs(v.Mnt)
-	if len(pids) == 0 {
-		t.Fatal("no daemon process found for the mount")
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for deadline := time.Now().Add(10 * time.Second); len(daemonPIDs(v.Mnt)) > 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not die after SIGKILL")
-		}
-	}
+	killDaemonNow(t, v)
 	// The dead daemon's mount is still there; mount must detach it by
 	// itself (the lock died with the daemon), with no manual step.
-	v.mounted = false
-
 	v.mount(t)
 	for name, data := range synced {
 		checkFile(t, v.path(name), data)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	dvolume "github.com/doppelfs/doppel/internal/volume"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -105,26 +106,12 @@ func killDaemonNow(t *testing.T, v *volume) {
 	}
 	// Gone means the store lock is free: a killed process's main thread
 	// can be a zombie while its other threads still finish.
-	for deadline := time.Now().Add(10 * time.Second); len(daemonPIDs(v.Mnt)) > 0 || storeLocked(v.Store); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); len(daemonPIDs(v.Mnt)) > 0 || dvolume.LockHolder(v.Store) != 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("daemon did not die after SIGKILL")
 		}
 	}
 	v.mounted = false
-}
-
-// storeLocked reports whether a process holds the store's volume lock.
-func storeLocked(store string) bool {
-	f, err := os.Open(filepath.Join(store, "lock"))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
-		return true
-	}
-	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
 }
 
 // crashWriter applies random operations to files in root until one fails.
