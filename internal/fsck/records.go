@@ -61,7 +61,7 @@ func (c *checker) scanSingletons() error {
 // scanJournal decodes every journal entry.
 func (c *checker) scanJournal() error {
 	return c.scan([]byte{'j'}, []byte{'j' + 1}, func(k, v []byte) {
-		ver, ino, err := schema.ParseJournalKey(k)
+		ver, ino, _, err := schema.ParseJournalKey(k)
 		if err != nil {
 			c.report(KindDecode, noIno, "journal key %x: %v", k, err)
 			c.deleteKey(KindDecode, noIno, k, "deleted a malformed journal key")

@@ -17,14 +17,48 @@ type Inode struct {
 	Btime   int64
 	Version uint64 // volume version of the last change
 	Target  string // symlink target
+
+	// Clone is the clone whose tree the inode was made in (0: none); a
+	// read-only clone's inodes refuse changes.
+	Clone uint64
+	// Origin is the inode this one was cloned from (zero if none).
+	Origin Origin
+	// Stub says the inode's entries, extents and xattrs are still
+	// Origin's: it is materialized before any of them changes.
+	Stub bool
+	// Excl are the exclusions that apply below a stub directory.
+	Excl []ExclCtx
 }
 
-const inodeFormat = 1
+// Origin names an inode as it stood at a pinned version.
+type Origin struct{ Pin, Base uint64 }
+
+// ExclCtx is one clone's exclusions as seen from a directory: Path is the
+// directory's path relative to the clone's root ("" for the root).
+type ExclCtx struct {
+	Clone uint64
+	Path  string
+}
+
+// Cloned reports whether the inode carries clone fields.
+func (n *Inode) Cloned() bool {
+	return n.Clone != 0 || n.Origin != (Origin{}) || n.Stub || len(n.Excl) > 0
+}
+
+const (
+	inodeFormat       = 1
+	inodeFormatCloned = 2 // format 1 followed by the clone fields
+)
 
 // Encode returns the record bytes.
 func (n *Inode) Encode() []byte {
 	e := enc{b: make([]byte, 0, 64+len(n.Target))}
-	e.raw([]byte{inodeFormat})
+	cloned := n.Cloned()
+	if cloned {
+		e.raw([]byte{inodeFormatCloned})
+	} else {
+		e.raw([]byte{inodeFormat})
+	}
 	e.u(uint64(n.Mode))
 	e.u(uint64(n.Uid))
 	e.u(uint64(n.Gid))
@@ -38,13 +72,29 @@ func (n *Inode) Encode() []byte {
 	e.i(n.Btime)
 	e.u(n.Version)
 	e.bytes([]byte(n.Target))
+	if cloned {
+		e.u(n.Clone)
+		e.u(n.Origin.Pin)
+		e.u(n.Origin.Base)
+		e.u(boolU(n.Stub))
+		e.u(uint64(len(n.Excl)))
+		for _, x := range n.Excl {
+			e.u(x.Clone)
+			e.bytes([]byte(x.Path))
+		}
+	}
 	return e.b
 }
 
 // DecodeInode parses an inode record.
 func DecodeInode(b []byte) (Inode, error) {
 	d := dec{b: b}
-	d.format(inodeFormat)
+	cloned := len(b) > 0 && b[0] == inodeFormatCloned
+	if cloned {
+		d.format(inodeFormatCloned)
+	} else {
+		d.format(inodeFormat)
+	}
 	n := Inode{
 		Mode: d.u32(), Uid: d.u32(), Gid: d.u32(), Nlink: d.u32(),
 		Size: d.i(), Mapped: d.i(), Rdev: d.u32(),
@@ -52,6 +102,21 @@ func DecodeInode(b []byte) (Inode, error) {
 		Version: d.u(),
 	}
 	n.Target = string(d.bytes())
+	if cloned {
+		n.Clone = d.u()
+		n.Origin = Origin{Pin: d.u(), Base: d.u()}
+		n.Stub = d.bool()
+		c := d.u()
+		if c > uint64(len(d.b)) {
+			return Inode{}, ErrBadRecord
+		}
+		for i := uint64(0); i < c; i++ {
+			n.Excl = append(n.Excl, ExclCtx{Clone: d.u(), Path: string(d.bytes())})
+		}
+		if !n.Cloned() {
+			return Inode{}, ErrBadRecord // must have used format 1
+		}
+	}
 	if n.Size < 0 || n.Mapped < 0 {
 		return Inode{}, ErrBadRecord
 	}

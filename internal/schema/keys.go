@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 )
@@ -145,17 +146,25 @@ func JournalKey(version, ino uint64) []byte {
 	return appendU64(u64key(prefixJournal, version, 8), ino)
 }
 
+// JournalNameKey is the key of the journal entry saying that entry name
+// of directory dir changed at version, so that a diff finds the names that
+// changed without listing the directory.
+func JournalNameKey(version, dir uint64, name string) []byte {
+	return append(appendU64(u64key(prefixJournal, version, 8+len(name)), dir), name...)
+}
+
 // JournalRange bounds journal entries with from <= version < to.
 func JournalRange(from, to uint64) (lower, upper []byte) {
 	return u64key(prefixJournal, from, 0), u64key(prefixJournal, to, 0)
 }
 
-// ParseJournalKey splits a journal key.
-func ParseJournalKey(key []byte) (version, ino uint64, err error) {
-	if len(key) != 17 || key[0] != prefixJournal {
-		return 0, 0, ErrBadKey
+// ParseJournalKey splits a journal key; name is empty unless the key is a
+// JournalNameKey.
+func ParseJournalKey(key []byte) (version, ino uint64, name string, err error) {
+	if len(key) < 17 || key[0] != prefixJournal || bytes.IndexByte(key[17:], 0) >= 0 {
+		return 0, 0, "", ErrBadKey
 	}
-	return binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint64(key[9:]), nil
+	return binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint64(key[9:]), string(key[17:]), nil
 }
 
 // OrphanKey marks ino as unlinked but still open.

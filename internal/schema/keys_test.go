@@ -166,7 +166,7 @@ func TestJournalKey(t *testing.T) {
 	for _, v := range testInos {
 		for _, ino := range []uint64{0, 1, math.MaxUint64} {
 			k := JournalKey(v, ino)
-			gv, gi, err := ParseJournalKey(k)
+			gv, gi, _, err := ParseJournalKey(k)
 			if err != nil || gv != v || gi != ino {
 				t.Errorf("ParseJournalKey(JournalKey(%d, %d)) = %d, %d, %v", v, ino, gv, gi, err)
 			}
@@ -294,7 +294,7 @@ func TestParsersRejectForeignKeys(t *testing.T) {
 		"extent":  func(k []byte) error { _, err := ExtentOffset(k); return err },
 		"xattr":   func(k []byte) error { _, err := XattrName(k); return err },
 		"chunk":   func(k []byte) error { _, err := ChunkHash(k); return err },
-		"journal": func(k []byte) error { _, _, err := ParseJournalKey(k); return err },
+		"journal": func(k []byte) error { _, _, _, err := ParseJournalKey(k); return err },
 		"orphan":  func(k []byte) error { _, err := OrphanIno(k); return err },
 	}
 	for pname, parse := range parsers {

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -34,6 +35,9 @@ func rejectsDamaged(t *testing.T, name string, enc []byte, decode func([]byte) e
 		t.Errorf("%s: trailing byte: err = %v, want ErrBadRecord", name, err)
 	}
 	for _, f := range []byte{0, 2, 0xff} {
+		if f == enc[0] {
+			continue
+		}
 		bad := bytes.Clone(enc)
 		bad[0] = f
 		if err := decode(bad); !errors.Is(err, ErrBadRecord) {
@@ -59,18 +63,21 @@ func TestInodeRoundTrip(t *testing.T) {
 			Mtime: math.MaxInt64, Ctime: math.MaxInt64, Btime: math.MaxInt64, Version: math.MaxUint64}},
 		{"binary target", Inode{Mode: 0o120777, Target: "\x00\xff\xfe non-UTF-8 \x80"}},
 		{"long target", Inode{Mode: 0o120777, Target: strings.Repeat("abc/", 1024)}},
+		{"clone stub", Inode{Mode: 0o40755, Nlink: 3, Clone: 42, Origin: Origin{Pin: 7, Base: 9}, Stub: true,
+			Excl: []ExclCtx{{Clone: 42, Path: "a/b"}, {Clone: 40, Path: ""}}}},
+		{"materialized clone file", Inode{Mode: 0o100644, Size: 10, Clone: 42, Origin: Origin{Pin: 7, Base: 9}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := tc.in.Encode()
-			if enc[0] != inodeFormat {
-				t.Fatalf("format byte %d, want %d", enc[0], inodeFormat)
+			if want := wantInodeFormat(&tc.in); enc[0] != want {
+				t.Fatalf("format byte %d, want %d", enc[0], want)
 			}
 			got, err := DecodeInode(enc)
 			if err != nil {
 				t.Fatalf("DecodeInode: %v", err)
 			}
-			if got != tc.in {
+			if !reflect.DeepEqual(got, tc.in) {
 				t.Fatalf("round trip:\n got %+v\nwant %+v", got, tc.in)
 			}
 			rejectsDamaged(t, "inode", enc, func(b []byte) error { _, err := DecodeInode(b); return err })
@@ -81,7 +88,7 @@ func TestInodeRoundTrip(t *testing.T) {
 func TestInodeRejectsNegativeSizes(t *testing.T) {
 	// Sizes are signed on the wire but a negative one is never valid.
 	for _, n := range []Inode{{Size: -1}, {Mapped: -1}, {Size: math.MinInt64}} {
-		if got, err := DecodeInode(n.Encode()); !errors.Is(err, ErrBadRecord) || got != (Inode{}) {
+		if got, err := DecodeInode(n.Encode()); !errors.Is(err, ErrBadRecord) || !reflect.DeepEqual(got, Inode{}) {
 			t.Errorf("DecodeInode(%+v) = %+v, %v; want zero value and ErrBadRecord", n, got, err)
 		}
 	}
@@ -297,4 +304,11 @@ func TestSum(t *testing.T) {
 	if Sum([]byte("a")) == Sum([]byte("b")) {
 		t.Error("different inputs hash alike")
 	}
+}
+
+func wantInodeFormat(n *Inode) byte {
+	if n.Cloned() {
+		return inodeFormatCloned
+	}
+	return inodeFormat
 }

@@ -1,0 +1,229 @@
+package versions
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// rootIno is the volume's root directory (vfs.RootIno).
+const rootIno = 1
+
+// Retainer keeps retained versions for the volume's pins. Transactions
+// call BeforeChange for every key they set or delete.
+type Retainer struct {
+	store meta.Reader // committed state, for scope walks
+	mu    sync.RWMutex
+	pins  []Pinned // by version, oldest first
+	any   atomic.Bool
+	scope *lru.Cache[scopeKey, bool]
+}
+
+// Pinned is a pin and its version.
+type Pinned struct {
+	Version uint64
+	schema.Pin
+}
+
+type scopeKey struct{ pin, ino uint64 }
+
+// NewRetainer loads the pins of store.
+func NewRetainer(store meta.Reader) (*Retainer, error) {
+	c, err := lru.New[scopeKey, bool](1 << 18)
+	if err != nil {
+		return nil, err
+	}
+	r := &Retainer{store: store, scope: c}
+	pins, err := LoadPins(store)
+	if err != nil {
+		return nil, err
+	}
+	r.pins = pins
+	r.any.Store(len(pins) > 0)
+	return r, nil
+}
+
+// LoadPins reads every pin record, oldest first.
+func LoadPins(m meta.Reader) ([]Pinned, error) {
+	it, err := m.NewIter(schema.PinRange())
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Pinned
+	for it.First(); it.Valid(); it.Next() {
+		v, err := schema.PinVersion(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		p, err := schema.DecodePin(it.Value())
+		if err != nil {
+			return nil, fmt.Errorf("pin %d: %w", v, err)
+		}
+		out = append(out, Pinned{Version: v, Pin: p})
+	}
+	return out, nil
+}
+
+// Pins returns the pins, oldest first.
+func (r *Retainer) Pins() []Pinned {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.pins)
+}
+
+// Add starts keeping versions for a pin. The transaction that writes the
+// pin record calls it before committing: transactions are serialized, so
+// every later one retains.
+func (r *Retainer) Add(p Pinned) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, _ := slices.BinarySearchFunc(r.pins, p.Version, cmpPin)
+	r.pins = slices.Insert(r.pins, i, p)
+	r.any.Store(true)
+}
+
+// Remove stops keeping versions for the pin at version v.
+func (r *Retainer) Remove(v uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := slices.BinarySearchFunc(r.pins, v, cmpPin); ok {
+		r.pins = slices.Delete(r.pins, i, i+1)
+	}
+	r.any.Store(len(r.pins) > 0)
+}
+
+func cmpPin(p Pinned, v uint64) int {
+	switch {
+	case p.Version < v:
+		return -1
+	case p.Version > v:
+		return 1
+	}
+	return 0
+}
+
+// BeforeChange keeps key's current value (read through b, the changing
+// transaction) as a retained version if a pin needs it, before the caller
+// sets or deletes key in b. ref is told of the chunk reference a retained
+// extent keeps.
+func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, int64)) error {
+	if !r.any.Load() || !schema.Versioned(key) {
+		return nil
+	}
+	pin, ok, err := r.coveringPin(schema.OwnerIno(key))
+	if err != nil || !ok {
+		return err
+	}
+	rk := schema.RetainedKey(key, pin)
+	if _, err := b.Get(rk); err == nil {
+		return nil // kept by an earlier change since the pin
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return err
+	}
+	var rv schema.Retained
+	switch old, err := b.Get(key); {
+	case err == nil:
+		rv = schema.Retained{Present: true, Value: old}
+	case !errors.Is(err, meta.ErrNotFound):
+		return err
+	}
+	if err := b.Set(rk, rv.Encode()); err != nil {
+		return err
+	}
+	if err := b.Set(schema.RetainIndexKey(pin, key), nil); err != nil {
+		return err
+	}
+	return refExtent(key, rv, ref, 1)
+}
+
+// refExtent tells ref of the chunk a retained extent references.
+func refExtent(key []byte, rv schema.Retained, ref func(schema.Hash, int64), d int64) error {
+	if key[0] != 'e' || !rv.Present {
+		return nil
+	}
+	x, err := schema.DecodeExtent(rv.Value)
+	if err != nil {
+		return fmt.Errorf("retained extent %x: %w", key, err)
+	}
+	ref(x.Hash, d)
+	return nil
+}
+
+// coveringPin is the newest pin whose subtree held ino at its version.
+func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
+	r.mu.RLock()
+	pins := r.pins
+	r.mu.RUnlock()
+	for i := len(pins) - 1; i >= 0; i-- {
+		p := pins[i]
+		if ino >= p.NextIno {
+			continue // born after the pin
+		}
+		in, err := r.inScope(p, ino)
+		if err != nil {
+			return 0, false, err
+		}
+		if in {
+			return p.Version, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// inScope reports whether ino was p.Root or below it at p's version: some
+// chain of parents (as of then) reaches it. The answer never changes, so
+// it is cached.
+func (r *Retainer) inScope(p Pinned, ino uint64) (bool, error) {
+	if ino == p.Root {
+		return true, nil
+	}
+	if ino == rootIno {
+		return false, nil
+	}
+	k := scopeKey{p.Version, ino}
+	if in, ok := r.scope.Get(k); ok {
+		return in, nil
+	}
+	parents, err := ParentsAsOf(r.store, p.Version, ino)
+	if err != nil {
+		return false, err
+	}
+	in := false
+	for _, parent := range parents {
+		if in, err = r.inScope(p, parent); err != nil {
+			return false, err
+		} else if in {
+			break
+		}
+	}
+	r.scope.Add(k, in)
+	return in, nil
+}
+
+// ParentsAsOf lists the directories that held ino at version pin.
+func ParentsAsOf(m meta.Reader, pin, ino uint64) ([]uint64, error) {
+	it, err := AsOf(m, pin).NewIter(schema.ParentRange(ino))
+	if err != nil {
+		return nil, err
+	}
+	var out []uint64
+	for it.First(); it.Valid(); it.Next() {
+		_, parent, _, err := schema.ParseParentKey(it.Key())
+		if err != nil {
+			it.Close()
+			return nil, err
+		}
+		if len(out) == 0 || out[len(out)-1] != parent {
+			out = append(out, parent)
+		}
+	}
+	return out, it.Close()
+}
