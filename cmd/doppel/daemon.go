@@ -14,6 +14,7 @@ import (
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
 	"github.com/doppelfs/doppel/internal/metrics"
+	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -82,6 +83,13 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		Metrics: metrics.Handler(metrics.NewRegistry(&ops, vol.Figures), log),
 		Fsck:    vol.Fsck,
 		Import:  imports.run,
+		Clone: func(req control.CloneRequest) (namespace.CloneResult, error) {
+			res, err := vol.NS.ClonePath(req.Src, req.Dst, namespace.CloneOptions{Excludes: req.Excludes, ReadOnly: req.ReadOnly, Lazy: req.Lazy})
+			if err == nil {
+				srv.EntryNotify(res.Parent, res.Name) // the kernel may remember DST did not exist
+			}
+			return res, err
+		},
 	})
 	if err != nil {
 		srv.Unmount()

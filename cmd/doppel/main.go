@@ -16,16 +16,18 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"init":    {"create a volume", runInit},
-	"mount":   {"mount a volume (daemon in the background unless -f)", runMount},
-	"umount":  {"flush and unmount a mounted volume", runUmount},
-	"df":      {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},
-	"stat":    {"show how a file is stored: extents, chunks, shared bytes", runStat},
-	"sync":    {"make everything written to a volume durable", runSync},
-	"fsck":    {"check a volume, mounted or not, for damage; repair it with --repair", runFsck},
-	"status":  {"list mounted volumes with their daemons and counters", runStatus},
-	"metrics": {"print a mounted volume's Prometheus metrics", runMetrics},
-	"import":  {"copy a host tree into a volume, in parallel, keeping all metadata", runImport},
+	"init":     {"create a volume", runInit},
+	"mount":    {"mount a volume (daemon in the background unless -f)", runMount},
+	"umount":   {"flush and unmount a mounted volume", runUmount},
+	"df":       {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},
+	"stat":     {"show how a file is stored: extents, chunks, shared bytes", runStat},
+	"sync":     {"make everything written to a volume durable", runSync},
+	"fsck":     {"check a volume, mounted or not, for damage; repair it with --repair", runFsck},
+	"status":   {"list mounted volumes with their daemons and counters", runStatus},
+	"metrics":  {"print a mounted volume's Prometheus metrics", runMetrics},
+	"import":   {"copy a host tree into a volume, in parallel, keeping all metadata", runImport},
+	"clone":    {"make an instant, independent copy of a directory or file", runClone},
+	"snapshot": {"make an instant read-only copy of a directory or file", runSnapshot},
 }
 
 func usage() {

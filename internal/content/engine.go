@@ -54,6 +54,8 @@ type Engine struct {
 
 	sessionOpen bool // Recover started a session that Close must end
 
+	retainer Retainer // keeps old versions for pins; guarded by txMu
+
 	// syncGate keeps transactions that bring new chunks from committing
 	// while Sync runs. Sync makes the chunk data durable, then the metadata
 	// log, which it fsyncs whole: a commit landing in between could name

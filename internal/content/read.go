@@ -15,9 +15,15 @@ import (
 // The caller clips buf to the file size and must keep the file's extents
 // from changing during the call.
 func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
+	return e.ReadAtFrom(e.meta, ino, off, buf)
+}
+
+// ReadAtFrom is ReadAt with ino's extents read from r: a clone's file that
+// is not materialized yet reads its origin's extents as of a pin.
+func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
 	end := off + int64(len(buf))
 	pos := off // bytes before pos are filled
-	err := scanExtents(e.meta, ino, off, end, func(p Piece) error {
+	err := scanExtents(r, ino, off, end, func(p Piece) error {
 		p = p.clip(off, end)
 		if p.Off < pos { // only damaged metadata can say so
 			return &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("%w: extent at %d overlaps the one before", schema.ErrBadRecord, p.Off)}
@@ -38,7 +44,7 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 		return err
 	}
 	clear(buf[pos-off:])
-	e.noteRead(ino, off, end)
+	e.noteRead(r, ino, off, end)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"github.com/doppelfs/doppel/internal/meta"
 	"math"
 	"sync"
 
@@ -67,7 +68,7 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 // previous one, loads the chunks just beyond it in the background. The
 // window is advanced in steps of half its size, so the extents are looked
 // up about once per MiB read rather than on every read.
-func (e *Engine) noteRead(ino uint64, off, end int64) {
+func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 	l := e.loads
 	l.mu.Lock()
 	st, seen := l.streams[ino]
@@ -92,7 +93,7 @@ func (e *Engine) noteRead(ino uint64, off, end int64) {
 	if !start {
 		return
 	}
-	pieces, err := Extents(e.meta, ino, from, to)
+	pieces, err := Extents(r, ino, from, to)
 	if err != nil {
 		return
 	}

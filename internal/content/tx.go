@@ -26,17 +26,22 @@ type Tx struct {
 	delta   schema.Stats
 	freed   []blob.Loc // chunks whose last reference went; punch once durable
 	dupes   []blob.Loc // stored bytes nobody references; punch at once
+	after   []func()   // run once committed
 	done    bool
 }
 
 // Begin starts a transaction; the caller must Commit or Abort it.
 func (e *Engine) Begin() (*Tx, error) {
 	e.txMu.Lock()
-	return &Tx{
+	t := &Tx{
 		e: e, b: e.meta.NewBatch(), version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
-	}, nil
+	}
+	if e.retainer != nil {
+		t.b = &retainBatch{Batch: t.b, t: t, r: e.retainer}
+	}
+	return t, nil
 }
 
 // Batch is the metadata batch of the transaction.
@@ -129,6 +134,9 @@ func (t *Tx) Commit(sync bool) error {
 		t.e.freeNow(loc)
 	}
 	t.e.reclaimer.add(t.freed)
+	for _, fn := range t.after {
+		fn()
+	}
 	return nil
 }
 

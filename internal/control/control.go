@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,7 @@ type Handlers struct {
 	// Fsck checks (or repairs) the volume in use, reporting progress.
 	Fsck   func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
 	Import ImportHandler
+	Clone  func(CloneRequest) (namespace.CloneResult, error)
 }
 
 // Serve listens on the control socket in dir until the returned stop is
@@ -82,6 +84,9 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	}
 	if h.Import != nil {
 		mux.HandleFunc("POST /v1/import", serveImport(h.Import))
+	}
+	if h.Clone != nil {
+		serveClone(mux, h.Clone)
 	}
 	// Requests run in base, so that stopping ends the long ones (an online
 	// fsck, a subtree walk) before the volume under them closes.
@@ -158,7 +163,20 @@ func DialTimeout(dir string, timeout time.Duration) (*Client, error) {
 
 // do sends a request and decodes the JSON reply into out.
 func (c *Client) do(method, path string, out any) error {
-	body, err := c.raw(method, path)
+	body, err := c.raw(method, path, nil)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, out)
+}
+
+// doJSON sends in as the request's JSON body and decodes the reply.
+func (c *Client) doJSON(method, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	body, err := c.raw(method, path, b)
 	if err != nil {
 		return err
 	}
@@ -166,8 +184,12 @@ func (c *Client) do(method, path string, out any) error {
 }
 
 // raw sends a request and returns the reply's body.
-func (c *Client) raw(method, path string) ([]byte, error) {
-	req, _ := http.NewRequest(method, "http://doppel"+path, nil)
+func (c *Client) raw(method, path string, in []byte) ([]byte, error) {
+	var rd io.Reader
+	if in != nil {
+		rd = bytes.NewReader(in)
+	}
+	req, _ := http.NewRequest(method, "http://doppel"+path, rd)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)

@@ -144,6 +144,7 @@ func check(ctx context.Context, s Stores, opt Options, online bool) (*checker, e
 		{"directory entries", c.scanDirents},
 		{"chunks", c.scanChunks},
 		{"extents", c.scanExtents},
+		{"versions", c.scanVersions},
 		{"xattrs", c.scanXattrs},
 		{"journal", c.scanJournal},
 		{"free records", c.scanFree},

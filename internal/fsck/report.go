@@ -49,6 +49,7 @@ const (
 	KindPendingFree       = "pending-free"         // a freed chunk not punched yet (reclaimable)
 	KindFreeOverlap       = "free-overlaps-chunk"  // a pending free would punch a live chunk
 	KindStats             = "stats-mismatch"       // stats record differs from the totals
+	KindVersions          = "versions"             // pins, retained versions or clone records disagree
 )
 
 // Problem is one broken invariant.
@@ -69,6 +70,7 @@ type Report struct {
 	Directories   int64     `json:"directories"`
 	Files         int64     `json:"files"`
 	Extents       int64     `json:"extents"`
+	Retained      int64     `json:"retained_versions"`
 	Chunks        int64     `json:"chunks"`
 	Segments      int64     `json:"segments"`
 	BytesVerified int64     `json:"bytes_verified"` // stored chunk bytes read and hashed

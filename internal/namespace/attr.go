@@ -22,16 +22,19 @@ func (v *Volume) SetAttr(c vfs.Caller, ino uint64, in vfs.SetAttr) (vfs.Attr, er
 	if err := v.flushOpenLocked(ino); err != nil {
 		return vfs.Attr{}, v.errno("setattr", err)
 	}
-	tx, err := v.begin()
+	var n schema.Inode
+	err := v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if n, err = v.setAttr(tx, ino, in); err != nil {
+			tx.Abort()
+			return err
+		}
+		return tx.Commit(false)
+	})
 	if err != nil {
-		return vfs.Attr{}, v.errno("setattr", err)
-	}
-	n, err := v.setAttr(tx, ino, in)
-	if err != nil {
-		tx.Abort()
-		return vfs.Attr{}, v.errno("setattr", err)
-	}
-	if err := tx.Commit(false); err != nil {
 		return vfs.Attr{}, v.errno("setattr", err)
 	}
 	return toAttr(ino, &n), nil
@@ -41,6 +44,14 @@ func (v *Volume) setAttr(tx *content.Tx, ino uint64, in vfs.SetAttr) (schema.Ino
 	n, err := loadInode(tx.Batch(), ino)
 	if err != nil {
 		return n, err
+	}
+	if err := v.checkWritable(&n); err != nil {
+		return n, err
+	}
+	if in.SetSize {
+		if err := needOwn(ino, &n); err != nil {
+			return n, err
+		}
 	}
 	t := now()
 	if in.SetMode {

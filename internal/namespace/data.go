@@ -103,9 +103,13 @@ func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 	if off >= n.Size {
 		return 0, syscall.ENXIO
 	}
+	r, ino, err := v.dataSource(hd.ino, &n)
+	if err != nil {
+		return 0, v.errno("lseek", err)
+	}
 	switch whence {
 	case seekData:
-		pos, err := v.eng.SeekData(v.meta, hd.ino, off)
+		pos, err := v.eng.SeekData(r, ino, off)
 		if err != nil {
 			return 0, v.errno("lseek", err)
 		}
@@ -114,7 +118,7 @@ func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 		}
 		return pos, nil
 	case seekHole:
-		pos, err := v.eng.SeekHole(v.meta, hd.ino, off)
+		pos, err := v.eng.SeekHole(r, ino, off)
 		if err != nil {
 			return 0, v.errno("lseek", err)
 		}
@@ -139,6 +143,12 @@ func (v *Volume) CopyFileRange(in vfs.Handle, inOff int64, out vfs.Handle, outOf
 	}
 	if err := v.opt.Headroom.ForMeta(); err != nil {
 		return 0, v.errno("copy_file_range", err)
+	}
+	// Shared extents are copied from the source's own records.
+	if n, err := loadInode(v.meta, src.ino); err == nil && n.Stub {
+		if err := v.materialize(src.ino); err != nil {
+			return 0, v.errno("copy_file_range", err)
+		}
 	}
 	unlock := v.locks.lockTwo(src.ino, dst.ino)
 	defer unlock()

@@ -31,6 +31,10 @@ func checkName(name string) error {
 func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) {
 	v, err := r.Get(schema.DirentKey(dir, name))
 	if errors.Is(err, meta.ErrNotFound) {
+		// A stub directory has no entries of its own yet.
+		if n, err := loadInode(r, dir); err == nil && n.Stub {
+			return schema.Dirent{}, &stubError{dir}
+		}
 		return schema.Dirent{}, syscall.ENOENT
 	}
 	if err != nil {
@@ -44,7 +48,11 @@ func (v *Volume) Lookup(parent uint64, name string) (vfs.Attr, error) {
 	if len(name) > nameMax {
 		return vfs.Attr{}, syscall.ENAMETOOLONG
 	}
-	d, err := lookupEntry(v.meta, parent, name)
+	var d schema.Dirent
+	err := v.materializing(func() (err error) {
+		d, err = lookupEntry(v.meta, parent, name)
+		return err
+	})
 	if err != nil {
 		return vfs.Attr{}, v.errno("lookup", err)
 	}
@@ -109,6 +117,9 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 	if !isDir(dir.Mode) {
 		return 0, n, syscall.ENOTDIR
 	}
+	if err := v.checkWritable(&dir); err != nil {
+		return 0, n, err
+	}
 	if _, err := lookupEntry(b, parent, name); err == nil {
 		return 0, n, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
@@ -144,18 +155,26 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 }
 
 // create runs newNode in its own transaction.
-func (v *Volume) create(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (vfs.Attr, error) {
+func (v *Volume) create(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (a vfs.Attr, err error) {
+	err = v.materializing(func() (err error) {
+		a, err = v.createOnce(op, c, parent, name, n)
+		return err
+	})
+	return a, v.errno(op, err)
+}
+
+func (v *Volume) createOnce(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (vfs.Attr, error) {
 	tx, err := v.begin()
 	if err != nil {
-		return vfs.Attr{}, v.errno(op, err)
+		return vfs.Attr{}, err
 	}
 	ino, n, err := v.newNode(tx, c, parent, name, n)
 	if err != nil {
 		tx.Abort()
-		return vfs.Attr{}, v.errno(op, err)
+		return vfs.Attr{}, err
 	}
 	if err := tx.Commit(false); err != nil {
-		return vfs.Attr{}, v.errno(op, err)
+		return vfs.Attr{}, err
 	}
 	return toAttr(ino, &n), nil
 }
@@ -202,16 +221,19 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	if err := checkName(name); err != nil {
 		return vfs.Attr{}, err
 	}
-	tx, err := v.begin()
+	var n schema.Inode
+	err := v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if n, err = v.link(tx, ino, parent, name); err != nil {
+			tx.Abort()
+			return err
+		}
+		return tx.Commit(false)
+	})
 	if err != nil {
-		return vfs.Attr{}, v.errno("link", err)
-	}
-	n, err := v.link(tx, ino, parent, name)
-	if err != nil {
-		tx.Abort()
-		return vfs.Attr{}, v.errno("link", err)
-	}
-	if err := tx.Commit(false); err != nil {
 		return vfs.Attr{}, v.errno("link", err)
 	}
 	// Only now: the inode's lock may be held by a writer waiting for the
@@ -239,8 +261,13 @@ func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.I
 	if err != nil {
 		return n, err
 	}
+	if err := v.checkWritable(&dir); err != nil {
+		return n, err
+	}
 	if _, err := lookupEntry(b, parent, name); err == nil {
 		return n, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return n, err
 	}
 	n.Nlink++
 	n.Ctime = now()
@@ -267,16 +294,17 @@ func (v *Volume) remove(op string, parent uint64, name string, wantDir bool) err
 	if len(name) > nameMax {
 		return syscall.ENAMETOOLONG
 	}
-	tx, err := v.begin()
-	if err != nil {
-		return v.errno(op, err)
-	}
-	err = v.removeIn(tx, parent, name, wantDir)
-	if err != nil {
-		tx.Abort()
-		return v.errno(op, err)
-	}
-	return v.errno(op, tx.Commit(false))
+	return v.errno(op, v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if err := v.removeIn(tx, parent, name, wantDir); err != nil {
+			tx.Abort()
+			return err
+		}
+		return tx.Commit(false)
+	}))
 }
 
 func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bool) error {
@@ -287,6 +315,9 @@ func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bo
 	}
 	dir, err := loadInode(b, parent)
 	if err != nil {
+		return err
+	}
+	if err := v.checkWritable(&dir); err != nil {
 		return err
 	}
 	switch {
@@ -339,10 +370,15 @@ func (v *Volume) dropLink(tx *content.Tx, ino uint64) error {
 		}
 		return saveInode(tx, ino, &n)
 	}
-	return deleteInode(tx, ino)
+	return v.deleteInode(tx, ino)
 }
 
 func dirEmpty(r meta.Reader, ino uint64) (bool, error) {
+	if n, err := loadInode(r, ino); err != nil {
+		return false, err
+	} else if err := needOwn(ino, &n); err != nil {
+		return false, err
+	}
 	it, err := r.NewIter(schema.DirentRange(ino))
 	if err != nil {
 		return false, err
@@ -353,7 +389,13 @@ func dirEmpty(r meta.Reader, ino uint64) (bool, error) {
 
 // ReadDir implements vfs.FS.
 func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
-	n, err := loadInode(v.meta, ino)
+	var n schema.Inode
+	err := v.materializing(func() (err error) {
+		if n, err = loadInode(v.meta, ino); err == nil {
+			err = needOwn(ino, &n)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, v.errno("readdir", err)
 	}

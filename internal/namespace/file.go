@@ -26,6 +26,7 @@ type openFile struct {
 	size      int64
 	mtime     int64
 	lastWrite time.Time
+	stub      atomic.Bool // a clone's file whose extents are its origin's
 }
 
 type handle struct {
@@ -87,13 +88,20 @@ func (v *Volume) handle(h vfs.Handle) (*handle, error) {
 
 // Create implements vfs.FS.
 func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags uint32) (vfs.Attr, vfs.Handle, error) {
-	tx, err := v.begin()
+	var tx *content.Tx
+	var ino uint64
+	var n schema.Inode
+	err := v.materializing(func() (err error) {
+		if tx, err = v.begin(); err != nil {
+			return err
+		}
+		ino, n, err = v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
+		if err != nil {
+			tx.Abort()
+		}
+		return err
+	})
 	if err != nil {
-		return vfs.Attr{}, 0, v.errno("create", err)
-	}
-	ino, n, err := v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
-	if err != nil {
-		tx.Abort()
 		return vfs.Attr{}, 0, v.errno("create", err)
 	}
 	// Register the handle before the name becomes visible, so that an
@@ -116,7 +124,33 @@ func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 	if isDir(n.Mode) && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
 		return 0, syscall.EISDIR
 	}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		if err := v.checkWritable(&n); err != nil {
+			return 0, err
+		}
+		if n.Stub { // writes go to the file's own extents
+			if err := v.materialize(ino); err != nil {
+				return 0, v.errno("open", err)
+			}
+			n.Stub = false
+		}
+	}
 	h := v.openHandle(ino, flags)
+	if n.Stub {
+		v.filesMu.Lock()
+		if f := v.files[ino]; f != nil {
+			f.stub.Store(true)
+		}
+		v.filesMu.Unlock()
+		// Materialized meanwhile? Then its own extents are the ones.
+		if m, err := loadInode(v.meta, ino); err == nil && !m.Stub {
+			v.filesMu.Lock()
+			if f := v.files[ino]; f != nil {
+				f.stub.Store(false)
+			}
+			v.filesMu.Unlock()
+		}
+	}
 	if flags&syscall.O_TRUNC != 0 && n.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		if _, err := v.SetAttr(vfs.Caller{}, ino, vfs.SetAttr{SetSize: true}); err != nil {
 			v.Release(h)
@@ -162,6 +196,9 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 // under the read, and the buffer, which still holds them, overlays them.
 // The caller holds f's lock (shared is enough).
 func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
+	if f.stub.Load() {
+		return v.readStub(f.ino, off, buf)
+	}
 	end := off + int64(len(buf))
 	in := f.inflight
 	if in == nil || !in.overlaps(off, end) {
@@ -295,7 +332,7 @@ func (v *Volume) deleteIfOrphan(ino uint64) error {
 		tx.Abort()
 		return nil
 	}
-	if err := deleteInode(tx, ino); err != nil {
+	if err := v.deleteInode(tx, ino); err != nil {
 		tx.Abort()
 		return err
 	}

@@ -138,6 +138,13 @@ func (in *ingest) stream(ino uint64, w *window) (schema.Inode, error) {
 // with the content of w when w holds all of it.
 func (in *ingest) create(parent uint64, name string, w *window) (schema.Inode, uint64, error) {
 	v, nf := in.v, in.nf
+	// The parent may be a clone's directory not materialized yet.
+	if err := v.materialize(parent); err != nil {
+		if w != nil {
+			v.eng.Discard(w.chunks)
+		}
+		return schema.Inode{}, 0, err
+	}
 	tx, err := v.begin()
 	if err != nil {
 		if w != nil {

@@ -43,8 +43,11 @@ func allocIno(tx *content.Tx) (uint64, error) {
 }
 
 // deleteInode removes an inode with its extents and xattrs.
-func deleteInode(tx *content.Tx, ino uint64) error {
+func (v *Volume) deleteInode(tx *content.Tx, ino uint64) error {
 	b := tx.Batch()
+	if err := v.forgetClone(tx, ino); err != nil {
+		return err
+	}
 	if err := tx.DropAll(ino); err != nil {
 		return err
 	}

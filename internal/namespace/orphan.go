@@ -31,7 +31,7 @@ func (v *Volume) removeOrphans() error {
 		if err != nil {
 			return err
 		}
-		if err := deleteInode(tx, ino); err != nil {
+		if err := v.deleteInode(tx, ino); err != nil {
 			tx.Abort()
 			return err
 		}

@@ -18,19 +18,30 @@ func (v *Volume) Rename(oldParent uint64, oldName string, newParent uint64, newN
 	if err := checkName(newName); err != nil {
 		return err
 	}
-	tx, err := v.begin()
-	if err != nil {
-		return v.errno("rename", err)
-	}
-	if err := v.rename(tx, oldParent, oldName, newParent, newName, flags); err != nil {
-		tx.Abort()
-		return v.errno("rename", err)
-	}
-	return v.errno("rename", tx.Commit(false))
+	return v.errno("rename", v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if err := v.rename(tx, oldParent, oldName, newParent, newName, flags); err != nil {
+			tx.Abort()
+			return err
+		}
+		return tx.Commit(false)
+	}))
 }
 
 func (v *Volume) rename(tx *content.Tx, op uint64, on string, np uint64, nn string, flags uint32) error {
 	b := tx.Batch()
+	for _, dir := range []uint64{op, np} {
+		n, err := loadInode(b, dir)
+		if err != nil {
+			return err
+		}
+		if err := v.checkWritable(&n); err != nil {
+			return err
+		}
+	}
 	src, err := lookupEntry(b, op, on)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/versions"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -54,6 +55,16 @@ type Volume struct {
 	quit chan struct{}
 	wg   sync.WaitGroup
 
+	ret      *versions.Retainer // keeps the past that clones read
+	readOnly sync.Map           // clone root ino -> bool (snapshot)
+
+	releaseMu   sync.Mutex
+	toRelease   []uint64 // pins whose retained versions are to be freed
+	releaseWake chan struct{}
+
+	materializeWake chan struct{}
+	excludes        sync.Map // clone root ino -> []exclusion
+
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
 }
@@ -78,13 +89,23 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	v := &Volume{
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
-		quit: make(chan struct{}),
+		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1),
+		materializeWake: make(chan struct{}, 1),
 	}
+	ret, err := versions.NewRetainer(m)
+	if err != nil {
+		return nil, fmt.Errorf("load pins: %w", err)
+	}
+	v.ret = ret
+	eng.SetRetainer(ret)
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
 	}
-	v.wg.Add(1)
+	v.wg.Add(3)
 	go v.flusher()
+	go v.releaser()
+	go v.materializer()
+	v.queueFreePins()
 	return v, nil
 }
 

@@ -19,9 +19,13 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 	if len(name) > xattrNameMax {
 		return nil, syscall.ERANGE
 	}
-	val, err := v.meta.Get(schema.XattrKey(ino, name))
+	r, ino, err := v.xattrSource(ino)
+	if err != nil {
+		return nil, v.errno("getxattr", err)
+	}
+	val, err := r.Get(schema.XattrKey(ino, name))
 	if errors.Is(err, meta.ErrNotFound) {
-		if _, err := loadInode(v.meta, ino); err != nil {
+		if _, err := loadInode(r, ino); err != nil {
 			return nil, v.errno("getxattr", err)
 		}
 		return nil, syscall.ENODATA
@@ -31,7 +35,11 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 
 // ListXattr implements vfs.FS.
 func (v *Volume) ListXattr(ino uint64) ([]string, error) {
-	it, err := v.meta.NewIter(schema.XattrRange(ino))
+	r, ino, err := v.xattrSource(ino)
+	if err != nil {
+		return nil, v.errno("listxattr", err)
+	}
+	it, err := r.NewIter(schema.XattrRange(ino))
 	if err != nil {
 		return nil, v.errno("listxattr", err)
 	}
@@ -106,11 +114,21 @@ func (v *Volume) RemoveXattr(ino uint64, name string) error {
 
 // xattrTx runs change and stamps the inode's ctime in one transaction.
 func (v *Volume) xattrTx(op string, ino uint64, change func(meta.Batch) error) error {
+	return v.errno(op, v.materializing(func() error { return v.xattrTxOnce(ino, change) }))
+}
+
+func (v *Volume) xattrTxOnce(ino uint64, change func(meta.Batch) error) error {
 	tx, err := v.begin()
 	if err != nil {
-		return v.errno(op, err)
+		return err
 	}
 	n, err := loadInode(tx.Batch(), ino)
+	if err == nil {
+		err = v.checkWritable(&n)
+	}
+	if err == nil {
+		err = needOwn(ino, &n)
+	}
 	if err == nil {
 		err = change(tx.Batch())
 	}
@@ -123,9 +141,9 @@ func (v *Volume) xattrTx(op string, ino uint64, change func(meta.Batch) error) e
 	}
 	if err != nil {
 		tx.Abort()
-		return v.errno(op, err)
+		return err
 	}
-	return v.errno(op, tx.Commit(false))
+	return tx.Commit(false)
 }
 
 // refreshChunker makes an open file's writes follow a changed policy.

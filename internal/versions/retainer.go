@@ -86,8 +86,20 @@ func (r *Retainer) Add(p Pinned) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i, _ := slices.BinarySearchFunc(r.pins, p.Version, cmpPin)
-	r.pins = slices.Insert(r.pins, i, p)
+	r.pins = slices.Insert(slices.Clone(r.pins), i, p) // readers hold the old slice
 	r.any.Store(true)
+}
+
+// SetHeld records whether the pin at version v is still read by its clone.
+func (r *Retainer) SetHeld(v uint64, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, ok := slices.BinarySearchFunc(r.pins, v, cmpPin); ok {
+		p := r.pins[i] // copy: Pins handed out the old slice
+		p.Held = held
+		r.pins = slices.Clone(r.pins)
+		r.pins[i] = p
+	}
 }
 
 // Remove stops keeping versions for the pin at version v.
@@ -95,7 +107,7 @@ func (r *Retainer) Remove(v uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if i, ok := slices.BinarySearchFunc(r.pins, v, cmpPin); ok {
-		r.pins = slices.Delete(r.pins, i, i+1)
+		r.pins = slices.Delete(slices.Clone(r.pins), i, i+1)
 	}
 	r.any.Store(len(r.pins) > 0)
 }
@@ -176,6 +188,22 @@ func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
 		}
 	}
 	return 0, false, nil
+}
+
+// Covers reports whether the pin at version pin covers ino: ino was its
+// root or below it then. An unknown pin covers nothing.
+func (r *Retainer) Covers(pin, ino uint64) (bool, error) {
+	r.mu.RLock()
+	i, ok := slices.BinarySearchFunc(r.pins, pin, cmpPin)
+	var p Pinned
+	if ok {
+		p = r.pins[i]
+	}
+	r.mu.RUnlock()
+	if !ok || ino >= p.NextIno {
+		return false, nil
+	}
+	return r.inScope(p, ino)
 }
 
 // inScope reports whether ino was p.Root or below it at p's version: some

@@ -1,0 +1,51 @@
+package content
+
+import (
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Retainer is told of every key a transaction is about to set or delete,
+// before the change, so that it can keep the old value (package versions
+// keeps the past that pins need). ref adjusts a chunk's refcount in the
+// transaction, for old extents it keeps.
+type Retainer interface {
+	BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, int64)) error
+}
+
+// SetRetainer installs r for every later transaction.
+func (e *Engine) SetRetainer(r Retainer) {
+	e.txMu.Lock()
+	e.retainer = r
+	e.txMu.Unlock()
+}
+
+// retainBatch is a transaction's batch with the retainer in front of
+// every change.
+type retainBatch struct {
+	meta.Batch
+	t *Tx
+	r Retainer
+}
+
+func (b *retainBatch) Set(key, value []byte) error {
+	if err := b.r.BeforeChange(b.Batch, key, b.t.AddRef); err != nil {
+		return err
+	}
+	return b.Batch.Set(key, value)
+}
+
+func (b *retainBatch) Delete(key []byte) error {
+	if err := b.r.BeforeChange(b.Batch, key, b.t.AddRef); err != nil {
+		return err
+	}
+	return b.Batch.Delete(key)
+}
+
+// AddRef changes chunk h's refcount by d when the transaction commits; a
+// caller that keeps a copy of an extent (a clone, a retained version)
+// references the chunk again.
+func (t *Tx) AddRef(h schema.Hash, d int64) { t.refs[h] += d }
+
+// OnCommit runs fn after the transaction commits (not if it aborts).
+func (t *Tx) OnCommit(fn func()) { t.after = append(t.after, fn) }

@@ -1,0 +1,99 @@
+package fsck
+
+import (
+	"fmt"
+
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Clones and snapshots add pins, retained old versions (with an index per
+// pin), clone records and link maps. A retained extent references its
+// chunk like a live one, so refcounts count both.
+
+// scanVersions decodes pins, clone records, retained versions and their
+// index, and counts the chunk references retained extents hold.
+func (c *checker) scanVersions() error {
+	pins := map[uint64]bool{}
+	lo, hi := schema.PinRange()
+	err := c.scan(lo, hi, func(k, v []byte) {
+		pin, err := schema.PinVersion(k)
+		if err == nil {
+			_, err = schema.DecodePin(v)
+		}
+		if err != nil {
+			c.report(KindDecode, noIno, "pin %s: %v", shortHex(k), err)
+			return
+		}
+		pins[pin] = true
+	})
+	if err != nil {
+		return err
+	}
+	lo, hi = schema.CloneRange()
+	if err := c.scan(lo, hi, func(k, v []byte) {
+		ino, err := schema.CloneIno(k)
+		if err == nil {
+			_, err = schema.DecodeClone(v)
+		}
+		if err != nil {
+			c.report(KindDecode, noIno, "clone record %s: %v", shortHex(k), err)
+		} else if c.inodes[ino] == nil {
+			c.report(KindVersions, ino, "clone record of inode %d, which does not exist", ino)
+		}
+	}); err != nil {
+		return err
+	}
+	indexed := map[string]bool{}
+	if err := c.scan([]byte{'R'}, []byte{'R' + 1}, func(k, _ []byte) {
+		key, err := schema.RetainIndexKeyOf(k)
+		if err != nil || len(k) < 9 {
+			c.report(KindDecode, noIno, "retained-version index key %s: malformed", shortHex(k))
+			return
+		}
+		indexed[string(schema.RetainedKey(key, be64(k[1:9])))] = true
+	}); err != nil {
+		return err
+	}
+	lo, hi = schema.RetainedRange()
+	err = c.scan(lo, hi, func(k, v []byte) {
+		key, pin, err := schema.ParseRetainedKey(k)
+		var rv schema.Retained
+		if err == nil {
+			rv, err = schema.DecodeRetained(v)
+		}
+		if err != nil {
+			c.report(KindDecode, noIno, "retained version %s: %v", shortHex(k), err)
+			return
+		}
+		c.rep.Retained++
+		owner := schema.OwnerIno(key)
+		if !pins[pin] {
+			c.report(KindVersions, owner, "retained version of key %s for pin %d, which does not exist", shortHex(key), pin)
+		}
+		if !indexed[string(k)] {
+			c.report(KindVersions, owner, "retained version of key %s for pin %d is missing from the pin's index", shortHex(key), pin)
+		}
+		delete(indexed, string(k))
+		if key[0] == 'e' && rv.Present {
+			c.retainedExtent(owner, rv.Value)
+		}
+	})
+	for k := range indexed {
+		c.report(KindVersions, noIno, "the index of retained versions names %s, which does not exist", shortHex([]byte(k)))
+	}
+	return err
+}
+
+// retainedExtent counts the chunk reference of a retained extent.
+func (c *checker) retainedExtent(ino uint64, v []byte) {
+	x, err := schema.DecodeExtent(v)
+	if err != nil {
+		c.report(KindDecode, ino, "retained extent of inode %d: %v", ino, err)
+		return
+	}
+	if ch := c.chunks[x.Hash]; ch != nil {
+		ch.refs++
+	} else {
+		c.report(KindMissingChunk, ino, "%s", fmt.Sprintf("a retained extent of inode %d names chunk %x, which has no record", ino, x.Hash[:8]))
+	}
+}

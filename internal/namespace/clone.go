@@ -1,0 +1,202 @@
+package namespace
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/versions"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// CloneOptions shape a clone.
+type CloneOptions struct {
+	// Excludes are gitignore-style patterns relative to the source; see
+	// exclude.go.
+	Excludes []string
+	// ReadOnly makes a snapshot: every change inside it fails with EROFS.
+	ReadOnly bool
+	// Lazy clones are never materialized in the background: they keep
+	// reading through their pin (right for short-lived sandboxes).
+	Lazy bool
+}
+
+// Clone makes name in directory parent a copy of src as it is now, in
+// constant time: it pins the current version and creates a stub whose
+// contents are src's as of the pin. Buffered writes are committed first,
+// so everything written before the call is in the clone.
+func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Attr, error) {
+	if err := checkName(name); err != nil {
+		return vfs.Attr{}, err
+	}
+	if err := CheckExcludes(o.Excludes); err != nil {
+		return vfs.Attr{}, fmt.Errorf("%w: %v", syscall.EINVAL, err)
+	}
+	if err := v.opt.Headroom.ForMeta(); err != nil {
+		return vfs.Attr{}, err
+	}
+	if err := v.flushAll(true); err != nil {
+		return vfs.Attr{}, err
+	}
+	var ino uint64
+	var n schema.Inode
+	err := v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		pinned, err := v.cloneIn(tx, src, parent, name, o, &ino, &n)
+		if err != nil {
+			if pinned != 0 {
+				v.ret.Remove(pinned)
+			}
+			tx.Abort()
+			return err
+		}
+		if err := tx.Commit(false); err != nil {
+			v.ret.Remove(pinned)
+			return err
+		}
+		if !o.Lazy {
+			v.wakeMaterializer()
+		}
+		return nil
+	})
+	if err != nil {
+		return vfs.Attr{}, err
+	}
+	return toAttr(ino, &n), nil
+}
+
+// cloneIn writes the pin, the clone's root stub, its record and its
+// entry. It returns the version it pinned, if it got that far.
+func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o CloneOptions, ino *uint64, n *schema.Inode) (uint64, error) {
+	b := tx.Batch()
+	sn, err := loadInode(b, src)
+	if err != nil {
+		return 0, err
+	}
+	dir, err := loadInode(b, parent)
+	if err != nil {
+		return 0, err
+	}
+	if !isDir(dir.Mode) {
+		return 0, syscall.ENOTDIR
+	}
+	if err := v.checkWritable(&dir); err != nil {
+		return 0, err
+	}
+	if _, err := lookupEntry(b, parent, name); err == nil {
+		return 0, syscall.EEXIST
+	} else if !errors.Is(err, syscall.ENOENT) {
+		return 0, err
+	}
+	if isDir(sn.Mode) {
+		if inside, err := isAncestor(b, src, parent); err != nil {
+			return 0, err
+		} else if inside {
+			return 0, fmt.Errorf("%w: the clone would be inside its own source", syscall.EINVAL)
+		}
+	}
+	pin := tx.Version() - 1 // the state every committed transaction left
+	raw, err := b.Get(schema.KeyNextIno)
+	if err != nil {
+		return 0, err
+	}
+	nextIno, err := schema.ParseU64(raw)
+	if err != nil {
+		return 0, err
+	}
+	deps, err := v.heldPins(b)
+	if err != nil {
+		return 0, err
+	}
+	p := schema.Pin{Root: src, NextIno: nextIno, Held: true, Deps: deps}
+	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
+		return 0, err
+	}
+	v.ret.Add(versions.Pinned{Version: pin, Pin: p})
+	if *ino, err = allocIno(tx); err != nil {
+		return pin, err
+	}
+	*n = sn
+	n.Clone, n.Origin, n.Stub, n.Excl = *ino, schema.Origin{Pin: pin, Base: src}, true, nil
+	if len(o.Excludes) > 0 {
+		n.Excl = []schema.ExclCtx{{Clone: *ino}}
+	}
+	if !isDir(sn.Mode) {
+		n.Nlink = 1
+	}
+	if err := saveInode(tx, *ino, n); err != nil {
+		return pin, err
+	}
+	tx.AddInodes(1)
+	originPath, _ := pathOf(b, src)
+	rec := schema.Clone{Origin: src, OriginPath: originPath, Pin: pin, Created: now(),
+		Excludes: o.Excludes, ReadOnly: o.ReadOnly, Lazy: o.Lazy, Stubs: 1}
+	if err := b.Set(schema.CloneKey(*ino), rec.Encode()); err != nil {
+		return pin, err
+	}
+	if err := tx.Journal(*ino, schema.OpCreate); err != nil {
+		return pin, err
+	}
+	return pin, addEntry(tx, &dir, parent, name, *ino, n.Mode)
+}
+
+// heldPins lists the pins whose clones still read through them, and
+// counts the new pin among their dependents: a clone made now may
+// contain their stubs, whose past it must keep readable.
+func (v *Volume) heldPins(b meta.Batch) ([]uint64, error) {
+	var deps []uint64
+	for _, p := range v.ret.Pins() {
+		if !p.Held {
+			continue
+		}
+		raw, err := b.Get(schema.PinKey(p.Version))
+		if err != nil {
+			return nil, err
+		}
+		rec, err := schema.DecodePin(raw)
+		if err != nil {
+			return nil, err
+		}
+		rec.Dependents++
+		if err := b.Set(schema.PinKey(p.Version), rec.Encode()); err != nil {
+			return nil, err
+		}
+		deps = append(deps, p.Version)
+	}
+	return deps, nil
+}
+
+// pathOf returns one path of ino relative to the volume root.
+func pathOf(r meta.Reader, ino uint64) (string, error) {
+	path := ""
+	for depth := 0; ino != vfs.RootIno; depth++ {
+		if depth > 1<<12 {
+			return "", errors.New("namespace: parent chain too deep")
+		}
+		it, err := r.NewIter(schema.ParentRange(ino))
+		if err != nil {
+			return "", err
+		}
+		if !it.First() {
+			it.Close()
+			return "", syscall.ENOENT
+		}
+		_, parent, name, err := schema.ParseParentKey(it.Key())
+		it.Close()
+		if err != nil {
+			return "", err
+		}
+		path = "/" + name + path
+		ino = parent
+	}
+	if path == "" {
+		path = "/"
+	}
+	return path, nil
+}

@@ -1,0 +1,76 @@
+package namespace
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// CloneResult is what a clone made, for the CLI and the daemon.
+type CloneResult struct {
+	Src       string `json:"src"`
+	Dst       string `json:"dst"`
+	Ino       uint64 `json:"ino"`
+	Pin       uint64 `json:"pin"`
+	ReadOnly  bool   `json:"read_only"`
+	Lazy      bool   `json:"lazy"`
+	Parent    uint64 `json:"-"` // the new entry's directory, for the kernel's cache
+	Name      string `json:"-"`
+	ElapsedNs int64  `json:"elapsed_ns"`
+}
+
+// ClonePath clones the tree at src to the new path dst; both are
+// "/"-rooted paths inside the volume.
+func (v *Volume) ClonePath(src, dst string, o CloneOptions) (CloneResult, error) {
+	start := time.Now()
+	res := CloneResult{Src: path.Clean(src), Dst: path.Clean(dst), ReadOnly: o.ReadOnly, Lazy: o.Lazy}
+	srcIno, err := v.lookupPath(res.Src)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", src, err)
+	}
+	dir, name := path.Split(res.Dst)
+	if name == "" {
+		return res, fmt.Errorf("%s: %w: the clone needs a new name", dst, syscall.EEXIST)
+	}
+	if res.Parent, err = v.lookupPath(dir); err != nil {
+		return res, fmt.Errorf("%s: %w", dir, err)
+	}
+	res.Name = name
+	a, err := v.Clone(srcIno, res.Parent, name, o)
+	if err != nil {
+		return res, fmt.Errorf("clone %s to %s: %w", src, dst, err)
+	}
+	res.Ino = a.Ino
+	n, err := loadInode(v.meta, a.Ino)
+	if err == nil {
+		res.Pin = n.Origin.Pin
+	}
+	res.ElapsedNs = time.Since(start).Nanoseconds()
+	return res, nil
+}
+
+// lookupPath walks a "/"-rooted path like the kernel would, materializing
+// the directories it passes. Symlinks are not followed.
+func (v *Volume) lookupPath(p string) (uint64, error) {
+	ino := uint64(vfs.RootIno)
+	for _, name := range strings.Split(p, "/") {
+		if name == "" || name == "." {
+			continue
+		}
+		var d schema.Dirent
+		err := v.materializing(func() (err error) {
+			d, err = lookupEntry(v.meta, ino, name)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		ino = d.Ino
+	}
+	return ino, nil
+}

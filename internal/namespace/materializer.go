@@ -1,0 +1,224 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// The materializer copies non-lazy clones into their own records in the
+// background (metadata only), so that their pins can be released. It
+// throttles itself by its own progress: after each step it pauses as long
+// as the step took, so foreground work keeps at least half the time.
+
+func (v *Volume) wakeMaterializer() {
+	select {
+	case v.materializeWake <- struct{}{}:
+	default:
+	}
+}
+
+func (v *Volume) materializer() {
+	defer v.wg.Done()
+	for {
+		if err := v.materializeAll(); err != nil && !errors.Is(err, errQuit) {
+			v.log.Error("background materialization failed; it resumes at the next mount", "err", err)
+		}
+		select {
+		case <-v.quit:
+			return
+		case <-v.materializeWake:
+		}
+	}
+}
+
+var errQuit = errors.New("namespace: shutting down")
+
+// materializeAll finishes every clone that waits for materialization.
+func (v *Volume) materializeAll() error {
+	for {
+		c, rec, ok, err := v.nextToMaterialize()
+		if err != nil || !ok {
+			return err
+		}
+		if err := v.materializeClone(c, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// nextToMaterialize finds a clone with stubs left that is not lazy, or
+// was removed with stubs elsewhere.
+func (v *Volume) nextToMaterialize() (uint64, schema.Clone, bool, error) {
+	it, err := v.meta.NewIter(schema.CloneRange())
+	if err != nil {
+		return 0, schema.Clone{}, false, err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		c, err := schema.CloneIno(it.Key())
+		if err != nil {
+			return 0, schema.Clone{}, false, err
+		}
+		rec, err := schema.DecodeClone(it.Value())
+		if err != nil {
+			return 0, schema.Clone{}, false, err
+		}
+		if v.pinHeld(rec.Pin) && (!rec.Lazy || rec.Removed) {
+			return c, rec, true, nil
+		}
+	}
+	return 0, schema.Clone{}, false, nil
+}
+
+func (v *Volume) pinHeld(pin uint64) bool {
+	for _, p := range v.ret.Pins() {
+		if p.Version == pin {
+			return p.Held
+		}
+	}
+	return false
+}
+
+// materializeClone materializes clone c's tree breadth first, then any
+// of its stubs that were moved out of it, then lets its pin go.
+func (v *Volume) materializeClone(c uint64, rec schema.Clone) error {
+	if !rec.Removed {
+		queue := []uint64{c}
+		for len(queue) > 0 {
+			dir := queue[0]
+			queue = queue[1:]
+			if err := v.throttled(dir); err != nil {
+				return err
+			}
+			subdirs, err := v.stubChildren(dir, c)
+			if err != nil {
+				return err
+			}
+			queue = append(queue, subdirs...)
+		}
+	}
+	if err := v.materializeStray(c); err != nil {
+		return err
+	}
+	tx, err := v.begin()
+	if err != nil {
+		return err
+	}
+	raw, err := tx.Batch().Get(schema.CloneKey(c))
+	if err == nil {
+		if rec, err = schema.DecodeClone(raw); err == nil {
+			if rec.Removed {
+				err = v.dropClone(tx, c, rec)
+			} else {
+				rec.Stubs = 0
+				if err = tx.Batch().Set(schema.CloneKey(c), rec.Encode()); err == nil {
+					err = v.unholdPin(tx, rec.Pin)
+				}
+			}
+		}
+	}
+	if err != nil {
+		tx.Abort()
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	return tx.Commit(false)
+}
+
+// throttled materializes ino, then pauses as long as that took.
+func (v *Volume) throttled(ino uint64) error {
+	select {
+	case <-v.quit:
+		return errQuit
+	default:
+	}
+	start := time.Now()
+	if err := v.materialize(ino); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return err
+	}
+	time.Sleep(time.Since(start))
+	return nil
+}
+
+// stubChildren materializes the files of directory dir that belong to
+// clone c and returns its subdirectories that do.
+func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
+	lower, upper := schema.DirentRange(dir)
+	var subdirs []uint64
+	err := scan(v.meta, lower, upper, func(k, val []byte) error {
+		name, err := schema.DirentName(k)
+		if err != nil {
+			return err
+		}
+		d, err := decodeDirent(dir, name, val)
+		if err != nil {
+			return err
+		}
+		n, err := loadInode(v.meta, d.Ino)
+		if err != nil || n.Clone != c {
+			return nil // gone meanwhile, or not the clone's
+		}
+		if isDir(n.Mode) {
+			subdirs = append(subdirs, d.Ino)
+			return nil
+		}
+		if n.Stub {
+			return v.throttled(d.Ino)
+		}
+		return nil
+	})
+	return subdirs, err
+}
+
+// materializeStray materializes the stubs of clone c found outside its
+// tree by a scan of the inode table, if its count says some are left.
+func (v *Volume) materializeStray(c uint64) error {
+	raw, err := v.meta.Get(schema.CloneKey(c))
+	if err != nil {
+		return err
+	}
+	rec, err := schema.DecodeClone(raw)
+	if err != nil || rec.Stubs == 0 {
+		return err
+	}
+	var stubs []uint64
+	lower, upper := schema.InodeRange()
+	err = scan(v.meta, lower, upper, func(k, val []byte) error {
+		ino := schema.OwnerIno(k)
+		n, err := decodeInode(ino, val)
+		if err == nil && n.Stub && n.Clone == c {
+			stubs = append(stubs, ino)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for len(stubs) > 0 {
+		ino := stubs[0]
+		stubs = stubs[1:]
+		n, err := loadInode(v.meta, ino)
+		if err != nil {
+			continue
+		}
+		if err := v.throttled(ino); err != nil {
+			return err
+		}
+		if isDir(n.Mode) {
+			more, err := v.stubChildren(ino, c)
+			if err != nil {
+				return err
+			}
+			for _, d := range more {
+				stubs = append(stubs, d)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,213 @@
+package namespace
+
+import (
+	"errors"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/versions"
+)
+
+// A pin lives while its clone reads through it (Held) or a later pin
+// depends on it. Then the releaser frees its retained versions in the
+// background, a bounded batch per transaction, and the pins it depended
+// on may go in turn.
+
+// dropClone ends clone c (record rec) whose root is being deleted: its
+// record and link map go, and its pin is no longer held.
+func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
+	b := tx.Batch()
+	if err := b.Delete(schema.CloneKey(c)); err != nil {
+		return err
+	}
+	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
+		return err
+	}
+	return v.unholdPin(tx, rec.Pin)
+}
+
+// unholdPin marks the pin at version pin as no longer read by its clone.
+func (v *Volume) unholdPin(tx *content.Tx, pin uint64) error {
+	b := tx.Batch()
+	p, err := loadPin(b, pin)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	p.Held = false
+	v.ret.SetHeld(pin, false)
+	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
+		return err
+	}
+	if p.Dependents == 0 {
+		tx.OnCommit(func() { v.queueRelease(pin) })
+	}
+	return nil
+}
+
+func loadPin(r meta.Reader, pin uint64) (schema.Pin, error) {
+	raw, err := r.Get(schema.PinKey(pin))
+	if err != nil {
+		return schema.Pin{}, err
+	}
+	return schema.DecodePin(raw)
+}
+
+// queueRelease hands a pin to the releaser.
+func (v *Volume) queueRelease(pin uint64) {
+	v.releaseMu.Lock()
+	v.toRelease = append(v.toRelease, pin)
+	v.releaseMu.Unlock()
+	select {
+	case v.releaseWake <- struct{}{}:
+	default:
+	}
+}
+
+// releaser frees released pins' retained versions in the background.
+func (v *Volume) releaser() {
+	defer v.wg.Done()
+	for {
+		v.releaseMu.Lock()
+		var pin uint64
+		if len(v.toRelease) > 0 {
+			pin, v.toRelease = v.toRelease[0], v.toRelease[1:]
+		}
+		v.releaseMu.Unlock()
+		if pin == 0 {
+			select {
+			case <-v.quit:
+				return
+			case <-v.releaseWake:
+			}
+			continue
+		}
+		if err := v.releasePin(pin); err != nil {
+			v.log.Error("releasing a pin failed; it is retried at the next mount", "version", pin, "err", err)
+		}
+	}
+}
+
+// releasePinBatch bounds the retained versions freed per transaction.
+const releasePinBatch = 2048
+
+// releasePin frees the retained versions of a pin nothing needs, then its
+// record, then releases the pins it depended on that nothing else needs.
+func (v *Volume) releasePin(pin uint64) error {
+	v.ret.Remove(pin)
+	older := uint64(0)
+	for _, p := range v.ret.Pins() {
+		if p.Version < pin {
+			older = p.Version
+		}
+	}
+	for done := false; !done; {
+		select {
+		case <-v.quit:
+			return nil // the next mount finishes it
+		default:
+		}
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if done, _, err = versions.ReleaseStep(tx.Batch(), pin, older, releasePinBatch, tx.AddRef); err != nil {
+			tx.Abort()
+			return err
+		}
+		if done {
+			err = v.finishRelease(tx, pin)
+		}
+		if err != nil {
+			tx.Abort()
+			return err
+		}
+		if err := tx.Commit(false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishRelease deletes the pin record and lowers its dependencies'
+// counts, queueing those that are free now.
+func (v *Volume) finishRelease(tx *content.Tx, pin uint64) error {
+	b := tx.Batch()
+	p, err := loadPin(b, pin)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range p.Deps {
+		dp, err := loadPin(b, d)
+		if errors.Is(err, meta.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if dp.Dependents > 0 {
+			dp.Dependents--
+		}
+		if err := b.Set(schema.PinKey(d), dp.Encode()); err != nil {
+			return err
+		}
+		if !dp.Held && dp.Dependents == 0 {
+			d := d
+			tx.OnCommit(func() { v.queueRelease(d) })
+		}
+	}
+	return b.Delete(schema.PinKey(pin))
+}
+
+// queueFreePins queues, at mount, every pin that nothing needs.
+func (v *Volume) queueFreePins() {
+	for _, p := range v.ret.Pins() {
+		if !p.Held && p.Dependents == 0 {
+			v.queueRelease(p.Version)
+		}
+	}
+}
+
+// forgetClone updates clone bookkeeping for an inode being deleted: a
+// stub no longer waits to be materialized, and a clone's root takes the
+// clone with it.
+func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
+	b := tx.Batch()
+	n, err := loadInode(b, ino)
+	if err != nil {
+		return err
+	}
+	if n.Stub {
+		if err := countStubs(tx, n.Clone, -1, 0); err != nil {
+			return err
+		}
+	}
+	if n.Clone != ino {
+		return nil
+	}
+	raw, err := b.Get(schema.CloneKey(ino))
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rec, err := schema.DecodeClone(raw)
+	if err != nil {
+		return err
+	}
+	if rec.Stubs > 0 {
+		// Stubs of it live elsewhere (moved out of its tree): the
+		// materializer gives them their own records, then drops it.
+		rec.Removed = true
+		tx.OnCommit(v.wakeMaterializer)
+		return b.Set(schema.CloneKey(ino), rec.Encode())
+	}
+	return v.dropClone(tx, ino, rec)
+}

@@ -1,0 +1,170 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// copyEntries gives stub directory ino (record n) its source's entries,
+// minus the excluded ones, each naming a new stub. A file with several
+// names in the source gets one inode in the clone, found again through
+// the clone's link map. It returns how many entries are directories and
+// how many stubs it made.
+func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src source) (subdirs, stubs int, err error) {
+	lower, upper := schema.DirentRange(src.ino)
+	err = scan(src.r, lower, upper, func(k, val []byte) error {
+		name, err := schema.DirentName(k)
+		if err != nil {
+			return err
+		}
+		d, err := decodeDirent(src.ino, name, val)
+		if err != nil {
+			return err
+		}
+		dir := d.Type == syscall.S_IFDIR
+		if out, err := v.excludedEntry(src.excl, name, dir); err != nil || out {
+			return err
+		}
+		local, fresh, err := v.stubFor(tx, n, src, d.Ino, name)
+		if err != nil {
+			return err
+		}
+		if dir {
+			subdirs++
+		}
+		if fresh {
+			stubs++
+		}
+		b := tx.Batch()
+		e := schema.Dirent{Ino: local, Type: d.Type}
+		if err := b.Set(schema.DirentKey(ino, name), e.Encode()); err != nil {
+			return err
+		}
+		return b.Set(schema.ParentKey(local, ino, name), nil)
+	})
+	return subdirs, stubs, err
+}
+
+// stubFor returns the clone's inode for source child base (named name in
+// the directory being materialized), making a stub unless the link map
+// already has one.
+func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base uint64, name string) (uint64, bool, error) {
+	b := tx.Batch()
+	cn, err := loadInode(src.r, base)
+	if err != nil {
+		return 0, false, err
+	}
+	linked := !isDir(cn.Mode) && cn.Nlink > 1
+	// One file reached through different clones of clones must map to one
+	// inode: key it by where its contents really are.
+	ident := source{r: src.r, pin: src.pin, ino: base}
+	if linked && cn.Stub {
+		if ident, err = v.sourceOf(&cn); err != nil {
+			return 0, false, err
+		}
+	}
+	mapKey := schema.LinkMapKey(parent.Clone, ident.pin, ident.ino)
+	if linked {
+		raw, err := b.Get(mapKey)
+		if err == nil {
+			local, err := schema.ParseU64(raw)
+			return local, false, err
+		}
+		if !errors.Is(err, meta.ErrNotFound) {
+			return 0, false, err
+		}
+	}
+	local, err := allocIno(tx)
+	if err != nil {
+		return 0, false, err
+	}
+	stub := cn
+	stub.Clone, stub.Origin, stub.Stub, stub.Excl = parent.Clone, schema.Origin{Pin: src.pin, Base: base}, true, nil
+	if isDir(cn.Mode) {
+		for _, x := range src.excl {
+			stub.Excl = append(stub.Excl, schema.ExclCtx{Clone: x.Clone, Path: joinRel(x.Path, name)})
+		}
+	}
+	if linked {
+		if stub.Nlink, err = v.linksInView(ident, ident.ino); err != nil {
+			return 0, false, err
+		}
+		if err := b.Set(mapKey, schema.U64(local)); err != nil {
+			return 0, false, err
+		}
+	}
+	if err := saveInode(tx, local, &stub); err != nil {
+		return 0, false, err
+	}
+	tx.AddInodes(1)
+	return local, true, nil
+}
+
+// linksInView counts the names base had at the source's pin inside the
+// pinned subtree: the names it will have in the clone. (Names removed by
+// exclusions are still counted.)
+func (v *Volume) linksInView(src source, base uint64) (uint32, error) {
+	lower, upper := schema.ParentRange(base)
+	var links uint32
+	err := scan(src.r, lower, upper, func(k, _ []byte) error {
+		_, parent, _, err := schema.ParseParentKey(k)
+		if err != nil {
+			return err
+		}
+		in, err := v.ret.Covers(src.pin, parent)
+		if in {
+			links++
+		}
+		return err
+	})
+	return max(links, 1), err
+}
+
+// excludedEntry applies every exclusion context to one entry.
+func (v *Volume) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bool, error) {
+	for _, x := range excl {
+		xs, err := v.cloneExcludes(x.Clone)
+		if err != nil {
+			return false, err
+		}
+		if excluded(xs, joinRel(x.Path, name), dir) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// cloneExcludes returns clone c's parsed exclusions, cached.
+func (v *Volume) cloneExcludes(c uint64) ([]exclusion, error) {
+	if xs, ok := v.excludes.Load(c); ok {
+		return xs.([]exclusion), nil
+	}
+	raw, err := v.meta.Get(schema.CloneKey(c))
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := schema.DecodeClone(raw)
+	if err != nil {
+		return nil, err
+	}
+	xs, err := parseExcludes(rec.Excludes)
+	if err != nil {
+		return nil, err
+	}
+	v.excludes.Store(c, xs)
+	return xs, nil
+}
+
+func joinRel(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
