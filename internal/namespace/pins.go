@@ -211,3 +211,6 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 	}
 	return v.dropClone(tx, ino, rec)
 }
+
+// PinCount is the number of pins not released yet.
+func (v *Volume) PinCount() int { return len(v.ret.Pins()) }

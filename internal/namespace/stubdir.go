@@ -69,13 +69,9 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	}
 	mapKey := schema.LinkMapKey(parent.Clone, ident.pin, ident.ino)
 	if linked {
-		raw, err := b.Get(mapKey)
-		if err == nil {
-			local, err := schema.ParseU64(raw)
+		local, ok, err := addName(tx, mapKey)
+		if err != nil || ok {
 			return local, false, err
-		}
-		if !errors.Is(err, meta.ErrNotFound) {
-			return 0, false, err
 		}
 	}
 	local, err := allocIno(tx)
@@ -90,9 +86,9 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		}
 	}
 	if linked {
-		if stub.Nlink, err = v.linksInView(ident, ident.ino); err != nil {
-			return 0, false, err
-		}
+		// Its link count counts the names made so far; each directory
+		// materialized later that names it too adds one (addName).
+		stub.Nlink = 1
 		if err := b.Set(mapKey, schema.U64(local)); err != nil {
 			return 0, false, err
 		}
@@ -104,24 +100,30 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	return local, true, nil
 }
 
-// linksInView counts the names base had at the source's pin inside the
-// pinned subtree: the names it will have in the clone. (Names removed by
-// exclusions are still counted.)
-func (v *Volume) linksInView(src source, base uint64) (uint32, error) {
-	lower, upper := schema.ParentRange(base)
-	var links uint32
-	err := scan(src.r, lower, upper, func(k, _ []byte) error {
-		_, parent, _, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
-		in, err := v.ret.Covers(src.pin, parent)
-		if in {
-			links++
-		}
-		return err
-	})
-	return max(links, 1), err
+// addName gives the clone's inode that the link map names one more name,
+// if that inode still exists (all its names may have been removed).
+func addName(tx *content.Tx, mapKey []byte) (uint64, bool, error) {
+	b := tx.Batch()
+	raw, err := b.Get(mapKey)
+	if errors.Is(err, meta.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	local, err := schema.ParseU64(raw)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := loadInode(b, local)
+	if errors.Is(err, syscall.ENOENT) || (err == nil && n.Nlink == 0) {
+		return 0, false, nil // gone, or unlinked and only open
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	n.Nlink++
+	return local, true, saveInode(tx, local, &n)
 }
 
 // excludedEntry applies every exclusion context to one entry.

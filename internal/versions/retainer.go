@@ -190,22 +190,6 @@ func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
 	return 0, false, nil
 }
 
-// Covers reports whether the pin at version pin covers ino: ino was its
-// root or below it then. An unknown pin covers nothing.
-func (r *Retainer) Covers(pin, ino uint64) (bool, error) {
-	r.mu.RLock()
-	i, ok := slices.BinarySearchFunc(r.pins, pin, cmpPin)
-	var p Pinned
-	if ok {
-		p = r.pins[i]
-	}
-	r.mu.RUnlock()
-	if !ok || ino >= p.NextIno {
-		return false, nil
-	}
-	return r.inScope(p, ino)
-}
-
 // inScope reports whether ino was p.Root or below it at p's version: some
 // chain of parents (as of then) reaches it. The answer never changes, so
 // it is cached.
