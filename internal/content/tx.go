@@ -65,6 +65,11 @@ func (t *Tx) Journal(ino uint64, op uint8) error {
 	return t.b.Set(schema.JournalKey(t.version, ino), schema.JournalEntry{Op: op}.Encode())
 }
 
+// JournalName records that entry name of directory dir changed.
+func (t *Tx) JournalName(dir uint64, name string) error {
+	return t.b.Set(schema.JournalNameKey(t.version, dir, name), schema.JournalEntry{Op: schema.OpDirents}.Encode())
+}
+
 // AddInodes counts created (positive) or deleted (negative) inodes.
 func (t *Tx) AddInodes(n int64) { t.delta.Inodes += n }
 

@@ -62,6 +62,7 @@ type modelTree struct {
 	name     string // entry under the volume root
 	root     *mnode
 	readOnly bool
+	skip     string // the name its clone excluded
 }
 
 type openModel struct {
@@ -71,14 +72,17 @@ type openModel struct {
 }
 
 type cloneModel struct {
-	t     *testing.T
-	rng   *rand.Rand
-	v     *volume.Volume
-	dir   string
-	trees []*modelTree
-	open  []openModel
-	step  int
-	inos  map[string]uint64 // tree/path -> ino, checked across remounts
+	t   *testing.T
+	rng *rand.Rand
+	// diffRng picks the trees diffed, apart from rng so that the same
+	// seed gives the same operations with and without diffs.
+	diffRng *rand.Rand
+	v       *volume.Volume
+	dir     string
+	trees   []*modelTree
+	open    []openModel
+	step    int
+	inos    map[string]uint64 // tree/path -> ino, checked across remounts
 	// recordInos: the next check records inode numbers into inos.
 	recordInos bool
 }
@@ -100,13 +104,16 @@ func TestCloneIsolationModel(t *testing.T) {
 	}
 	t.Logf("seed %d, %d ops (rerun with -clone.seed=%d)", seed, ops, seed)
 	v, dir := openVolume(t)
-	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), v: v, dir: dir, inos: map[string]uint64{}}
+	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), diffRng: rand.New(rand.NewPCG(seed, 2)), v: v, dir: dir, inos: map[string]uint64{}}
 	must(v.NS.Mkdir(root, vfs.RootIno, "t0", 0o755))
 	m.trees = []*modelTree{{name: "t0", root: newDir()}}
 	for m.step = 0; m.step < ops; m.step++ {
 		m.randomOp()
 		if m.step%10 == 0 || m.step == ops-1 {
 			m.checkAll()
+		}
+		if m.step%7 == 0 {
+			m.checkDiff()
 		}
 	}
 	for _, o := range m.open {
@@ -123,6 +130,12 @@ func TestCloneIsolationModel(t *testing.T) {
 	m.checkAll()
 	waitPinsReleased(t, m.v)
 	m.fsckClean("after removing the clones")
+}
+
+func (m *cloneModel) trace(format string, args ...any) {
+	if os.Getenv("DOPPEL_MODEL_TRACE") != "" {
+		m.t.Logf("step %d: %s", m.step, fmt.Sprintf(format, args...))
+	}
 }
 
 func (m *cloneModel) fail(format string, args ...any) {
@@ -197,6 +210,9 @@ func (m *cloneModel) randomOp() {
 	tr := m.trees[m.rng.IntN(len(m.trees))]
 	ns := m.v.NS
 	op := m.rng.IntN(100)
+	if os.Getenv("DOPPEL_MODEL_TRACE") != "" {
+		m.t.Logf("step %d: op %d on %s", m.step, op, tr.name)
+	}
 	if tr.readOnly && op < 70 {
 		m.refusedChange(tr)
 		return
@@ -217,6 +233,7 @@ func (m *cloneModel) randomOp() {
 			must(ns.Write(h, int64(off), data))
 			must(0, ns.Release(h))
 			ch.data = overwrite(ch.data, off, data)
+			m.trace("write %s %v/%s ino %d at %d len %d", tr.name, dp, name, ino, off, len(data))
 			return
 		}
 		_, h, err := ns.Create(root, dino, name, 0o644, syscall.O_RDWR)
@@ -226,6 +243,7 @@ func (m *cloneModel) randomOp() {
 		must(ns.Write(h, 0, data))
 		n := &mnode{mode: 0o644, data: data, xattrs: map[string]string{}}
 		dn.children[name] = n
+		m.trace("create %s %v/%s len %d", tr.name, dp, name, len(data))
 		if m.rng.IntN(4) == 0 && len(m.open) < 6 { // keep it open across later clones
 			m.open = append(m.open, openModel{h: h, node: n, tree: tr})
 		} else {
@@ -240,6 +258,7 @@ func (m *cloneModel) randomOp() {
 		off := m.rng.IntN(len(o.node.data) + 1)
 		must(ns.Write(o.h, int64(off), data))
 		o.node.data = overwrite(o.node.data, off, data)
+		m.trace("write open handle %d of %s at %d len %d", o.h, o.tree.name, off, len(data))
 	case op < 28: // close a kept handle
 		if len(m.open) == 0 {
 			return
@@ -255,6 +274,7 @@ func (m *cloneModel) randomOp() {
 		size := m.rng.IntN(len(n.data) + 2000)
 		ino := must(m.lookup(tr, p))
 		must(ns.SetAttr(root, ino, vfs.SetAttr{SetSize: true, Size: int64(size)}))
+		m.trace("truncate %s %v ino %d to %d", tr.name, p, ino, size)
 		if size < len(n.data) {
 			n.data = n.data[:size]
 		} else {
@@ -289,6 +309,7 @@ func (m *cloneModel) randomOp() {
 			must(0, ns.Unlink(pino, p[len(p)-1]))
 		}
 		delete(parentOf(tr, p).children, p[len(p)-1])
+		m.trace("remove %s %v", tr.name, p)
 	case op < 62: // rename, across directories too
 		p, n := m.pick(tr, false)
 		dp, dn := m.pick(tr, true)
@@ -302,6 +323,7 @@ func (m *cloneModel) randomOp() {
 		must(0, ns.Rename(must(m.lookup(tr, p[:len(p)-1])), p[len(p)-1], must(m.lookup(tr, dp)), name, 0))
 		delete(parentOf(tr, p).children, p[len(p)-1])
 		dn.children[name] = n
+		m.trace("rename %s %v -> %v/%s", tr.name, p, dp, name)
 	case op < 66: // hard link
 		p, n := m.pick(tr, false)
 		dp, dn := m.pick(tr, true)
@@ -313,6 +335,7 @@ func (m *cloneModel) randomOp() {
 			return
 		}
 		must(ns.Link(must(m.lookup(tr, p)), must(m.lookup(tr, dp)), name))
+		m.trace("link %s %v -> %v/%s", tr.name, p, dp, name)
 		dn.children[name] = n
 	case op < 70: // xattr or chmod
 		p, n := m.pick(tr, false)
@@ -334,7 +357,7 @@ func (m *cloneModel) randomOp() {
 			return
 		}
 		p, n := m.pick(tr, true)
-		name := "t" + strconv.Itoa(m.step)
+		name := "c" + strconv.Itoa(m.step)
 		o := namespace.CloneOptions{ReadOnly: m.rng.IntN(4) == 0, Lazy: m.rng.IntN(2) == 0}
 		skip := ""
 		if m.rng.IntN(3) == 0 {
@@ -345,10 +368,15 @@ func (m *cloneModel) randomOp() {
 		for _, s := range p {
 			src += "/" + s
 		}
-		if _, err := m.v.NS.ClonePath(src, "/"+name, o); err != nil {
+		if os.Getenv("DOPPEL_MODEL_TRACE") != "" {
+			m.t.Logf("step %d: clone %s -> /%s %+v", m.step, src, name, o)
+		}
+		res, err := m.v.NS.ClonePath(src, "/"+name, o)
+		if err != nil {
 			m.fail("clone %s: %v", src, err)
 		}
-		m.trees = append(m.trees, &modelTree{name: name, root: copyTree(n, map[*mnode]*mnode{}, skip), readOnly: o.ReadOnly})
+		m.trace("cloned %s at version %d, root ino %d", name, res.Pin, res.Ino)
+		m.trees = append(m.trees, &modelTree{name: name, root: copyTree(n, map[*mnode]*mnode{}, skip), readOnly: o.ReadOnly, skip: skip})
 	case op < 83: // remove a whole clone
 		if len(m.trees) < 3 {
 			return
@@ -359,6 +387,7 @@ func (m *cloneModel) randomOp() {
 				return
 			}
 		}
+		m.trace("remove tree %s", m.trees[i].name)
 		m.removeTree(m.trees[i].name)
 		m.trees = slices.Delete(m.trees, i, i+1)
 	case op < 85: // remount: everything survives, inode numbers too
@@ -366,6 +395,7 @@ func (m *cloneModel) randomOp() {
 			must(0, ns.Release(o.h))
 		}
 		m.open = nil
+		m.trace("remount")
 		m.recordInos = true
 		m.checkAll()
 		m.recordInos = false
@@ -485,7 +515,16 @@ func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, s
 		got := must(ns.Read(h, 0, buf))
 		must(0, ns.Release(h))
 		if !bytes.Equal(buf[:got], n.data) {
-			m.fail("%s: content differs (%d bytes read, want %d)", path, got, len(n.data))
+			first := 0
+			for first < got && buf[first] == n.data[first] {
+				first++
+			}
+			last := got - 1
+			for last > first && buf[last] == n.data[last] {
+				last--
+			}
+			st, _ := ns.Stat("/" + path)
+			m.fail("%s: content differs (%d bytes read, want %d) in [%d, %d]; stored as %+v; pins %s", path, got, len(n.data), first, last+1, st.Extents, ns.DebugPins())
 		}
 	}
 	if a.Mode&0o7777 != n.mode {

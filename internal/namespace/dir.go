@@ -75,7 +75,7 @@ func addEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino
 	if isDir(mode) {
 		dir.Nlink++
 	}
-	if err := tx.Journal(dirIno, schema.OpDirents); err != nil {
+	if err := tx.JournalName(dirIno, name); err != nil {
 		return err
 	}
 	return saveInode(tx, dirIno, dir)
@@ -95,7 +95,7 @@ func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, 
 	if isDir(mode) {
 		dir.Nlink--
 	}
-	if err := tx.Journal(dirIno, schema.OpDirents); err != nil {
+	if err := tx.JournalName(dirIno, name); err != nil {
 		return err
 	}
 	return saveInode(tx, dirIno, dir)

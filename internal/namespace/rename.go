@@ -161,6 +161,9 @@ func exchange(tx *content.Tx, op uint64, on string, src schema.Dirent, np uint64
 		if err := b.Set(schema.ParentKey(e.now.Ino, e.dir, e.name), nil); err != nil {
 			return err
 		}
+		if err := tx.JournalName(e.dir, e.name); err != nil {
+			return err
+		}
 	}
 	// Moving a directory between parents moves a ".." link too.
 	delta := int32(0)

@@ -8,7 +8,10 @@
 // the newest pin that covers the inode gets one: an older pin reads the
 // first retained version at or after its own version, which is the value
 // the record had at the older pin too, because any change in between would
-// have left a retained version for a pin in between.
+// have left a retained version for a pin in between. For the same reason
+// a change retains nothing if the key already has a version at or after
+// the newest covering pin (releasing a pin may move a version to an
+// older pin that does not cover the key).
 //
 // AsOf reads through retained versions to the live records, so a reader of
 // version E sees exactly what existed at E. Retained extents hold a

@@ -134,12 +134,14 @@ func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, 
 	if err != nil || !ok {
 		return err
 	}
-	rk := schema.RetainedKey(key, pin)
-	if _, err := b.Get(rk); err == nil {
-		return nil // kept by an earlier change since the pin
-	} else if !errors.Is(err, meta.ErrNotFound) {
+	// Any version at or after the pin means key changed since the pin
+	// already, and the first such version holds its value at the pin
+	// (releasing a pin may have moved it to an older pin that does not
+	// cover key: look for any, not just the pin's own).
+	if _, kept, err := retainedAt(b, key, pin); err != nil || kept {
 		return err
 	}
+	rk := schema.RetainedKey(key, pin)
 	var rv schema.Retained
 	switch old, err := b.Get(key); {
 	case err == nil:

@@ -58,14 +58,22 @@ func TestRetainModel(t *testing.T) {
 	}
 	must(t, b.Commit(false))
 	snaps := map[uint64]state{}
+	scope := map[uint64]uint64{} // pin -> its root
 	version := uint64(10)
-	for step := 0; step < 800; step++ {
+	for step := 0; step < 1200; step++ {
 		version++
 		b := m.NewBatch()
 		switch op := rng.IntN(20); {
 		case op == 0 && len(snaps) < 6:
-			r.Add(Pinned{Version: version, Pin: schema.Pin{Root: rootIno, NextIno: 1 << 20, Held: true}})
+			// Half the pins cover the whole tree, half one inode: then a
+			// released pin's versions move to pins that do not cover them.
+			root := uint64(rootIno)
+			if rng.IntN(2) == 0 {
+				root = uint64(2 + rng.IntN(4))
+			}
+			r.Add(Pinned{Version: version, Pin: schema.Pin{Root: root, NextIno: 1 << 20, Held: true}})
 			snaps[version] = clone(live)
+			scope[version] = root
 		case op == 1 && len(snaps) > 0:
 			pins := r.Pins()
 			v := pins[rng.IntN(len(pins))].Version
@@ -96,11 +104,10 @@ func TestRetainModel(t *testing.T) {
 			}
 		}
 		must(t, b.Commit(false))
-		checkView(t, m, 0, live, step)
+		checkView(t, m, 0, live, step, rootIno)
 		want := map[schema.Hash]int64{}
 		for v, s := range snaps {
-			checkView(t, m, v, s, step)
-			_ = v
+			checkView(t, m, v, s, step, scope[v])
 		}
 		countRetainedRefs(t, m, want)
 		for h, n := range refs {
@@ -134,13 +141,16 @@ func countRetainedRefs(t *testing.T, m meta.Reader, want map[schema.Hash]int64) 
 }
 
 // checkView compares the reader as of pin (0: live) with the model.
-func checkView(t *testing.T, m meta.Reader, pin uint64, want state, step int) {
+func checkView(t *testing.T, m meta.Reader, pin uint64, want state, step int, root uint64) {
 	t.Helper()
 	var r meta.Reader = m
 	if pin != 0 {
 		r = AsOf(m, pin)
 	}
 	for ino := uint64(1); ino < 7; ino++ {
+		if root != rootIno && ino != root {
+			continue // not covered: the pin keeps nothing of it
+		}
 		for _, bounds := range [][2][]byte{
 			pair(schema.XattrRange(ino)), pair(schema.DirentRange(ino)), pair(schema.ExtentRange(ino)),
 		} {

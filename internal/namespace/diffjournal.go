@@ -1,0 +1,159 @@
+package namespace
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// fromJournal compares only the entries that changed since version since
+// in any of roots (the two trees and the origins between them): the
+// change journal names them. An entry whose name was added or removed is
+// compared with everything below it (a renamed directory moved its whole
+// subtree); an inode that changed in place is compared alone.
+func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
+	isRoot := map[uint64]bool{}
+	for _, r := range roots {
+		isRoot[r] = true
+	}
+	paths := &pathCache{v: d.v, roots: isRoot, memo: map[uint64][]string{}}
+	cands := map[string]bool{} // rel -> deep
+	lower, upper := schema.JournalRange(since+1, ^uint64(0))
+	err := scan(d.v.meta, lower, upper, func(k, _ []byte) error {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+		_, ino, name, err := schema.ParseJournalKey(k)
+		if err != nil {
+			return err
+		}
+		for _, rel := range paths.of(ino) {
+			if name != "" {
+				cands[joinRel(rel, name)] = true
+			} else if !cands[rel] {
+				cands[rel] = false
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rels := make([]string, 0, len(cands))
+	for rel := range cands {
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	for _, rel := range rels {
+		x, err := walkRel(a, rel)
+		if err != nil {
+			return err
+		}
+		y, err := walkRel(b, rel)
+		if err != nil {
+			return err
+		}
+		if err := d.compare(rel, x, y, cands[rel]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkRel finds rel below n, or nil if it does not exist there.
+func walkRel(n vnode, rel string) (*vnode, error) {
+	cur := n
+	for _, name := range splitRel(rel) {
+		if cur.n.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			return nil, nil
+		}
+		c, err := cur.child(name)
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		cur = c
+	}
+	return &cur, nil
+}
+
+func splitRel(rel string) []string {
+	if rel == "" {
+		return nil
+	}
+	var out []string
+	for _, s := range bytes.Split([]byte(rel), []byte("/")) {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// pathCache finds the paths of inodes relative to any of the roots, by
+// their back-references.
+type pathCache struct {
+	v     *Volume
+	roots map[uint64]bool
+	memo  map[uint64][]string
+}
+
+func (p *pathCache) of(ino uint64) []string {
+	return p.walk(ino, 0)
+}
+
+func (p *pathCache) walk(ino uint64, depth int) []string {
+	if p.roots[ino] {
+		return []string{""}
+	}
+	if ino == vfs.RootIno || depth > 4096 {
+		return nil
+	}
+	if r, ok := p.memo[ino]; ok {
+		return r
+	}
+	var out []string
+	lower, upper := schema.ParentRange(ino)
+	scan(p.v.meta, lower, upper, func(k, _ []byte) error {
+		_, parent, name, err := schema.ParseParentKey(k)
+		if err != nil {
+			return err
+		}
+		for _, rel := range p.walk(parent, depth+1) {
+			out = append(out, joinRel(rel, name))
+		}
+		return nil
+	})
+	p.memo[ino] = out
+	return out
+}
+
+// patchLimit bounds the bytes of each side a --patch reads.
+const patchLimit = 4 << 20
+
+// patchOf is a unified diff of two text files ("Binary files differ" for
+// others).
+func patchOf(rel string, a, b *vnode) (string, error) {
+	if a.n.Size > patchLimit || b.n.Size > patchLimit {
+		return fmt.Sprintf("Files a/%s and b/%s differ (too large for a patch)\n", rel, rel), nil
+	}
+	x, err := a.readAll(patchLimit)
+	if err != nil {
+		return "", err
+	}
+	y, err := b.readAll(patchLimit)
+	if err != nil {
+		return "", err
+	}
+	if bytes.IndexByte(x, 0) >= 0 || bytes.IndexByte(y, 0) >= 0 {
+		return fmt.Sprintf("Binary files a/%s and b/%s differ\n", rel, rel), nil
+	}
+	return udiff.Unified("a/"+rel, "b/"+rel, string(x), string(y)), nil
+}

@@ -1,0 +1,13 @@
+package namespace
+
+import "fmt"
+
+// DebugPins describes the pins, for failing tests.
+func (v *Volume) DebugPins() string {
+	s := ""
+	for _, p := range v.ret.Pins() {
+		rec, _ := loadPin(v.meta, p.Version)
+		s += fmt.Sprintf("[v%d root %d next %d held %v deps %v dependents %d] ", p.Version, p.Root, p.NextIno, rec.Held, rec.Deps, rec.Dependents)
+	}
+	return s
+}

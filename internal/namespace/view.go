@@ -1,0 +1,151 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// vnode is an inode as a reader shows it, seen through stubs without
+// materializing them: read-only walks (diff, scan) use it, so that
+// comparing two lazy clones writes nothing.
+type vnode struct {
+	v    *Volume
+	r    meta.Reader // where ino's records are
+	ino  uint64
+	n    schema.Inode
+	excl []schema.ExclCtx // exclusions that apply below it (from stubs)
+}
+
+func (v *Volume) vnodeOf(r meta.Reader, ino uint64) (vnode, error) {
+	n, err := loadInode(r, ino)
+	return vnode{v: v, r: r, ino: ino, n: n}, err
+}
+
+// rootVnode is a vnode to start a walk at.
+func (v *Volume) rootVnode(ino uint64) (vnode, error) {
+	x, err := v.vnodeOf(v.meta, ino)
+	x.excl = x.n.Excl
+	return x, err
+}
+
+// contents is where the node's entries, extents and xattrs are: itself,
+// or for a stub its origin.
+func (x vnode) contents() (meta.Reader, uint64, []schema.ExclCtx, error) {
+	if !x.n.Stub {
+		return x.r, x.ino, x.excl, nil
+	}
+	src, err := x.v.sourceOf(&x.n)
+	// sourceOf starts from the stub's own contexts, which x.excl
+	// already holds (inherited); the chain's come after them.
+	return src.r, src.ino, append(append([]schema.ExclCtx(nil), x.excl...), src.excl[min(len(x.n.Excl), len(src.excl)):]...), err
+}
+
+// child looks name up: ENOENT if it does not exist (or a clone left it
+// out).
+func (x vnode) child(name string) (vnode, error) {
+	r, ino, excl, err := x.contents()
+	if err != nil {
+		return vnode{}, err
+	}
+	raw, err := r.Get(schema.DirentKey(ino, name))
+	if errors.Is(err, meta.ErrNotFound) {
+		return vnode{}, syscall.ENOENT
+	}
+	if err != nil {
+		return vnode{}, err
+	}
+	d, err := decodeDirent(ino, name, raw)
+	if err != nil {
+		return vnode{}, err
+	}
+	if out, err := x.v.excludedEntry(excl, name, d.Type == syscall.S_IFDIR); err != nil || out {
+		if err == nil {
+			err = syscall.ENOENT // as materializing would leave it out
+		}
+		return vnode{}, err
+	}
+	c, err := x.v.vnodeOf(r, d.Ino)
+	c.excl = childExcl(excl, name)
+	return c, err
+}
+
+func childExcl(excl []schema.ExclCtx, name string) []schema.ExclCtx {
+	var out []schema.ExclCtx
+	for _, e := range excl {
+		out = append(out, schema.ExclCtx{Clone: e.Clone, Path: joinRel(e.Path, name)})
+	}
+	return out
+}
+
+// children lists the node's entries in name order; entries a clone
+// excluded are left out, as materializing leaves them out.
+func (x vnode) children() (names []string, out map[string]vnode, err error) {
+	r, ino, excl, err := x.contents()
+	if err != nil {
+		return nil, nil, err
+	}
+	out = map[string]vnode{}
+	lower, upper := schema.DirentRange(ino)
+	err = scan(r, lower, upper, func(k, val []byte) error {
+		name, err := schema.DirentName(k)
+		if err != nil {
+			return err
+		}
+		d, err := decodeDirent(ino, name, val)
+		if err != nil {
+			return err
+		}
+		if ex, err := x.v.excludedEntry(excl, name, d.Type == syscall.S_IFDIR); err != nil || ex {
+			return err
+		}
+		c, err := x.v.vnodeOf(r, d.Ino)
+		if err != nil {
+			return err
+		}
+		c.excl = childExcl(excl, name)
+		names = append(names, name)
+		out[name] = c
+		return nil
+	})
+	return names, out, err
+}
+
+// extents lists the node's extents: its content's identity.
+func (x vnode) extents() ([]content.Piece, error) {
+	r, ino, _, err := x.contents()
+	if err != nil {
+		return nil, err
+	}
+	return content.Extents(r, ino, 0, 1<<62)
+}
+
+// xattrs returns the node's extended attributes.
+func (x vnode) xattrs() (map[string]string, error) {
+	r, ino, _, err := x.contents()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	lower, upper := schema.XattrRange(ino)
+	err = scan(r, lower, upper, func(k, val []byte) error {
+		name, err := schema.XattrName(k)
+		out[name] = string(val)
+		return err
+	})
+	return out, err
+}
+
+// readAll reads the node's whole content (for --patch and scan).
+func (x vnode) readAll(limit int64) ([]byte, error) {
+	r, ino, _, err := x.contents()
+	if err != nil {
+		return nil, err
+	}
+	size := min(x.n.Size, limit)
+	buf := make([]byte, size)
+	return buf, x.v.eng.ReadAtFrom(r, ino, 0, buf)
+}
