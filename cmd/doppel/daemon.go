@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -89,6 +90,22 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 				srv.EntryNotify(res.Parent, res.Name) // the kernel may remember DST did not exist
 			}
 			return res, err
+		},
+		Diff: func(r *http.Request, req control.DiffRequest) (namespace.DiffResult, error) {
+			return vol.NS.Diff(r.Context(), req.A, req.B, namespace.DiffOptions{Patch: req.Patch, Full: req.Full})
+		},
+		Clones: vol.NS.Clones,
+		RemoveClone: func(path string) error {
+			err := vol.NS.RemoveClone(path)
+			if err == nil {
+				if parent, name, ok := vol.NS.EntryOf(path); ok {
+					srv.EntryNotify(parent, name) // the kernel may still have it cached
+				}
+			}
+			return err
+		},
+		Scan: func(ctx context.Context, req control.ScanRequest) ([]namespace.ContentGroup, error) {
+			return vol.NS.ScanGroups(ctx, req.Paths, req.Since)
 		},
 	})
 	if err != nil {

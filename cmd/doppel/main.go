@@ -28,6 +28,10 @@ var commands = map[string]command{
 	"import":   {"copy a host tree into a volume, in parallel, keeping all metadata", runImport},
 	"clone":    {"make an instant, independent copy of a directory or file", runClone},
 	"snapshot": {"make an instant read-only copy of a directory or file", runSnapshot},
+	"clones":   {"list clones and snapshots with their state and space", runClones},
+	"rmclone":  {"remove a clone or snapshot at once, freeing it in the background", runRmclone},
+	"diff":     {"show what differs between two trees (fast between clones)", runDiff},
+	"scan":     {"run a command once per distinct file content of some trees", runScan},
 }
 
 func usage() {

@@ -49,6 +49,11 @@ type Handlers struct {
 	Fsck   func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
 	Import ImportHandler
 	Clone  func(CloneRequest) (namespace.CloneResult, error)
+	Diff   func(r *http.Request, req DiffRequest) (namespace.DiffResult, error)
+	Clones func(ctx context.Context, withSpace bool) ([]namespace.CloneInfo, error)
+	// RemoveClone detaches a clone and frees it in the background.
+	RemoveClone func(path string) error
+	Scan        func(ctx context.Context, req ScanRequest) ([]namespace.ContentGroup, error)
 }
 
 // Serve listens on the control socket in dir until the returned stop is
@@ -88,6 +93,7 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	if h.Clone != nil {
 		serveClone(mux, h.Clone)
 	}
+	serveClones(mux, h)
 	// Requests run in base, so that stopping ends the long ones (an online
 	// fsck, a subtree walk) before the volume under them closes.
 	base, cancel := context.WithCancel(ctx)

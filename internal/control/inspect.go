@@ -39,6 +39,8 @@ func pathParam(r *http.Request) (string, error) {
 	return p, nil
 }
 
+func urlQuery(s string) string { return url.QueryEscape(s) }
+
 // Usage asks for the space used by the subtree at path.
 func (c *Client) Usage(path string) (namespace.Usage, error) {
 	var u namespace.Usage

@@ -44,16 +44,17 @@ const (
 
 // checker holds the state of one run.
 type checker struct {
-	ctx      context.Context
-	s        Stores
-	r        meta.Reader // the view checked: a snapshot
-	opt      Options
-	online   bool   // the volume is in use (see CheckLive)
-	liveFrom uint32 // online: segments from this number on are being written
-	rep      Report
-	problems []pending
-	step     string
-	records  int64
+	removedRoots []uint64 // roots of clones rmclone is freeing: their trees are reachable
+	ctx          context.Context
+	s            Stores
+	r            meta.Reader // the view checked: a snapshot
+	opt          Options
+	online       bool   // the volume is in use (see CheckLive)
+	liveFrom     uint32 // online: segments from this number on are being written
+	rep          Report
+	problems     []pending
+	step         string
+	records      int64
 
 	nextIno    uint64        // the next_ino counter; 0 if unknown
 	stats      *schema.Stats // the stats record; nil if missing or bad

@@ -169,6 +169,11 @@ func (c *checker) checkTree() {
 	} else {
 		c.walk()
 	}
+	for _, ino := range c.removedRoots {
+		if !c.inodes[ino].reached {
+			c.walkFrom(ino) // a removed clone's tree, being freed
+		}
+	}
 	for ino, n := range c.inodes {
 		c.checkInode(ino, n)
 	}

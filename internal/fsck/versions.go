@@ -32,12 +32,20 @@ func (c *checker) scanVersions() error {
 	lo, hi = schema.CloneRange()
 	if err := c.scan(lo, hi, func(k, v []byte) {
 		ino, err := schema.CloneIno(k)
+		var rec schema.Clone
 		if err == nil {
-			_, err = schema.DecodeClone(v)
+			rec, err = schema.DecodeClone(v)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			c.report(KindDecode, noIno, "clone record %s: %v", shortHex(k), err)
-		} else if c.inodes[ino] == nil {
+		case rec.Removed:
+			// rmclone detached its tree, which the daemon is freeing;
+			// its stubs may outlive the root.
+			if c.inodes[ino] != nil {
+				c.removedRoots = append(c.removedRoots, ino)
+			}
+		case c.inodes[ino] == nil:
 			c.report(KindVersions, ino, "clone record of inode %d, which does not exist", ino)
 		}
 	}); err != nil {

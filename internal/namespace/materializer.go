@@ -67,6 +67,11 @@ func (v *Volume) nextToMaterialize() (uint64, schema.Clone, bool, error) {
 		if err != nil {
 			return 0, schema.Clone{}, false, err
 		}
+		if rec.Removed {
+			if _, err := loadInode(v.meta, c); err == nil {
+				continue // the reaper frees its tree first
+			}
+		}
 		if v.pinHeld(rec.Pin) && (!rec.Lazy || rec.Removed) {
 			return c, rec, true, nil
 		}

@@ -63,6 +63,7 @@ type Volume struct {
 	releaseWake chan struct{}
 
 	materializeWake chan struct{}
+	reapWake        chan struct{}
 	excludes        sync.Map // clone root ino -> []exclusion
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
@@ -90,7 +91,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
 		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1),
-		materializeWake: make(chan struct{}, 1),
+		materializeWake: make(chan struct{}, 1), reapWake: make(chan struct{}, 1),
 	}
 	ret, err := versions.NewRetainer(m)
 	if err != nil {
@@ -101,10 +102,11 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
 	}
-	v.wg.Add(3)
+	v.wg.Add(4)
 	go v.flusher()
 	go v.releaser()
 	go v.materializer()
+	go v.reaper()
 	v.queueFreePins()
 	return v, nil
 }

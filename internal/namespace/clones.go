@@ -1,0 +1,170 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// CloneInfo is one line of `doppel clones`.
+type CloneInfo struct {
+	Path       string    `json:"path"` // "" while being removed
+	Ino        uint64    `json:"ino"`
+	Origin     string    `json:"origin"` // where its source was when it was made
+	Created    time.Time `json:"created"`
+	Version    uint64    `json:"version"` // the pinned version it shows
+	Excludes   []string  `json:"excludes,omitempty"`
+	ReadOnly   bool      `json:"read_only"`
+	Lazy       bool      `json:"lazy"`
+	State      string    `json:"state"` // lazy, materializing, materialized, removing
+	Done       uint64    `json:"materialized_inodes"`
+	Stubs      uint64    `json:"stub_inodes"`
+	PinHeld    bool      `json:"pin_held"`
+	Exclusive  int64     `json:"exclusive_bytes"` // chunk bytes only it references
+	MetaBytes  int64     `json:"meta_bytes"`      // its own metadata records
+	SpaceError string    `json:"space_error,omitempty"`
+}
+
+// Clones lists the volume's clones and snapshots. withSpace adds the
+// space only each one holds, which walks each clone's own records.
+func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]CloneInfo, error) {
+	lower, upper := schema.CloneRange()
+	var out []CloneInfo
+	err := scan(v.meta, lower, upper, func(k, val []byte) error {
+		ino, err := schema.CloneIno(k)
+		if err != nil {
+			return err
+		}
+		rec, err := schema.DecodeClone(val)
+		if err != nil {
+			return err
+		}
+		c := CloneInfo{Ino: ino, Origin: rec.OriginPath, Created: time.Unix(0, rec.Created), Version: rec.Pin,
+			Excludes: rec.Excludes, ReadOnly: rec.ReadOnly, Lazy: rec.Lazy, Done: rec.Done, Stubs: rec.Stubs,
+			PinHeld: v.pinHeld(rec.Pin)}
+		if !rec.Removed {
+			c.Path, _ = pathOf(v.meta, ino)
+		}
+		switch {
+		case rec.Removed:
+			c.State = "removing"
+		case !c.PinHeld:
+			c.State = "materialized"
+		case rec.Lazy:
+			c.State = "lazy"
+		default:
+			c.State = "materializing"
+		}
+		if withSpace && !rec.Removed {
+			u, err := v.usageOf(ctx, ino)
+			if err != nil {
+				c.SpaceError = err.Error()
+			}
+			c.Exclusive, c.MetaBytes = u.ExclusiveBytes, u.MetaBytes
+		}
+		out = append(out, c)
+		return nil
+	})
+	return out, err
+}
+
+// usageOf is Usage of the subtree at ino.
+func (v *Volume) usageOf(ctx context.Context, ino uint64) (Usage, error) {
+	snap := v.meta.Snapshot()
+	defer snap.Close()
+	w := usageWalk{ctx: ctx, r: snap, tally: content.NewRefTally(), links: map[uint64]uint32{}}
+	if err := w.dirs(ino); err != nil {
+		return Usage{}, err
+	}
+	if err := w.files(); err != nil {
+		return Usage{}, err
+	}
+	var err error
+	w.u.ChunkUsage, err = w.tally.Sum(snap)
+	return w.u, err
+}
+
+// RemoveClone detaches the clone (or snapshot) at path at once and frees
+// its tree in the background: only the space nothing else references
+// returns. A crash resumes the removal at the next mount.
+func (v *Volume) RemoveClone(path string) error {
+	dir, name := splitPath(path)
+	if name == "" {
+		return &pathError{path, syscall.EINVAL}
+	}
+	parent, err := v.lookupPath(dir)
+	if err != nil {
+		return &pathError{dir, err}
+	}
+	err = v.materializing(func() error {
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		if err := v.detachClone(tx, parent, name); err != nil {
+			tx.Abort()
+			return err
+		}
+		return tx.Commit(false)
+	})
+	if err != nil {
+		return &pathError{path, err}
+	}
+	v.wakeReaper()
+	return nil
+}
+
+// detachClone takes a clone's root out of its directory and marks the
+// clone removed; the reaper frees the tree.
+func (v *Volume) detachClone(tx *content.Tx, parent uint64, name string) error {
+	b := tx.Batch()
+	d, err := lookupEntry(b, parent, name)
+	if err != nil {
+		return err
+	}
+	raw, err := b.Get(schema.CloneKey(d.Ino))
+	if err != nil {
+		return errNotClone
+	}
+	rec, err := schema.DecodeClone(raw)
+	if err != nil {
+		return err
+	}
+	dir, err := loadInode(b, parent)
+	if err != nil {
+		return err
+	}
+	if err := v.checkWritable(&dir); err != nil {
+		return err
+	}
+	if err := removeEntry(tx, &dir, parent, name, d.Ino, d.Type); err != nil {
+		return err
+	}
+	rec.Removed = true
+	return b.Set(schema.CloneKey(d.Ino), rec.Encode())
+}
+
+var errNotClone = errors.New("not the root of a clone or snapshot (rmclone removes only those; use rm -r)")
+
+func splitPath(p string) (dir, name string) {
+	for len(p) > 1 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	i := len(p) - 1
+	for i >= 0 && p[i] != '/' {
+		i--
+	}
+	return p[:i+1], p[i+1:]
+}
+
+// EntryOf returns the directory and name a path's last component is in,
+// for the frontend to invalidate a cached entry.
+func (v *Volume) EntryOf(path string) (uint64, string, bool) {
+	dir, name := splitPath(path)
+	parent, err := v.lookupPath(dir)
+	return parent, name, err == nil && name != ""
+}

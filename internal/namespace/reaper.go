@@ -1,0 +1,159 @@
+package namespace
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// The reaper frees the trees of removed clones (rmclone) in the
+// background: directories bottom up, a bounded batch per transaction, so
+// foreground work interleaves. A removed clone's record marks its tree
+// until the root itself is deleted; a crash resumes at the next mount.
+
+// reapBatch bounds the inodes deleted per transaction.
+const reapBatch = 512
+
+func (v *Volume) wakeReaper() {
+	select {
+	case v.reapWake <- struct{}{}:
+	default:
+	}
+}
+
+func (v *Volume) reaper() {
+	defer v.wg.Done()
+	for {
+		if err := v.reapAll(); err != nil && !errors.Is(err, errQuit) {
+			v.log.Error("freeing a removed clone failed; it resumes at the next mount", "err", err)
+		}
+		select {
+		case <-v.quit:
+			return
+		case <-v.reapWake:
+		}
+	}
+}
+
+// reapAll frees every removed clone whose root still exists.
+func (v *Volume) reapAll() error {
+	for {
+		var roots []uint64
+		lower, upper := schema.CloneRange()
+		err := scan(v.meta, lower, upper, func(k, val []byte) error {
+			ino, err := schema.CloneIno(k)
+			if err != nil {
+				return err
+			}
+			rec, err := schema.DecodeClone(val)
+			if err == nil && rec.Removed {
+				if _, err := loadInode(v.meta, ino); err == nil {
+					roots = append(roots, ino)
+				}
+			}
+			return nil
+		})
+		if err != nil || len(roots) == 0 {
+			return err
+		}
+		for _, root := range roots {
+			if err := v.reap(root); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// reap deletes the detached tree at root, deepest entries first.
+func (v *Volume) reap(root uint64) error {
+	for {
+		select {
+		case <-v.quit:
+			return errQuit
+		default:
+		}
+		batch, err := v.leaves(root, reapBatch)
+		if err != nil {
+			return err
+		}
+		tx, err := v.begin()
+		if err != nil {
+			return err
+		}
+		for _, e := range batch {
+			if err = v.reapEntry(tx, e); err != nil {
+				break
+			}
+		}
+		if err == nil && len(batch) == 0 {
+			err = v.deleteInode(tx, root) // the root: the clone goes with it
+		}
+		if err != nil {
+			tx.Abort()
+			return err
+		}
+		if err := tx.Commit(false); err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+	}
+}
+
+type reapItem struct {
+	dir  uint64
+	name string
+	d    schema.Dirent
+}
+
+// leaves collects up to n entries below root that can go now: files,
+// symlinks, specials, stubs (which have no entries of their own) and
+// empty directories.
+func (v *Volume) leaves(root uint64, n int) ([]reapItem, error) {
+	var out []reapItem
+	var walk func(dir uint64) error
+	walk = func(dir uint64) error {
+		lower, upper := schema.DirentRange(dir)
+		return scan(v.meta, lower, upper, func(k, val []byte) error {
+			if len(out) >= n {
+				return nil
+			}
+			name, err := schema.DirentName(k)
+			if err != nil {
+				return err
+			}
+			d, err := decodeDirent(dir, name, val)
+			if err != nil {
+				return err
+			}
+			if d.Type == syscall.S_IFDIR {
+				c, err := loadInode(v.meta, d.Ino)
+				if err != nil {
+					return err
+				}
+				if empty, err := dirEmpty(v.meta, d.Ino); err == nil && !empty && !c.Stub {
+					return walk(d.Ino)
+				}
+			}
+			out = append(out, reapItem{dir: dir, name: name, d: d})
+			return nil
+		})
+	}
+	return out, walk(root)
+}
+
+// reapEntry removes one entry of a removed tree; read-only snapshots
+// included, since nobody can see it any more.
+func (v *Volume) reapEntry(tx *content.Tx, e reapItem) error {
+	dir, err := loadInode(tx.Batch(), e.dir)
+	if err != nil {
+		return err
+	}
+	if err := removeEntry(tx, &dir, e.dir, e.name, e.d.Ino, e.d.Type); err != nil {
+		return err
+	}
+	return v.dropLink(tx, e.d.Ino)
+}
