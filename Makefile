@@ -40,10 +40,12 @@ deps-bench:
 vet:
 	$(GO) vet $(PKGS)
 
-# DOPPEL_MODEL_OPS sizes the randomized model test; keep a caller's value.
+# DOPPEL_MODEL_OPS and DOPPEL_CLONE_MODEL_OPS size the randomized model tests
+# (FUSE model, clone isolation model); keep a caller's value.
 test: deps
 	$(GO) vet $(PKGS)
 	DOPPEL_MODEL_OPS="$${DOPPEL_MODEL_OPS:-50000}" \
+	DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_CLONE_MODEL_OPS:-5000}" \
 		$(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) \
 		$(if $(TEST_RUN),-run '$(TEST_RUN)') $(TEST_FLAGS) $(PKGS)
 
