@@ -5,6 +5,7 @@
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
+#   make bench-diffscan  doppel diff/scan between clones vs diff -rq, rsync, md5sum
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -26,7 +27,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan deps deps-bench clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -65,6 +66,9 @@ bench: deps-bench build
 
 bench-import: deps build
 	bench/import.sh
+
+bench-diffscan: deps build
+	bench/diffscan.sh
 
 clean:
 	rm -rf $(BIN)
