@@ -17,5 +17,7 @@
 //
 // Files: main_test.go (harness, volumes), model*_test.go (randomized model
 // test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,
-// tools_test.go (tar, git, sqlite3), cli_test.go.
+// tools_test.go (tar, git, sqlite3), cli_test.go, clone*_test.go (clone,
+// snapshot, clones, rmclone, diff, scan through the mount, and kill -9
+// during clones, materialization and freeing).
 package tests

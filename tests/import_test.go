@@ -55,10 +55,16 @@ func importSource(t *testing.T) string {
 		must(t, os.Lchown(filepath.Join(src, "dir"), 42, 43))
 		must(t, os.Lchown(filepath.Join(src, "link-rel"), 7, 8))
 	}
-	// Distinct times, deepest entries first so that directories keep
-	// theirs; atimes in the future so that no read moves them (relatime).
+	stampTimes(t, src)
+	return src
+}
+
+// stampTimes gives every entry below root distinct nanosecond times,
+// deepest entries first so that directories keep theirs; atimes in the
+// future so that no read moves them (relatime).
+func stampTimes(t *testing.T, root string) {
 	var paths []string
-	must(t, filepath.WalkDir(src, func(p string, _ fs.DirEntry, err error) error {
+	must(t, filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		paths = append(paths, p)
 		return err
 	}))
@@ -70,7 +76,6 @@ func importSource(t *testing.T) string {
 		}
 		must(t, unix.UtimesNanoAt(unix.AT_FDCWD, paths[i], ts, unix.AT_SYMLINK_NOFOLLOW))
 	}
-	return src
 }
 
 // importOK runs doppel import with args and returns its output.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -40,6 +41,7 @@ func TestPOSIX(t *testing.T) {
 	t.Run("OpenUnlinked", func(t *testing.T) { testOpenUnlinked(t, dir(t)) })
 	t.Run("TrustedXattr", func(t *testing.T) { testTrustedXattr(t, dir(t)) })
 	t.Run("LargeXattr", func(t *testing.T) { testLargeXattr(t, dir(t)) })
+	t.Run("ACLsRefused", func(t *testing.T) { testACLsRefused(t, dir(t)) })
 	t.Run("LongSymlink", func(t *testing.T) { testLongSymlink(t, dir(t)) })
 	t.Run("ManyEntries", func(t *testing.T) { testManyEntries(t, dir(t)) })
 	t.Run("ReaddirWhileUnlinking", func(t *testing.T) { testReaddirWhileUnlinking(t, dir(t)) })
@@ -403,6 +405,29 @@ func testLargeXattr(t *testing.T, d string) {
 	must(t, err)
 	if !bytes.Equal(buf[:n], val) {
 		t.Errorf("a 60 KiB xattr value reads back as %d different bytes", n)
+	}
+}
+
+// testACLsRefused: doppel does not implement POSIX ACLs, so it refuses
+// them as a file system mounted noacl does, and cp -a, which sets modes
+// by writing an ACL when it can, falls back to chmod and keeps them.
+func testACLsRefused(t *testing.T, d string) {
+	p := filepath.Join(d, "f")
+	must(t, os.WriteFile(p, nil, 0o644))
+	acl := []byte{2, 0, 0, 0, 1, 0, 6, 0, 0xff, 0xff, 0xff, 0xff, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff}
+	wantErrno(t, "setxattr system.posix_acl_access", unix.Setxattr(p, "system.posix_acl_access", acl, 0), unix.EOPNOTSUPP)
+	must(t, os.Mkdir(filepath.Join(d, "sub"), 0o751))
+	must(t, os.Chmod(p, 0o640))
+	if out, err := exec.Command("cp", "-a", d, d+"-copy").CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		name string
+		mode uint32
+	}{{"f", 0o640}, {"sub", 0o751}, {"", 0o755}} {
+		if st := lstat(t, filepath.Join(d+"-copy", c.name)); st.Mode&0o7777 != c.mode {
+			t.Errorf("cp -a made %q mode %o, want %o", c.name, st.Mode&0o7777, c.mode)
+		}
 	}
 }
 

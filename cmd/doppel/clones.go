@@ -57,6 +57,9 @@ func runClones(args []string) error {
 		return err
 	}
 	if *asJSON {
+		if list == nil {
+			list = []namespace.CloneInfo{} // [], not null, when there are none
+		}
 		return printJSON(list)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)

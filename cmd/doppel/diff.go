@@ -69,6 +69,9 @@ func runDiff(args []string) error {
 		return explainPath(a, err)
 	}
 	if *asJSON {
+		if res.Entries == nil {
+			res.Entries = []namespace.DiffEntry{} // [], not null, for equal trees
+		}
 		return printJSON(res)
 	}
 	printDiff(os.Stdout, res, *stat, *patch)

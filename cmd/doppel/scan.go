@@ -101,6 +101,9 @@ func runScan(args []string) error {
 	}
 	progress.done()
 	if *asJSON {
+		if results == nil {
+			results = []scanResult{} // [], not null, when there is nothing to scan
+		}
 		if err := printJSON(results); err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/meta"
@@ -93,6 +94,13 @@ func checkXattr(name string, value []byte) error {
 		return syscall.E2BIG
 	case name == PolicyXattr:
 		return checkPolicyXattr(value)
+	case strings.HasPrefix(name, "system.posix_acl_"):
+		// doppel does not implement POSIX ACLs. Kept as plain attributes
+		// they would lose the mode: cp -a sets a new file's mode by
+		// writing system.posix_acl_access, and the kernel (no
+		// FUSE_POSIX_ACL) passes it on as is. EOPNOTSUPP, as on a file
+		// system mounted noacl, makes such tools fall back to chmod.
+		return syscall.EOPNOTSUPP
 	}
 	return nil
 }
