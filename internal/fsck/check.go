@@ -45,16 +45,19 @@ const (
 // checker holds the state of one run.
 type checker struct {
 	removedRoots []uint64 // roots of clones rmclone is freeing: their trees are reachable
-	ctx          context.Context
-	s            Stores
-	r            meta.Reader // the view checked: a snapshot
-	opt          Options
-	online       bool   // the volume is in use (see CheckLive)
-	liveFrom     uint32 // online: segments from this number on are being written
-	rep          Report
-	problems     []pending
-	step         string
-	records      int64
+	// linkMapped are hard-linked files of clones: names of theirs in
+	// directories not materialized yet count in nlink without entries.
+	linkMapped map[uint64]bool
+	ctx        context.Context
+	s          Stores
+	r          meta.Reader // the view checked: a snapshot
+	opt        Options
+	online     bool   // the volume is in use (see CheckLive)
+	liveFrom   uint32 // online: segments from this number on are being written
+	rep        Report
+	problems   []pending
+	step       string
+	records    int64
 
 	nextIno    uint64        // the next_ino counter; 0 if unknown
 	stats      *schema.Stats // the stats record; nil if missing or bad
@@ -120,13 +123,14 @@ func check(ctx context.Context, s Stores, opt Options, online bool) (*checker, e
 	defer snap.Close()
 	c := &checker{
 		ctx: ctx, s: s, r: snap, opt: opt, online: online,
-		inodes:   map[uint64]*inode{},
-		refs:     map[uint64][]parentRef{},
-		children: map[uint64][]uint64{},
-		chunks:   map[schema.Hash]*chunk{},
-		damaged:  map[schema.Hash][]damage{},
-		live:     map[uint32][]blob.Span{},
-		fix:      newPlan(),
+		inodes:     map[uint64]*inode{},
+		linkMapped: map[uint64]bool{},
+		refs:       map[uint64][]parentRef{},
+		children:   map[uint64][]uint64{},
+		chunks:     map[schema.Hash]*chunk{},
+		damaged:    map[schema.Hash][]damage{},
+		live:       map[uint32][]blob.Span{},
+		fix:        newPlan(),
 	}
 	c.rep.Online = online
 	if online {

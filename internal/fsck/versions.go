@@ -51,6 +51,16 @@ func (c *checker) scanVersions() error {
 	}); err != nil {
 		return err
 	}
+	if err := c.scan([]byte{'h'}, []byte{'h' + 1}, func(k, v []byte) {
+		ino, err := schema.ParseU64(v)
+		if err != nil || len(k) != 25 {
+			c.report(KindDecode, noIno, "link map entry %s: malformed", shortHex(k))
+			return
+		}
+		c.linkMapped[ino] = true
+	}); err != nil {
+		return err
+	}
 	indexed := map[string]bool{}
 	if err := c.scan([]byte{'R'}, []byte{'R' + 1}, func(k, _ []byte) {
 		key, err := schema.RetainIndexKeyOf(k)

@@ -257,6 +257,9 @@ func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.I
 	if n.Nlink == 0 {
 		return n, syscall.ENOENT
 	}
+	if err := needOwn(ino, &n); err != nil {
+		return n, err // a stub's names mirror its origin's: see needOwnNames
+	}
 	dir, err := loadInode(b, parent)
 	if err != nil {
 		return n, err
@@ -332,6 +335,9 @@ func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bo
 		} else if !empty {
 			return syscall.ENOTEMPTY
 		}
+	}
+	if err := needOwnNames(tx, d.Ino); err != nil {
+		return err
 	}
 	if err := removeEntry(tx, &dir, parent, name, d.Ino, d.Type); err != nil {
 		return err

@@ -114,6 +114,9 @@ func (v *Volume) unlinkForRename(tx *content.Tx, np uint64, nn string, dst schem
 	if err != nil {
 		return err
 	}
+	if err := needOwnNames(tx, dst.Ino); err != nil {
+		return err
+	}
 	if err := removeEntry(tx, &dir, np, nn, dst.Ino, dst.Type); err != nil {
 		return err
 	}

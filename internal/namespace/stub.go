@@ -35,6 +35,19 @@ func needOwn(ino uint64, n *schema.Inode) error {
 	return nil
 }
 
+// needOwnNames asks for a hard-linked stub file to be materialized before
+// one of its names goes. A stub's names in its clone are its origin's
+// names (minus exclusions) for as long as it is a stub, which is what lets
+// a clone of it count them from the origin (linksInView); adding or
+// removing one makes it a file of its own first.
+func needOwnNames(tx *content.Tx, ino uint64) error {
+	n, err := loadInode(tx.Batch(), ino)
+	if err != nil || isDir(n.Mode) || n.Nlink < 2 {
+		return err
+	}
+	return needOwn(ino, &n)
+}
+
 // materializing runs op until it no longer meets a stub.
 func (v *Volume) materializing(op func() error) error {
 	for {

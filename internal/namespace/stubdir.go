@@ -7,6 +7,7 @@ import (
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // copyEntries gives stub directory ino (record n) its source's entries,
@@ -86,9 +87,12 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		}
 	}
 	if linked {
-		// Its link count counts the names made so far; each directory
-		// materialized later that names it too adds one (addName).
-		stub.Nlink = 1
+		// Its link count counts every name it has in the clone, also
+		// those in directories not materialized yet: they name this
+		// inode (through the link map) once they are.
+		if stub.Nlink, err = v.linksInView(parent.Clone, ident); err != nil {
+			return 0, false, err
+		}
 		if err := b.Set(mapKey, schema.U64(local)); err != nil {
 			return 0, false, err
 		}
@@ -100,8 +104,93 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	return local, true, nil
 }
 
-// addName gives the clone's inode that the link map names one more name,
-// if that inode still exists (all its names may have been removed).
+// linksInView counts the names file ident had at its pin below the
+// pinned subtree, minus those clone excluded: the names it has in the
+// clone. (For a clone of a clone that was not materialized, the pinned
+// subtree may be wider than the clone's source; names outside it are
+// counted too, and the file then outlives its last visible name.)
+func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
+	var root uint64
+	for _, p := range v.ret.Pins() {
+		if p.Version == ident.pin {
+			root = p.Root
+		}
+	}
+	var xs []exclusion
+	if rec, err := v.cloneRecord(clone); err == nil && rec.Origin == root && rec.Pin == ident.pin {
+		if xs, err = v.cloneExcludes(clone); err != nil {
+			return 0, err
+		}
+	}
+	lower, upper := schema.ParentRange(ident.ino)
+	var links uint32
+	err := scan(ident.r, lower, upper, func(k, _ []byte) error {
+		_, parent, name, err := schema.ParseParentKey(k)
+		if err != nil {
+			return err
+		}
+		rel, in, err := relPathAsOf(ident.r, parent, root)
+		if err != nil || !in {
+			return err
+		}
+		if !excludedPath(xs, joinRel(rel, name)) {
+			links++
+		}
+		return nil
+	})
+	return max(links, 1), err
+}
+
+// relPathAsOf is the path of directory dir below root as r shows it, and
+// whether dir is below root at all.
+func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
+	rel := ""
+	for depth := 0; dir != root; depth++ {
+		if dir == vfs.RootIno || depth > 4096 {
+			return "", false, nil
+		}
+		lower, upper := schema.ParentRange(dir)
+		var parent uint64
+		var name string
+		err := scan(r, lower, upper, func(k, _ []byte) error {
+			if parent == 0 {
+				var err error
+				_, parent, name, err = schema.ParseParentKey(k)
+				return err
+			}
+			return nil
+		})
+		if err != nil || parent == 0 {
+			return "", false, err
+		}
+		rel = joinRel(name, rel)
+		dir = parent
+	}
+	return rel, true, nil
+}
+
+// excludedPath reports whether xs exclude rel or a directory above it.
+func excludedPath(xs []exclusion, rel string) bool {
+	parts := splitRel(rel)
+	for i := range parts {
+		if excluded(xs, joinPath(parts[:i+1]), i < len(parts)-1) {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneRecord reads clone c's record.
+func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
+	raw, err := v.meta.Get(schema.CloneKey(c))
+	if err != nil {
+		return schema.Clone{}, err
+	}
+	return schema.DecodeClone(raw)
+}
+
+// addName returns the clone's inode that the link map names, if it still
+// exists; its link count already counts the name being made.
 func addName(tx *content.Tx, mapKey []byte) (uint64, bool, error) {
 	b := tx.Batch()
 	raw, err := b.Get(mapKey)
@@ -122,8 +211,7 @@ func addName(tx *content.Tx, mapKey []byte) (uint64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	n.Nlink++
-	return local, true, saveInode(tx, local, &n)
+	return local, true, nil
 }
 
 // excludedEntry applies every exclusion context to one entry.
