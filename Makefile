@@ -5,6 +5,8 @@
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
+#   make bench-dedup   dedup on real data vs btrfs/XFS + duperemove and restic
+#                      (bench/dedup/run.sh; root; fetches the datasets once)
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -26,7 +28,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-dedup deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -36,6 +38,9 @@ deps:
 
 deps-bench:
 	scripts/ensure-deps.sh --bench
+
+deps-dedup:
+	scripts/ensure-deps.sh --dedup
 
 vet:
 	$(GO) vet $(PKGS)
@@ -63,6 +68,9 @@ bench: deps-bench build
 
 bench-import: deps build
 	bench/import.sh
+
+bench-dedup: deps-dedup build
+	bench/dedup/run.sh
 
 clean:
 	rm -rf $(BIN)
