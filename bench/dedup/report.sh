@@ -36,26 +36,24 @@ dataset_table() {
 	echo "Logical: $files files, $(human_bytes "$size") ($size bytes) of file sizes," \
 		"$(human_bytes "$data") ($data bytes) of data (holes excluded)."
 	echo
-	echo "| system | mode | on disk before dedupe | content after | **total after** | logical / total | vs doppel cdc | ingest / hashing | MiB/s | dedupe pass | load |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| system | method | on disk before dedupe | content after | **total after** | logical / total | vs doppel cdc | seconds | MiB/s | load |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	awk -F'\t' -v ds="$ds" -v data="$data" '
 		function h(b) { if (b == "-") return "–"; return sprintf("%.1f MiB", b / 1048576) }
-		$1 == ds { row[++n] = $0; if ($2 == "doppel" && $3 ~ /^cdc/) ref = $6 }
+		$1 == ds { row[++n] = $0; if ($2 == "doppel" && $3 ~ /cdc/) ref = $6 }
 		END {
 			for (i = 1; i <= n; i++) {
 				split(row[i], f, "\t")
-				rate = f[7] > 0 ? sprintf("%.0f", data / 1048576 / f[7]) : "–"
-				vs = ref > 0 ? sprintf("%.2f×", f[6] / ref) : "–"
-				printf "| %s | %s | %s | %s | **%s** | %.2f | %s | %s s | %s | %s | %s |\n",
-					f[2], f[3], h(f[4]), h(f[5]), h(f[6]), data / f[6], vs, f[7],
-					rate, (f[8] == "-" ? "–" : f[8] " s"), f[9]
+				printf "| %s | %s | %s | %s | **%s** | %.2f | %s | %.1f | %.0f | %s |\n",
+					f[2], f[3], h(f[4]), h(f[5]), h(f[6]), data / f[6],
+					(ref > 0 ? sprintf("%.2f×", f[6] / ref) : "–"), f[7], data / 1048576 / f[7], f[8]
 			}
 		}' "$RESULTS"
 	echo
 	awk -F'\t' -v ds="$ds" '
 		$1 != ds { next }
 		$2 == "doppel" { d[$3] = $6; next }
-		best == "" || $6 < best { best = $6; bestname = $2 ", " $3 }
+		best == "" || $6 < best { best = $6; bestname = $2 " " $3 }
 		END {
 			for (p in d) if (best != "") {
 				r = d[p] / best
@@ -96,6 +94,8 @@ throughput_table() {
 				if (p ~ /^doppel/ && q ~ /^duperemove/)
 					printf "- %s versus %s: **%.2f×**; target > 1: **%s**.\n", p, q, rate[p] / rate[q],
 						(rate[p] > rate[q] ? "met" : "missed")
+				else if (p ~ /^doppel/ && q !~ /^doppel/)
+					printf "- %s versus %s: %.2f×.\n", p, q, rate[p] / rate[q]
 			}
 		}' "$THROUGHPUT"
 	echo
@@ -118,6 +118,7 @@ write_report() {
 	echo "- Versions: $(go version | cut -d' ' -f3), $(duperemove --help 2>&1 | head -1)," \
 		"$(fdupes --version), btrfs-progs $(mkfs.btrfs --version 2>&1 | grep -o 'v[0-9.]*' | head -1)," \
 		"xfsprogs $(mkfs.xfs -V | grep -o '[0-9][0-9.]*'), $(restic version | cut -d' ' -f1-2)."
+	echo "- blockdedupe is bench/cmd/blockdedupe (this repository), a reference, not a product."
 	echo "- Sizes are bytes on disk: for doppel the segment files' allocated blocks (content) plus"
 	echo "  the metadata store; for btrfs its data and metadata accounting (metadata counted once),"
 	echo "  for XFS the used blocks (content: used blocks minus the metadata the copy took), both"

@@ -10,13 +10,14 @@
 # For each dataset, on a fresh volume / file system / repository each:
 #   doppel    doppel import --store (offline) with the default CDC, and
 #             with fixed 4 KiB blocks
-#   btrfs, xfs  loop-mounted image file: cp -a the dataset in, then
-#             duperemove: block (128 KiB, its default), block4k (-b 4096),
-#             both with --dedupe-options=same; file (fdupes, then
-#             duperemove --fdupes)
+#   btrfs, xfs  loop-mounted image file: cp -a the dataset in, then dedupe
+#             it: duperemove -dr (its default), duperemove -b 4096 with
+#             --dedupe-options=same,partial (block mode), fdupes |
+#             duperemove --fdupes (whole files), and bench/cmd/blockdedupe
+#             (every duplicate 4 KiB block); see systems.sh
 #   restic    restic backup, compression off
 # then ingest speed alone, BENCH_REPS times interleaved: doppel import
-# versus duperemove's hashing pass (on one btrfs copy); and, without writing anything, chunkstat (bench/cmd/chunkstat): distinct
+# versus the hashing passes of duperemove and blockdedupe; and, without writing anything, chunkstat (bench/cmd/chunkstat): distinct
 # bytes and chunk sizes under several chunking policies.
 #
 # Writes a Markdown report to BENCH_OUT and prints it. Needs root (loop
@@ -27,7 +28,7 @@
 #   DEDUP_CACHE     dataset cache [/var/tmp/doppel-datasets]
 #   BENCH_DATASETS  datasets to run ["go-releases debian-images"]
 #   BENCH_SYSTEMS   systems to run ["doppel btrfs xfs restic"]
-#   BENCH_MODES     duperemove modes ["block block4k file"]
+#   BENCH_MODES     file system dedupe modes ["default block4k file blocks"]
 #   BENCH_REPS      repetitions of the throughput phase, 0 = skip it [3]
 #   BENCH_POLICIES  chunkstat policies ["cdc,fixed:4K,cdc:8K:32K:128K,cdc:4K:16K:64K"]
 #   BENCH_OUT       report file [docs/dedup-results.md]
@@ -54,7 +55,7 @@ export DEDUP_CACHE=${DEDUP_CACHE:-/var/tmp/doppel-datasets}
 CACHE=$(abspath "$DEDUP_CACHE")
 DATASETS=${BENCH_DATASETS:-go-releases debian-images}
 SYSTEMS=${BENCH_SYSTEMS:-doppel btrfs xfs restic}
-MODES=${BENCH_MODES:-block block4k file}
+MODES=${BENCH_MODES:-default block4k file blocks}
 REPS=${BENCH_REPS:-3}
 POLICIES=${BENCH_POLICIES:-cdc,fixed:4K,cdc:8K:32K:128K,cdc:4K:16K:64K}
 OUT=${BENCH_OUT:-docs/dedup-results.md}
@@ -64,6 +65,7 @@ FETCH=${BENCH_FETCH:-1}
 LOGS=$WORK/logs
 DOPPEL=$DOPPEL_REPO_ROOT/bin/doppel
 CHUNKSTAT=$DOPPEL_REPO_ROOT/bin/chunkstat
+BLOCKDEDUPE=$DOPPEL_REPO_ROOT/bin/blockdedupe
 RESULTS=$WORK/results.tsv
 THROUGHPUT=$WORK/throughput.tsv
 
@@ -117,10 +119,10 @@ timed() {
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }'
 }
 
-# record DATASET SYSTEM MODE BEFORE DATA TOTAL INGEST_S DEDUPE_S
+# record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS (see systems.sh)
 record() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS"
-	log "  -> total $(human_bytes "$6"), ingest ${7}s, dedupe ${8}s"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS"
+	log "  -> $(human_bytes "$6") on disk, ${7} s"
 }
 
 # shellcheck source=bench/dedup/systems.sh
@@ -132,9 +134,10 @@ mkdir -p -- "$WORK" "$LOGS"
 rm -f -- "$RESULTS" "$THROUGHPUT" "$WORK"/*.img
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
-log "building bin/doppel and bin/chunkstat"
+log "building bin/doppel, bin/chunkstat and bin/blockdedupe"
 go build -o "$DOPPEL" ./cmd/doppel
 go build -o "$CHUNKSTAT" ./bench/cmd/chunkstat
+go build -o "$BLOCKDEDUPE" ./bench/cmd/blockdedupe
 if [ "$FETCH" = 1 ]; then
 	# shellcheck disable=SC2086 # word splitting of the dataset list is wanted
 	bench/dedup/fetch.sh $DATASETS
@@ -175,7 +178,7 @@ for ds in $DATASETS; do
 			;;
 		btrfs | xfs)
 			for mode in $MODES; do
-				next "$ds: $sys + duperemove, $mode"
+				next "$ds: $sys, dedupe mode $mode"
 				run_fs "$ds" "$src" "$sys" "$mode"
 			done
 			;;

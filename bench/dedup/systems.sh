@@ -1,15 +1,14 @@
 # shellcheck shell=bash
 # The systems bench/dedup/run.sh compares. Sourced by run.sh, which sets
-# WORK, LOGS, DOPPEL, the MOUNTS and LOOPS arrays (cleaned up by its trap)
+# WORK, LOGS, DOPPEL, BLOCKDEDUPE, the MOUNTS and LOOPS arrays (cleaned up by its trap)
 # and defines log, timed and record. Every run_* function takes the dataset
 # name and its directory, measures one system on a fresh copy and records
 # one result row:
-#   record DATASET SYSTEM MODE BEFORE DATA TOTAL INGEST_S DEDUPE_S
+#   record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS
 # BEFORE: bytes on disk before any dedupe (- if not applicable); DATA: file
 # content on disk afterwards; TOTAL: everything the dataset takes on disk
-# afterwards (content and metadata); INGEST_S: seconds to take the data in
-# (import, backup) or, for duperemove, to hash it; DEDUPE_S: seconds of a
-# separate dedupe pass (- if none).
+# afterwards (content and metadata); SECONDS: wall time of the import or
+# backup, or of the dedupe tool (hashing and deduping; not the copy).
 
 # json_num FIELD: a numeric field of one-field-per-line JSON on stdin.
 json_num() { sed -n "s/^[[:space:]]*\"$1\": \\([0-9.]*\\),\\{0,1\\}\$/\\1/p" | head -1; }
@@ -30,7 +29,7 @@ run_doppel() {
 	local alloc meta
 	alloc=$(json_num allocated_bytes <<<"$json")
 	meta=$(json_num meta_bytes <<<"$json")
-	record "$ds" doppel "${policy/cdc/cdc 16K/64K/256K}" - "$alloc" $((alloc + meta)) "$t" -
+	record "$ds" doppel "import, ${policy/cdc/cdc 16K/64K/256K}" - "$alloc" $((alloc + meta)) "$t"
 	rm -rf -- "$store"
 }
 
@@ -95,37 +94,47 @@ fs_used() {
 }
 
 # run_fs DATASET SRC TYPE MODE: copy SRC onto a fresh TYPE file system and
-# dedupe it with duperemove in MODE: block (duperemove's default 128 KiB
-# blocks), block4k (-b 4096), or file (whole files: fdupes finds identical
-# files, duperemove -b 4096 --fdupes dedupes them). duperemove skips files
-# smaller than its block size, in every mode.
+# dedupe it in MODE:
+#   default  duperemove -dr: 128 KiB blocks; it dedupes extents (and whole
+#            files) whose hashes match, not parts of them
+#   block4k  duperemove -dr -b 4096 --dedupe-options=same,partial: its
+#            block mode, which also compares parts of extents
+#   file     whole files: fdupes -r | duperemove -b 4096 --fdupes
+#   blocks   bench/cmd/blockdedupe: every 4 KiB block that occurred before
+#            is shared with its first occurrence (FIDEDUPERANGE)
+# duperemove skips files smaller than its block size in every mode.
 run_fs() {
-	local ds=$1 src=$2 type=$3 mode=$4 data_bytes label
-	local hashfile=$WORK/duperemove.hash mnt=$WORK/mnt
+	local ds=$1 src=$2 type=$3 mode=$4 data_bytes label t
+	local mnt=$WORK/mnt dir
 	data_bytes=$(du -sB1 "$src" | cut -f1)
 	make_fs "$type" $((data_bytes * 2 + (1 << 30)))
+	dir=$mnt/${src##*/}
 	local empty before after
 	empty=$(fs_used "$type")
 	cp -a --sparse=always "$src" "$mnt/"
 	before=$(fs_used "$type")
-	rm -f -- "$hashfile"
-	local opts=(-r -q --dedupe-options=same "--hashfile=$hashfile") t_hash t_dedupe
+	rm -f -- "$WORK/duperemove.hash"
+	local dr=(duperemove -dr -q "--hashfile=$WORK/duperemove.hash")
 	case $mode in
-	block) label="block 128K" ;;
-	block4k) label="block 4K" opts+=(-b 4096) ;;
-	file) label="whole file" ;;
+	default)
+		label="duperemove -dr (128K, extents)"
+		t=$(timed "$LOGS/duperemove.log" "${dr[@]}" --dedupe-options=same "$dir")
+		;;
+	block4k)
+		label="duperemove -b 4K, partial"
+		t=$(timed "$LOGS/duperemove.log" "${dr[@]}" -b 4096 --dedupe-options=same,partial "$dir")
+		;;
+	file)
+		label="fdupes + duperemove (whole files)"
+		# shellcheck disable=SC2016 # $1 is the inner shell's
+		t=$(timed "$LOGS/duperemove.log" sh -c 'fdupes -r -q "$1" | duperemove -q -b 4096 -d --fdupes' fdupes "$dir")
+		;;
+	blocks)
+		label="blockdedupe (every 4K block)"
+		t=$(timed "$LOGS/blockdedupe.log" "$BLOCKDEDUPE" "$dir")
+		;;
+	*) die "unknown mode in BENCH_MODES: $mode" ;;
 	esac
-	# Hashing first, without dedupe, so that its throughput is measured on
-	# its own; the dedupe pass reuses the hash file and hashes nothing again.
-	if [ "$mode" = file ]; then
-		# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
-		t_hash=$(timed "$LOGS/fdupes.log" sh -c 'fdupes -r -q "$1" >"$2"' fdupes "$mnt/${src##*/}" "$WORK/fdupes.list")
-		# shellcheck disable=SC2016
-		t_dedupe=$(timed "$LOGS/duperemove.log" sh -c 'duperemove -q -b 4096 -d --fdupes <"$1"' duperemove "$WORK/fdupes.list")
-	else
-		t_hash=$(timed "$LOGS/duperemove.log" duperemove "${opts[@]}" "$mnt/${src##*/}")
-		t_dedupe=$(timed "$LOGS/duperemove.log" duperemove -d "${opts[@]}" "$mnt/${src##*/}")
-	fi
 	remount_fs
 	after=$(fs_used "$type")
 	local e_data e_total b_data b_total a_data a_total
@@ -138,25 +147,29 @@ run_fs() {
 		a_data=$((a_total - (b_total - b_data)))
 		e_data=0
 	fi
-	record "$ds" "$type+duperemove" "$label" $((b_total - e_total)) $((a_data - e_data)) \
-		$((a_total - e_total)) "$t_hash" "$t_dedupe"
+	record "$ds" "$type" "$label" $((b_total - e_total)) $((a_data - e_data)) $((a_total - e_total)) "$t"
 	drop_fs
 }
 
 # run_throughput DATASET SRC REPS: ingest speed alone, interleaved and
 # repeated so that the load of a shared machine hits all alike: doppel
-# import (cdc and fixed 4K, each into a fresh volume) and duperemove's
-# hashing pass (128 KiB and 4 KiB blocks, each with a fresh hash file, on
-# one btrfs copy). Appends "DATASET WHAT SECONDS..." lines to THROUGHPUT.
+# import (cdc and fixed 4K, each into a fresh volume) against the hashing
+# pass of duperemove (default and 4 KiB partial, without -d, each with a
+# fresh hash file) and of blockdedupe (-n), on one btrfs copy. Appends
+# "DATASET WHAT SECONDS..." lines to THROUGHPUT.
 run_throughput() {
-	local ds=$1 src=$2 reps=$3 rep data_bytes mnt=$WORK/mnt
+	local ds=$1 src=$2 reps=$3 rep data_bytes mnt=$WORK/mnt dir
 	local -A times=()
+	local order=("doppel import, cdc" "doppel import, fixed:4K" "duperemove hashing, 128K (default)"
+		"duperemove hashing, 4K partial" "blockdedupe hashing, 4K")
 	data_bytes=$(du -sB1 "$src" | cut -f1)
 	make_fs btrfs $((data_bytes * 2 + (1 << 30)))
 	cp -a --sparse=always "$src" "$mnt/"
 	sync -f "$mnt"
+	dir=$mnt/${src##*/}
+	local dr=(duperemove -r -q "--hashfile=$WORK/duperemove.hash")
 	for ((rep = 1; rep <= reps; rep++)); do
-		local policy b store=$WORK/doppel-store
+		local policy store=$WORK/doppel-store
 		for policy in cdc fixed:4K; do
 			rm -rf -- "$store"
 			"$DOPPEL" init --store "$store" --chunking "$policy" >>"$LOGS/doppel.log"
@@ -164,16 +177,16 @@ run_throughput() {
 			times["doppel import, $policy"]+=" $(timed "$LOGS/doppel.log" "$DOPPEL" import --quiet --store "$store" "$src" /)"
 		done
 		rm -rf -- "$store"
-		for b in 128K 4K; do
-			rm -f -- "$WORK/duperemove.hash"
-			warm "$mnt/${src##*/}"
-			times["duperemove hashing, $b blocks"]+=" $(timed "$LOGS/duperemove.log" duperemove -r -q \
-				--dedupe-options=same -b "$b" "--hashfile=$WORK/duperemove.hash" "$mnt/${src##*/}")"
-		done
-		log "  rep $rep/$reps: $(for k in "${!times[@]}"; do printf '%s:%s; ' "$k" "${times[$k]##* }"; done)"
+		warm "$dir"
+		rm -f -- "$WORK/duperemove.hash"
+		times["${order[2]}"]+=" $(timed "$LOGS/duperemove.log" "${dr[@]}" --dedupe-options=same "$dir")"
+		rm -f -- "$WORK/duperemove.hash"
+		times["${order[3]}"]+=" $(timed "$LOGS/duperemove.log" "${dr[@]}" -b 4096 --dedupe-options=same,partial "$dir")"
+		times["${order[4]}"]+=" $(timed "$LOGS/blockdedupe.log" "$BLOCKDEDUPE" -n "$dir")"
+		log "  rep $rep/$reps: $(for k in "${order[@]}"; do printf '%s %ss; ' "$k" "${times[$k]##* }"; done)"
 	done
 	local k
-	for k in "doppel import, cdc" "doppel import, fixed:4K" "duperemove hashing, 128K blocks" "duperemove hashing, 4K blocks"; do
+	for k in "${order[@]}"; do
 		printf '%s\t%s\t%s\n' "$ds" "$k" "${times[$k]# }" >>"$THROUGHPUT"
 	done
 	drop_fs
@@ -190,6 +203,6 @@ run_restic() {
 	t=$(timed "$LOGS/restic.log" restic backup -q --repo "$repo" --compression off "$src")
 	total=$(du -sB1 "$repo" | cut -f1)
 	data=$(restic stats -q --repo "$repo" --mode raw-data --json | sed -n 's/.*"total_size":\([0-9]*\).*/\1/p')
-	record "$ds" restic "cdc 512K/1M/8M" - "$data" "$total" "$t" -
+	record "$ds" restic "backup, cdc 512K/1M/8M" - "$data" "$total" "$t"
 	rm -rf -- "$repo" "$WORK/restic-cache"
 }

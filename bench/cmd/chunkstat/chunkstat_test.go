@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/doppelfs/doppel/bench/internal/datafiles"
 	"github.com/doppelfs/doppel/internal/chunker"
 )
 
@@ -25,7 +26,7 @@ func scan(t *testing.T, dir string, policies ...string) Report {
 		chs = append(chs, ch)
 	}
 	sc := newScanner(chs)
-	if err := walk(dir, sc); err != nil {
+	if err := datafiles.Walk(dir, sc.file); err != nil {
 		t.Fatal(err)
 	}
 	return sc.report()

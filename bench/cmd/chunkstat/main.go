@@ -18,12 +18,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/doppelfs/doppel/bench/internal/datafiles"
 	"github.com/doppelfs/doppel/internal/chunker"
 )
 
@@ -56,7 +54,7 @@ func main() {
 	}
 	sc := newScanner(chunkers)
 	for _, root := range flag.Args() {
-		if err := walk(root, sc); err != nil {
+		if err := datafiles.Walk(root, sc.file); err != nil {
 			fail(err)
 		}
 	}
@@ -70,36 +68,6 @@ func main() {
 		return
 	}
 	rep.markdown(os.Stdout)
-}
-
-// walk feeds every regular file below root to sc, each inode once (hard
-// links share their data, as they do in a volume). Symlinks are not
-// followed.
-func walk(root string, sc *scanner) error {
-	seen := map[[2]uint64]bool{}
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			id := [2]uint64{uint64(st.Dev), st.Ino}
-			if seen[id] {
-				return nil
-			}
-			seen[id] = true
-		}
-		if err := sc.file(path); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		return nil
-	})
 }
 
 func fail(err error) {

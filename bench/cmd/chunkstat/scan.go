@@ -7,8 +7,7 @@ import (
 	"io"
 	"os"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/doppelfs/doppel/bench/internal/datafiles"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -53,7 +52,7 @@ func (sc *scanner) file(path string) error {
 	whole := sha256.New()
 	var wholeLen int64
 	for off := int64(0); off < size; {
-		data, hole, err := nextData(int(f.Fd()), off, size)
+		data, hole, err := datafiles.NextData(int(f.Fd()), off, size)
 		if err != nil {
 			return err
 		}
@@ -103,23 +102,4 @@ func (sc *scanner) cutRange(f *os.File, start, end int64, seen func([]byte)) err
 		}
 	}
 	return nil
-}
-
-// nextData finds the data range at or after off: [data, hole). Without
-// hole support in the file system, all of [off, size) is data.
-func nextData(fd int, off, size int64) (data, hole int64, err error) {
-	data, err = unix.Seek(fd, off, unix.SEEK_DATA)
-	switch {
-	case errors.Is(err, unix.ENXIO):
-		return size, size, nil
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
-		return off, size, nil
-	case err != nil:
-		return 0, 0, err
-	}
-	hole, err = unix.Seek(fd, data, unix.SEEK_HOLE)
-	if err != nil {
-		return 0, 0, err
-	}
-	return data, min(hole, size), nil
 }

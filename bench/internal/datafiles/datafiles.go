@@ -1,0 +1,63 @@
+// Package datafiles walks the regular files of a tree and finds their data
+// ranges, for the benchmark tools that read a dataset the way doppel import
+// does: each inode once, holes skipped.
+package datafiles
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Walk calls fn for every regular file below root, each inode once (hard
+// links share their data). Symlinks are not followed.
+func Walk(root string, fn func(path string) error) error {
+	seen := map[[2]uint64]bool{}
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			id := [2]uint64{uint64(st.Dev), st.Ino}
+			if seen[id] {
+				return nil
+			}
+			seen[id] = true
+		}
+		if err := fn(path); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// NextData finds the data range at or after off in the open file fd of
+// the given size: [data, hole). Only holes are left when data == size.
+// Without hole support in the file system, all of [off, size) is data.
+func NextData(fd int, off, size int64) (data, hole int64, err error) {
+	data, err = unix.Seek(fd, off, unix.SEEK_DATA)
+	switch {
+	case errors.Is(err, unix.ENXIO):
+		return size, size, nil
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
+		return off, size, nil
+	case err != nil:
+		return 0, 0, err
+	}
+	hole, err = unix.Seek(fd, data, unix.SEEK_HOLE)
+	if err != nil {
+		return 0, 0, err
+	}
+	return data, min(hole, size), nil
+}
