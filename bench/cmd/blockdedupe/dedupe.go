@@ -53,7 +53,6 @@ type deduper struct {
 	bs      int64
 	dryRun  bool
 	paths   []string
-	sizes   []int64
 	first   map[key]loc
 	pending span
 	stats   Stats
@@ -70,37 +69,28 @@ func newDeduper(bs int64, dryRun bool) *deduper {
 // file hashes one file's data ranges block by block; a range boundary
 // (a hole) is block-aligned on the file systems this is meant for.
 func (d *deduper) file(path string) error {
-	f, err := os.Open(path)
+	f, err := datafiles.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	idx := len(d.paths)
 	d.paths = append(d.paths, path)
-	d.sizes = append(d.sizes, info.Size())
 	d.stats.Files++
 	buf := make([]byte, d.bs)
-	for off := int64(0); off < info.Size(); {
-		data, hole, err := datafiles.NextData(int(f.Fd()), off, info.Size())
-		if err != nil {
-			return err
-		}
-		if data >= info.Size() {
-			break
-		}
-		data -= data % d.bs // holes start and end on block boundaries
-		for off = data; off < hole; off += d.bs {
-			n, err := f.ReadAt(buf[:min(d.bs, info.Size()-off)], off)
+	err = f.Ranges(func(data, hole int64) error {
+		for off := data - data%d.bs; off < hole; off += d.bs {
+			n, err := f.ReadAt(buf[:min(d.bs, f.Size-off)], off)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return err
 			}
 			d.stats.DataBytes += int64(n)
 			d.block(loc{idx, off}, key{schema.Sum(buf[:n]), int64(n)})
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return d.flush()
 }

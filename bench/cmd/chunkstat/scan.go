@@ -37,39 +37,27 @@ func newScanner(chs []chunker.Chunker) *scanner {
 
 // file reads one file's data ranges and cuts each with every policy.
 func (sc *scanner) file(path string) error {
-	f, err := os.Open(path)
+	f, err := datafiles.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := info.Size()
 	sc.files++
-	sc.size += size
+	sc.size += f.Size
 	whole := sha256.New()
 	var wholeLen int64
-	for off := int64(0); off < size; {
-		data, hole, err := datafiles.NextData(int(f.Fd()), off, size)
-		if err != nil {
-			return err
-		}
-		if data >= size {
-			break
-		}
+	err = f.Ranges(func(data, hole int64) error {
 		// Where each range starts is part of the content: files with the
 		// same bytes at other offsets are not the same file.
 		_, _ = whole.Write(binary.LittleEndian.AppendUint64(nil, uint64(data)))
-		if err := sc.cutRange(f, data, hole, func(p []byte) {
+		sc.data += hole - data
+		return sc.cutRange(f.File, data, hole, func(p []byte) {
 			_, _ = whole.Write(p) // hash.Hash never fails
 			wholeLen += int64(len(p))
-		}); err != nil {
-			return err
-		}
-		sc.data += hole - data
-		off = hole
+		})
+	})
+	if err != nil {
+		return err
 	}
 	if wholeLen > 0 {
 		var h schema.Hash

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 
@@ -60,4 +61,42 @@ func NextData(fd int, off, size int64) (data, hole int64, err error) {
 		return 0, 0, err
 	}
 	return data, min(hole, size), nil
+}
+
+// File is an open regular file and its size when it was opened.
+type File struct {
+	*os.File
+	Size int64
+}
+
+// Open opens the file at path for reading.
+func Open(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &File{File: f, Size: info.Size()}, nil
+}
+
+// Ranges calls fn for each data range [start, end) of f, in order.
+func (f *File) Ranges(fn func(start, end int64) error) error {
+	for off := int64(0); off < f.Size; {
+		data, hole, err := NextData(int(f.Fd()), off, f.Size)
+		if err != nil {
+			return err
+		}
+		if data >= f.Size {
+			return nil
+		}
+		if err := fn(data, hole); err != nil {
+			return err
+		}
+		off = hole
+	}
+	return nil
 }
