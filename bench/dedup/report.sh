@@ -36,17 +36,18 @@ dataset_table() {
 	echo "Logical: $files files, $(human_bytes "$size") ($size bytes) of file sizes," \
 		"$(human_bytes "$data") ($data bytes) of data (holes excluded)."
 	echo
-	echo "| system | method | on disk before dedupe | content after | **total after** | logical / total | vs doppel cdc | seconds | MiB/s | load |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| system | method | on disk before dedupe | content after | **total after** | logical / total | vs doppel cdc | seconds | MiB/s | copy in, s | load |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	awk -F'\t' -v ds="$ds" -v data="$data" '
 		function h(b) { if (b == "-") return "–"; return sprintf("%.1f MiB", b / 1048576) }
 		$1 == ds { row[++n] = $0; if ($2 == "doppel" && $3 ~ /cdc/) ref = $6 }
 		END {
 			for (i = 1; i <= n; i++) {
 				split(row[i], f, "\t")
-				printf "| %s | %s | %s | %s | **%s** | %.2f | %s | %.1f | %.0f | %s |\n",
+				printf "| %s | %s | %s | %s | **%s** | %.2f | %s | %.2f | %s | %s | %s |\n",
 					f[2], f[3], h(f[4]), h(f[5]), h(f[6]), data / f[6],
-					(ref > 0 ? sprintf("%.2f×", f[6] / ref) : "–"), f[7], data / 1048576 / f[7], f[8]
+					(ref > 0 ? sprintf("%.2f×", f[6] / ref) : "–"), f[7],
+					(f[7] >= 0.1 ? sprintf("%.0f", data / 1048576 / f[7]) : "–"), (f[8] == "-" ? "–" : f[8]), f[9]
 			}
 		}' "$RESULTS"
 	echo
@@ -123,7 +124,9 @@ write_report() {
 	echo "  the metadata store; for btrfs its data and metadata accounting (metadata counted once),"
 	echo "  for XFS the used blocks (content: used blocks minus the metadata the copy took), both"
 	echo "  minus the empty file system; for restic the repository (content: \`restic stats --mode raw-data\`)."
-	echo "- Throughput is data bytes (holes excluded) over wall time, source in the page cache."
+	echo "- \`seconds\`: the import, backup or dedupe tool (hashing and deduping, without the copy,"
+	echo "  which \`copy in\` shows); MiB/s is data bytes (holes excluded) over those seconds"
+	echo "  (– below 0.1 s). Sources are in the page cache."
 	echo
 	for ds in $DATASETS; do
 		dataset_table "$ds"

@@ -119,9 +119,9 @@ timed() {
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }'
 }
 
-# record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS (see systems.sh)
+# record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS COPY_SECONDS (see systems.sh)
 record() {
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >>"$RESULTS"
 	log "  -> $(human_bytes "$6") on disk, ${7} s"
 }
 

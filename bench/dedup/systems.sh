@@ -4,11 +4,12 @@
 # and defines log, timed and record. Every run_* function takes the dataset
 # name and its directory, measures one system on a fresh copy and records
 # one result row:
-#   record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS
+#   record DATASET SYSTEM MODE BEFORE DATA TOTAL SECONDS COPY_SECONDS
 # BEFORE: bytes on disk before any dedupe (- if not applicable); DATA: file
 # content on disk afterwards; TOTAL: everything the dataset takes on disk
 # afterwards (content and metadata); SECONDS: wall time of the import or
-# backup, or of the dedupe tool (hashing and deduping; not the copy).
+# backup, or of the dedupe tool (hashing and deduping); COPY_SECONDS: for
+# a file system, the cp -a into it before the dedupe (else -).
 
 # json_num FIELD: a numeric field of one-field-per-line JSON on stdin.
 json_num() { sed -n "s/^[[:space:]]*\"$1\": \\([0-9.]*\\),\\{0,1\\}\$/\\1/p" | head -1; }
@@ -29,7 +30,7 @@ run_doppel() {
 	local alloc meta
 	alloc=$(json_num allocated_bytes <<<"$json")
 	meta=$(json_num meta_bytes <<<"$json")
-	record "$ds" doppel "import, ${policy/cdc/cdc 16K/64K/256K}" - "$alloc" $((alloc + meta)) "$t"
+	record "$ds" doppel "import, ${policy/cdc/cdc 16K/64K/256K}" - "$alloc" $((alloc + meta)) "$t" -
 	rm -rf -- "$store"
 }
 
@@ -104,14 +105,16 @@ fs_used() {
 #            is shared with its first occurrence (FIDEDUPERANGE)
 # duperemove skips files smaller than its block size in every mode.
 run_fs() {
-	local ds=$1 src=$2 type=$3 mode=$4 data_bytes label t
+	local ds=$1 src=$2 type=$3 mode=$4 data_bytes label t t_copy
 	local mnt=$WORK/mnt dir
 	data_bytes=$(du -sB1 "$src" | cut -f1)
 	make_fs "$type" $((data_bytes * 2 + (1 << 30)))
 	dir=$mnt/${src##*/}
 	local empty before after
 	empty=$(fs_used "$type")
-	cp -a --sparse=always "$src" "$mnt/"
+	warm "$src"
+	# shellcheck disable=SC2016 # $1 and $2 are the inner shell's
+	t_copy=$(timed "$LOGS/cp.log" sh -c 'cp -a --sparse=always "$1" "$2/" && sync -f "$2"' cp "$src" "$mnt")
 	before=$(fs_used "$type")
 	rm -f -- "$WORK/duperemove.hash"
 	local dr=(duperemove -dr -q "--hashfile=$WORK/duperemove.hash")
@@ -147,7 +150,7 @@ run_fs() {
 		a_data=$((a_total - (b_total - b_data)))
 		e_data=0
 	fi
-	record "$ds" "$type" "$label" $((b_total - e_total)) $((a_data - e_data)) $((a_total - e_total)) "$t"
+	record "$ds" "$type" "$label" $((b_total - e_total)) $((a_data - e_data)) $((a_total - e_total)) "$t" "$t_copy"
 	drop_fs
 }
 
@@ -203,6 +206,6 @@ run_restic() {
 	t=$(timed "$LOGS/restic.log" restic backup -q --repo "$repo" --compression off "$src")
 	total=$(du -sB1 "$repo" | cut -f1)
 	data=$(restic stats -q --repo "$repo" --mode raw-data --json | sed -n 's/.*"total_size":\([0-9]*\).*/\1/p')
-	record "$ds" restic "backup, cdc 512K/1M/8M" - "$data" "$total" "$t"
+	record "$ds" restic "backup, cdc 512K/1M/8M" - "$data" "$total" "$t" -
 	rm -rf -- "$repo" "$WORK/restic-cache"
 }
