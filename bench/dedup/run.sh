@@ -17,8 +17,9 @@
 #             (every duplicate 4 KiB block); see systems.sh
 #   restic    restic backup, compression off
 # then ingest speed alone, BENCH_REPS times interleaved: doppel import
-# versus the hashing passes of duperemove and blockdedupe; and, without writing anything, chunkstat (bench/cmd/chunkstat): distinct
-# bytes and chunk sizes under several chunking policies.
+# versus the hashing passes of duperemove and blockdedupe; and, without
+# writing anything, chunkstat (bench/cmd/chunkstat): distinct bytes and
+# chunk sizes under several chunking policies. docs/DEDUP.md explains it.
 #
 # Writes a Markdown report to BENCH_OUT and prints it. Needs root (loop
 # mounts, debootstrap). Loop devices and mounts are released on any exit.
@@ -40,6 +41,15 @@ set -euo pipefail
 LOG_PREFIX=bench-dedup
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh"
+
+case ${1:-} in
+-h | --help)
+	sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+	exit 0
+	;;
+"") ;;
+*) die "no arguments expected (settings are environment variables; see --help)" ;;
+esac
 cd "$DOPPEL_REPO_ROOT"
 
 # The exact invocation (BENCH_* overrides included), for the report.
