@@ -6,6 +6,8 @@
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
 #   make bench-diffscan  doppel diff/scan between clones vs diff -rq, rsync, md5sum
+#   make bench-dedup   dedup on real data vs btrfs/XFS + duperemove and restic
+#                      (bench/dedup/run.sh; root; fetches the datasets once)
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -27,7 +29,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -37,6 +39,9 @@ deps:
 
 deps-bench:
 	scripts/ensure-deps.sh --bench
+
+deps-dedup:
+	scripts/ensure-deps.sh --dedup
 
 vet:
 	$(GO) vet $(PKGS)
@@ -69,6 +74,9 @@ bench-import: deps build
 
 bench-diffscan: deps build
 	bench/diffscan.sh
+
+bench-dedup: deps-dedup build
+	bench/dedup/run.sh
 
 clean:
 	rm -rf $(BIN)

@@ -6,6 +6,9 @@
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3; checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, and hyperfine if the
 #                                   # distribution has it
+#   scripts/ensure-deps.sh --dedup  # additionally what bench/dedup needs:
+#                                   # duperemove, btrfs-progs, xfsprogs,
+#                                   # restic, debootstrap, e2fsprogs, unzip, fdupes
 #
 # Debian/Ubuntu (apt-get) only. Runs apt-get directly as root, via sudo
 # otherwise. `apt-get update` runs at most once, and only when something has
@@ -17,13 +20,15 @@ LOG_PREFIX=ensure-deps
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,15s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 bench=0
+dedup=0
 for arg in "$@"; do
 	case $arg in
 	--bench) bench=1 ;;
+	--dedup) dedup=1 ;;
 	-h | --help)
 		usage
 		exit 0
@@ -65,6 +70,16 @@ if [ "$bench" -eq 1 ]; then
 	want_cmd hyperfine hyperfine
 	# coreutils (dd, head, sort, timeout, ...) is Essential on Debian.
 	need_cmd timeout coreutils
+fi
+if [ "$dedup" -eq 1 ]; then
+	need_cmd duperemove duperemove
+	need_cmd mkfs.btrfs btrfs-progs
+	need_cmd mkfs.xfs xfsprogs
+	need_cmd restic restic
+	need_cmd debootstrap debootstrap
+	need_cmd mkfs.ext4 e2fsprogs
+	need_cmd fdupes fdupes
+	need_cmd unzip unzip
 fi
 
 if [ ${#required[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
