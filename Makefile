@@ -5,6 +5,8 @@
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
+#   make bench-clone   clone latency, space, materialization, workloads in a
+#                      clone, next to reflink copies and snapshots (bench/clone.sh; root)
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -26,7 +28,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-clone deps deps-bench clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -63,6 +65,9 @@ bench: deps-bench build
 
 bench-import: deps build
 	bench/import.sh
+
+bench-clone: deps-bench build
+	bench/clone.sh
 
 clean:
 	rm -rf $(BIN)
