@@ -109,6 +109,7 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
+	stop_timed
 	if [ -n "$LB_PID" ] || is_mounted "$LB_MNT"; then unmount_loopback; fi
 	[ "$ONLY_PT" = 1 ] || unmount_doppel
 	[ -z "$SRC" ] || rm -f -- "$SRC"
@@ -370,21 +371,8 @@ report() {
 	echo "- Small files: \`bench/cmd/fileops\`, one directory, sequential, single-threaded;"
 	echo "  kernel caches $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped") between the create, stat and unlink phases."
 	echo
-	echo "## Machine"
-	echo
-	echo "| | |"
-	echo "|---|---|"
-	machine_rows "$BENCH_DIR"
-	echo "| I/O tool | $tool_desc |"
-	echo "| Load average (1/5/15 min) | $load_start at the start, $(load_avg) at the end |"
-	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-	echo "| Duration | ${elapsed}s |"
-	echo
-	echo "Command (from the repository root, after \`make build\`; \`make bench\` runs it too):"
-	echo
-	echo '```sh'
-	echo "$cmdline"
-	echo '```'
+	machine_section "$BENCH_DIR" "$load_start" "$elapsed" "$cmdline" \
+		"after \`make build\`; \`make bench\` runs it too" "| I/O tool | $tool_desc |"
 }
 
 mkdir -p -- "$(dirname "$OUT")"

@@ -6,8 +6,10 @@
 #
 # The origin is the doppel source tree at HEAD with its dependencies
 # vendored (BENCH_DIR/build-src.tar, unpacked into MNT/origin/doppel).
-# Every repetition makes a new lazy clone of the origin (not timed), then
-# runs each workload on both sides, alternating which side goes first:
+# One untimed run of each workload in a scratch directory warms the page
+# cache (Go's own sources, the tarball). Then every repetition makes a new
+# lazy clone of the origin (not timed) and runs each workload on both
+# sides, alternating which side goes first:
 #   postmark     Debian's postmark in a new directory: BENCH_PM_FILES files
 #                of 500-10,000 bytes in 10 subdirectories, BENCH_PM_TX
 #                transactions
@@ -64,7 +66,7 @@ run_workload() {
 			_ "$dir" $BUILD_PKGS
 		;;
 	esac >"$LOGS/$w-$side-$rep.log" 2>&1 || die "$w in $dir failed (see $LOGS/$w-$side-$rep.log)"
-	record "work-$w|$side" "$t"
+	[ "$side" = warmup ] || record "work-$w|$side" "$t"
 	log "  rep $rep: $w in the $side: ${t}s"
 }
 
@@ -76,6 +78,10 @@ workloads() {
 	mkdir -- "$MNT/origin"
 	tar -x -f "$TARBALL" -C "$MNT/origin"
 	RES["work-files"]=$(tar -t -f "$TARBALL" | grep -cv '/$')
+	mkdir -- "$MNT/warmup"
+	tar -x -f "$TARBALL" -C "$MNT/warmup"
+	for w in "${WORKLOADS[@]}"; do run_workload "$w" warmup "$MNT/warmup" 0; done
+	rm -rf -- "$MNT/warmup"
 	for ((rep = 1; rep <= WORK_REPS; rep++)); do
 		"$DOPPEL" clone --lazy "$MNT/origin" "$MNT/clone-$rep" >>"$LOGS/doppel.log"
 		sides="origin clone"

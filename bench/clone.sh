@@ -32,7 +32,8 @@
 #   BENCH_SPACE_FILES       tree size for the space part [100000]
 #   BENCH_CHANGED           files changed in the space part [100]
 #   BENCH_MATERIALIZE_SIZES sizes whose materialization is timed [1000 100000]
-#   BENCH_WORK_REPS         repetitions of each workload [5]
+#   BENCH_WORK_REPS         repetitions of each workload (even: each side goes
+#                           first equally often) [6]
 #   BENCH_PM_FILES, BENCH_PM_TX  postmark files and transactions [5000, 20000]
 #   BENCH_BUILD_PKGS        packages the build workloads compile
 #                           [./internal/schema ./internal/importer ./internal/chunker]
@@ -55,7 +56,7 @@ COPY_REPS=${BENCH_COPY_REPS:-3}
 SPACE_FILES=${BENCH_SPACE_FILES:-100000}
 CHANGED=${BENCH_CHANGED:-100}
 MAT_SIZES=${BENCH_MATERIALIZE_SIZES:-1000 100000}
-WORK_REPS=${BENCH_WORK_REPS:-5}
+WORK_REPS=${BENCH_WORK_REPS:-6}
 PM_FILES=${BENCH_PM_FILES:-5000}
 PM_TX=${BENCH_PM_TX:-20000}
 BUILD_PKGS=${BENCH_BUILD_PKGS:-./internal/schema ./internal/importer ./internal/chunker}
@@ -66,6 +67,8 @@ PER_DIR=1000 # gentree's files per directory
 # shellcheck disable=SC2086 # lists of numbers
 positive_ints $SIZES $MAT_SIZES "$REPS" "$COPY_REPS" "$SPACE_FILES" "$CHANGED" "$WORK_REPS" "$PM_FILES" "$PM_TX" "$CMD_TIMEOUT"
 [ "$COPY_REPS" -le "$REPS" ] || die "BENCH_COPY_REPS must not exceed BENCH_REPS"
+in_list() { [[ " $2 " == *" $1 "* ]]; }
+part() { in_list "$1" "$PARTS"; }
 for p in $PARTS; do
 	case $p in latency | space | materialize | workload) ;; *) die "unknown part '$p' in BENCH_PARTS" ;; esac
 done
@@ -73,10 +76,10 @@ done
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 missing (scripts/ensure-deps.sh --bench)"; }
 need fusermount3
 [ -c /dev/fuse ] || die "/dev/fuse missing"
-if [[ $PARTS =~ " latency " ]] || [[ $PARTS =~ " space " ]] || [[ $PARTS =~ " materialize " ]]; then
+if part latency || part space || part materialize; then
 	for c in mkfs.xfs mkfs.btrfs btrfs losetup fuse-overlayfs; do need "$c"; done
 fi
-[[ ! $PARTS =~ " workload " ]] || need postmark
+! part workload || need postmark
 
 DOPPEL=$DOPPEL_REPO_ROOT/bin/doppel
 GENTREE=$DOPPEL_REPO_ROOT/bin/gentree
@@ -91,7 +94,9 @@ OVL_MNT=""
 cleanup() {
 	local rc=$?
 	set +e
-	trap - EXIT INT TERM
+	trap - EXIT
+	trap '' INT TERM PIPE
+	stop_timed
 	[ -z "$OVL_MNT" ] || fuse_force_unmount "$OVL_MNT"
 	[ -z "$STORE" ] || doppel_down "$DOPPEL" "$STORE" "$MNT" "$LOGS/doppel.log"
 	loopfs_down_all
@@ -123,7 +128,6 @@ latest() { # latest KEY: the value last recorded under KEY
 	read -r -a v <<<"${RES[$1]}"
 	echo "${v[-1]}"
 }
-in_list() { [[ " $2 " == *" $1 "* ]]; }
 
 # shellcheck source=bench/clone-work.sh
 . "$DOPPEL_REPO_ROOT/bench/clone-work.sh"
@@ -231,8 +235,9 @@ latency() {
 
 # --- space -----------------------------------------------------------------------------
 
-# space_point LABEL: records the volume's metadata and data bytes, and
-# inodes, after a sync.
+# space_point LABEL [CLONE]: records the volume's metadata and data
+# bytes, and inodes, after a sync; and the metadata records of CLONE's
+# subtree.
 space_point() {
 	local out
 	"$DOPPEL" sync "$MNT"
@@ -240,6 +245,7 @@ space_point() {
 	RES[space-meta|$1]=$(json_num meta_bytes <<<"$out")
 	RES[space-phys|$1]=$(json_num physical_bytes <<<"$out")
 	RES[space-inodes|$1]=$(json_num inodes <<<"$out")
+	[ $# -lt 2 ] || RES[space-sub|$1]=$("$DOPPEL" df --json "$2" | json_num meta_bytes)
 }
 
 # changed_file N K SPREAD: the K-th file to change; all in the first
@@ -258,11 +264,11 @@ space() {
 	for how in one spread; do
 		space_point "before-$how"
 		"$DOPPEL" clone --lazy "$MNT/src" "$MNT/space-$how" >>"$LOGS/doppel.log"
-		space_point "clone-$how"
+		space_point "clone-$how" "$MNT/space-$how"
 		for ((k = 0; k < CHANGED; k++)); do
 			echo "changed in the clone" >>"$MNT/space-$how/$(changed_file "$n" "$k" "$how")"
 		done
-		space_point "changed-$how"
+		space_point "changed-$how" "$MNT/space-$how"
 		log "  space ($how): meta ${RES[space-meta|before-$how]} -> ${RES[space-meta|clone-$how]} -> ${RES[space-meta|changed-$how]} bytes"
 	done
 }
@@ -283,7 +289,7 @@ full_clone() {
 	base=$(chunk_refs "$probe")
 	t0=$(now_ns)
 	doppel_clone full "$n" clone "$MNT/src" "$MNT/full"
-	in_list "$n" "$MAT_SIZES" && [[ $PARTS =~ " materialize " ]] || return 0
+	in_list "$n" "$MAT_SIZES" && part materialize || return 0
 	while [ "$(chunk_refs "$probe")" -le "$base" ]; do
 		if [ $((SECONDS - last)) -ge 30 ]; then
 			log "  materializing: $("$DOPPEL" df --json "$MNT" | json_num inodes) inodes in the volume"
@@ -302,22 +308,23 @@ full_clone() {
 
 started=$(date +%s)
 load_start=$(load_avg)
-sizes=$SIZES
-[[ ! $PARTS =~ " space " ]] || in_list "$SPACE_FILES" "$sizes" || sizes+=" $SPACE_FILES"
-if [[ $PARTS =~ " materialize " ]]; then
+sizes="" # the trees to make, each once
+! part latency || sizes=$SIZES
+! part space || in_list "$SPACE_FILES" "$sizes" || sizes+=" $SPACE_FILES"
+if part materialize; then
 	for n in $MAT_SIZES; do in_list "$n" "$sizes" || sizes+=" $n"; done
 fi
-if [[ $PARTS =~ " latency " ]] || [[ $PARTS =~ " space " ]] || [[ $PARTS =~ " materialize " ]]; then
-	for n in $sizes; do
-		log "$n files: preparing the trees"
-		prepare_size "$n"
-		if [[ $PARTS =~ " latency " ]] && in_list "$n" "$SIZES"; then latency "$n"; fi
-		if [[ $PARTS =~ " space " ]] && [ "$n" = "$SPACE_FILES" ]; then space "$n"; fi
-		if in_list "$n" "$SIZES" || in_list "$n" "$MAT_SIZES"; then full_clone "$n"; fi
-		teardown_size
-	done
-fi
-[[ ! $PARTS =~ " workload " ]] || workloads
+for n in $sizes; do
+	log "$n files: preparing the trees"
+	prepare_size "$n"
+	if part latency && in_list "$n" "$SIZES"; then latency "$n"; fi
+	if part space && [ "$n" = "$SPACE_FILES" ]; then space "$n"; fi
+	if { part latency && in_list "$n" "$SIZES"; } || { part materialize && in_list "$n" "$MAT_SIZES"; }; then
+		full_clone "$n"
+	fi
+	teardown_size
+done
+! part workload || workloads
 elapsed=$(($(date +%s) - started))
 log "measurements done in ${elapsed}s"
 

@@ -45,6 +45,7 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
+	stop_timed
 	doppel_down "$DOPPEL" "$STORE" "$MNT" "$LOGS/doppel.log"
 	rm -rf -- "$STORE"
 	[ "$KEEP" = 1 ] || rm -rf -- "$SRC"

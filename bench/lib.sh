@@ -47,17 +47,31 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", (b - a) / 1e9 }'; }
 
 # timed OUTVAR CMD...: runs CMD, under a timeout of CMD_TIMEOUT seconds
 # [1800] unless it is a shell function, stores the elapsed seconds in
-# OUTVAR and returns CMD's status.
+# OUTVAR and returns CMD's status. CMD runs in the background while the
+# script waits for it, so that a signal's trap runs at once; the trap
+# should call stop_timed.
+TIMED_PID=""
 timed() {
 	local -n _out=$1
 	shift
 	local t0 t1 rc=0 limit=(timeout "${CMD_TIMEOUT:-1800}")
 	! declare -F "$1" >/dev/null || limit=()
 	t0=$(now_ns)
-	"${limit[@]}" "$@" || rc=$?
+	"${limit[@]}" "$@" <&0 &
+	TIMED_PID=$!
+	wait "$TIMED_PID" || rc=$?
+	TIMED_PID=""
 	t1=$(now_ns)
 	_out=$(secs "$t0" "$t1")
 	return "$rc"
+}
+
+# stop_timed: ends the command timed is waiting for, if any.
+stop_timed() {
+	[ -n "$TIMED_PID" ] || return 0
+	kill -TERM "$TIMED_PID" 2>/dev/null || true
+	wait "$TIMED_PID" 2>/dev/null || true
+	TIMED_PID=""
 }
 
 # --- doppel daemons ---------------------------------------------------------------
@@ -156,14 +170,21 @@ commit_desc() {
 	printf '%s\n' "$c"
 }
 
-# machine_rows DIR: Markdown table rows describing the machine, with DIR
-# as the benchmark's disk. The caller prints the header and any rows of
-# its own.
-machine_rows() {
-	local dir=$1 cpu os disk
+# machine_section DIR LOAD_START SECONDS CMDLINE HOW [ROW...]: the
+# report's "Machine" section: a table describing the machine (DIR is the
+# benchmark's disk, LOAD_START the load average when the run began) with
+# the caller's extra rows (Markdown "| name | value |"), then the command
+# CMDLINE that reproduces the run and HOW to run it.
+machine_section() {
+	local dir=$1 load_start=$2 seconds=$3 cmdline=$4 how=$5 cpu os disk
+	shift 5
 	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
 	disk=$(findmnt -n -o FSTYPE,SOURCE --target "$dir" 2>/dev/null | awk '{ print $1 " on " $2 }')
+	echo "## Machine"
+	echo
+	echo "| | |"
+	echo "|---|---|"
 	echo "| CPU | ${cpu:-unknown}, $(nproc) cores (nproc) |"
 	echo "| Memory | $(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) |"
 	echo "| Kernel | $(uname -sr) |"
@@ -172,4 +193,14 @@ machine_rows() {
 	echo "| Disk (BENCH_DIR) | ${disk:-$(stat -f -c %T "$dir")} |"
 	echo "| FUSE | $(fusermount3 --version 2>&1 | head -1) |"
 	echo "| doppel commit | $(commit_desc) |"
+	[ $# -eq 0 ] || printf '%s\n' "$@"
+	echo "| Load average (1/5/15 min) | $load_start at the start, $(load_avg) at the end |"
+	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
+	echo "| Duration | ${seconds}s |"
+	echo
+	echo "Command (from the repository root, $how):"
+	echo
+	echo '```sh'
+	echo "$cmdline"
+	echo '```'
 }
