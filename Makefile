@@ -8,6 +8,8 @@
 #   make bench-diffscan  doppel diff/scan between clones vs diff -rq, rsync, md5sum
 #   make bench-dedup   dedup on real data vs btrfs/XFS + duperemove and restic
 #                      (bench/dedup/run.sh; root; fetches the datasets once)
+#   make bench-clone   clone latency, space, materialization, workloads in a
+#                      clone, next to reflink copies and snapshots (bench/clone.sh; root)
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -29,7 +31,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup deps deps-bench deps-dedup clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -77,6 +79,9 @@ bench-diffscan: deps build
 
 bench-dedup: deps-dedup build
 	bench/dedup/run.sh
+
+bench-clone: deps-bench build
+	bench/clone.sh
 
 clean:
 	rm -rf $(BIN)

@@ -33,19 +33,12 @@
 set -euo pipefail
 
 LOG_PREFIX=bench
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 # Remember the exact invocation (BENCH_* overrides included) for the report.
-cmdline=""
-for v in BENCH_DIR BENCH_REPS BENCH_SIZE_MIB BENCH_FILES BENCH_FILE_SIZE BENCH_TOOL \
-	BENCH_NATIVE BENCH_REMOUNT BENCH_ONLY_PASSTHROUGH BENCH_DOPPEL_INIT_ARGS BENCH_OUT \
-	BENCH_TIMEOUT BENCH_KEEP; do
-	if [ -n "${!v+x}" ]; then cmdline+="$v=$(printf '%q' "${!v}") "; fi
-done
-cmdline+="bench/basic.sh"
-[ $# -eq 0 ] || cmdline+=" $*"
+cmdline=$(bench_cmdline bench/basic.sh "$@")
 
 BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench}")
 REPS=${BENCH_REPS:-3}
@@ -73,9 +66,7 @@ fi
 
 case $TOOL in fio | dd) ;; *) die "BENCH_TOOL must be fio or dd" ;; esac
 [ "$TOOL" = dd ] || command -v fio >/dev/null 2>&1 || die "fio not installed (scripts/ensure-deps.sh --bench)"
-for n in "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$CMD_TIMEOUT"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
-done
+positive_ints "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$CMD_TIMEOUT"
 command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
 [ -c /dev/fuse ] || die "/dev/fuse missing"
 
@@ -98,7 +89,6 @@ TARGETS=(passthrough)
 [ "$NATIVE" != 1 ] || TARGETS+=(native)
 
 LB_PID=""
-D_PIDS=()
 CACHES_DROPPED=1
 
 # --- cleanup: always unmount and stop our daemons ------------------------------------
@@ -113,41 +103,13 @@ unmount_loopback() {
 	fuse_force_unmount "$LB_MNT" || true
 }
 
-# PIDs of doppel daemons serving our bench mount/store.
-doppel_daemon_pids() {
-	local exe p x
-	exe=$(abspath "$DOPPEL")
-	for p in /proc/[0-9]*; do
-		x=$(readlink "$p/exe" 2>/dev/null) || continue
-		[ "${x% (deleted)}" = "$exe" ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$D_MNT" -e "$D_STORE" || continue
-		echo "${p#/proc/}"
-	done
-}
-
-unmount_doppel() {
-	local p
-	if is_mounted "$D_MNT"; then
-		timeout 120 "$DOPPEL" umount "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-			warn "doppel umount $D_MNT failed (see $LOGS/doppel.log)"
-	fi
-	fuse_force_unmount "$D_MNT" || true
-	for p in "${D_PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$p" 2>/dev/null; then
-			warn "doppel daemon $p still running after unmount; killing it"
-			kill -TERM "$p" 2>/dev/null || true
-			sleep 1
-			kill -KILL "$p" 2>/dev/null || true
-		fi
-	done
-	D_PIDS=()
-}
+unmount_doppel() { doppel_down "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"; }
 
 cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
+	stop_timed
 	if [ -n "$LB_PID" ] || is_mounted "$LB_MNT"; then unmount_loopback; fi
 	[ "$ONLY_PT" = 1 ] || unmount_doppel
 	[ -z "$SRC" ] || rm -f -- "$SRC"
@@ -171,14 +133,7 @@ mount_loopback() {
 	wait_mounted "$LB_MNT" 20 "$LB_PID" || die "loopback mount on $LB_MNT failed (see $LOGS/loopback.log)"
 }
 
-mount_doppel() {
-	mkdir -p -- "$D_MNT"
-	timeout 120 "$DOPPEL" mount --store "$D_STORE" "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-		die "doppel mount failed (see $LOGS/doppel.log)"
-	wait_mounted "$D_MNT" 20 || die "doppel mount returned but $D_MNT is not mounted"
-	mapfile -t D_PIDS < <(doppel_daemon_pids)
-	[ ${#D_PIDS[@]} -gt 0 ] || warn "could not identify the doppel daemon process"
-}
+mount_doppel() { doppel_up "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"; }
 
 remount() { # remount TARGET (no-op for native)
 	case $1 in
@@ -212,25 +167,8 @@ drop() {
 	fi
 }
 
-# timed OUTVAR CMD...: run CMD under a timeout, store elapsed seconds in OUTVAR.
-timed() {
-	local -n _out=$1
-	shift
-	local t0 t1
-	t0=$(now_ns)
-	timeout "$CMD_TIMEOUT" "$@"
-	t1=$(now_ns)
-	_out=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-}
-
 record() { RES["$1|$2"]+="$3 "; }
 
-median() {
-	# shellcheck disable=SC2086 # word splitting intended
-	printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {
-		if (NR == 0) exit 1
-		if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 
 gen_source() { # dd mode: fresh random data for every repetition, so nothing dedups
 	log "  generating ${SIZE_MIB} MiB of random source data in $SRC"
@@ -268,10 +206,6 @@ seq_read() { # seq_read TARGET REP
 	log "  $t: seq read   $(fmt_mibps "$sec")  (${sec}s)"
 	rm -f -- "$f"
 	sync
-}
-
-json_num() { # json_num KEY < JSON
-	sed -n 's/.*"'"$1"'":\([-+0-9.eE]*\).*/\1/p'
 }
 
 file_ops() { # file_ops TARGET REP
@@ -343,6 +277,7 @@ mount_loopback
 
 # --- run ---------------------------------------------------------------------------
 started=$(date +%s)
+load_start=$(load_avg)
 for ((rep = 1; rep <= REPS; rep++)); do
 	log "repetition $rep/$REPS"
 	[ "$TOOL" != dd ] || gen_source
@@ -407,12 +342,6 @@ table() {
 	done
 }
 
-mem_gib=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
-disk=$(findmnt -n -o FSTYPE,SOURCE --target "$BENCH_DIR" 2>/dev/null | awk '{ print $1 " on " $2 }')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo "no commit")
-[ -z "$(git status --porcelain 2>/dev/null | head -1)" ] || commit+=" (with uncommitted changes)"
 tool_desc=$([ "$TOOL" = fio ] && fio --version || echo "dd ($(dd --version | head -1))")
 
 report() {
@@ -442,27 +371,8 @@ report() {
 	echo "- Small files: \`bench/cmd/fileops\`, one directory, sequential, single-threaded;"
 	echo "  kernel caches $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped") between the create, stat and unlink phases."
 	echo
-	echo "## Machine"
-	echo
-	echo "| | |"
-	echo "|---|---|"
-	echo "| CPU | ${cpu:-unknown}, $(nproc) cores (nproc) |"
-	echo "| Memory | $mem_gib |"
-	echo "| Kernel | $(uname -sr) |"
-	echo "| OS | $os |"
-	echo "| Go | $(go version | sed 's/^go version //') |"
-	echo "| Disk (BENCH_DIR) | ${disk:-$fstype} |"
-	echo "| FUSE | $(fusermount3 --version 2>&1 | head -1) |"
-	echo "| I/O tool | $tool_desc |"
-	echo "| doppel commit | $commit |"
-	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-	echo "| Duration | ${elapsed}s |"
-	echo
-	echo "Command (from the repository root, after \`make build\`; \`make bench\` runs it too):"
-	echo
-	echo '```sh'
-	echo "$cmdline"
-	echo '```'
+	machine_section "$BENCH_DIR" "$load_start" "$elapsed" "$cmdline" \
+		"after \`make build\`; \`make bench\` runs it too" "| I/O tool | $tool_desc |"
 }
 
 mkdir -p -- "$(dirname "$OUT")"

@@ -22,8 +22,8 @@
 set -euo pipefail
 
 LOG_PREFIX=bench-import
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench-import}")
@@ -31,9 +31,7 @@ REPS=${BENCH_REPS:-3}
 RANDOM_MIB=${BENCH_RANDOM_MIB:-1024}
 JOBS=${BENCH_JOBS:-}
 KEEP=${BENCH_KEEP:-0}
-for n in "$REPS" "$RANDOM_MIB"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
-done
+positive_ints "$REPS" "$RANDOM_MIB"
 command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
 [ -c /dev/fuse ] || die "/dev/fuse missing"
 
@@ -47,9 +45,8 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	if is_mounted "$MNT"; then
-		timeout 120 "$DOPPEL" umount "$MNT" >>"$LOGS/doppel.log" 2>&1 || fuse_force_unmount "$MNT"
-	fi
+	stop_timed
+	doppel_down "$DOPPEL" "$STORE" "$MNT" "$LOGS/doppel.log"
 	rm -rf -- "$STORE"
 	[ "$KEEP" = 1 ] || rm -rf -- "$SRC"
 	[ "$rc" -eq 0 ] || log "FAILED (exit $rc); logs in $LOGS"
@@ -76,24 +73,22 @@ bytes=$(du -sb --apparent-size "$SRC" | cut -f1)
 log "tree: $files files, $dirs directories, $(human_bytes "$bytes")"
 
 fresh_store() {
-	if is_mounted "$MNT"; then "$DOPPEL" umount "$MNT" >>"$LOGS/doppel.log" 2>&1; fi
+	doppel_down "$DOPPEL" "$STORE" "$MNT" "$LOGS/doppel.log"
 	rm -rf -- "$STORE"
 	"$DOPPEL" init --store "$STORE" >>"$LOGS/doppel.log"
 	if [ "$1" = mounted ]; then
-		"$DOPPEL" mount --store "$STORE" "$MNT" >>"$LOGS/doppel.log" 2>&1 || die "mount failed (see $LOGS/doppel.log)"
+		doppel_up "$DOPPEL" "$STORE" "$MNT" "$LOGS/doppel.log"
 	fi
 }
 
-# timed CMD...: runs CMD after warming the source's page cache; prints
-# the seconds it took.
-timed() {
+# warm_timed CMD...: runs CMD after warming the source's page cache;
+# prints the seconds it took.
+warm_timed() {
 	cat "$SRC/random" >/dev/null
 	find "$SRC" -type f -exec cat {} + >/dev/null
-	local t0 t1
-	t0=$(now_ns)
-	"$@" >>"$LOGS/run.log" 2>&1 || die "failed: $* (see $LOGS/run.log)"
-	t1=$(now_ns)
-	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f\n", (b - a) / 1e9 }'
+	local t
+	timed t "$@" >>"$LOGS/run.log" 2>&1 || die "failed: $* (see $LOGS/run.log)"
+	printf '%.2f\n' "$t"
 }
 
 run_cp() { cp -a "$SRC" "$MNT/tree" && "$DOPPEL" sync "$MNT"; }
@@ -104,10 +99,10 @@ for j in $JOBS; do variants+=("mounted-j$j"); done
 for rep in $(seq 1 "$REPS"); do
 	for v in "${variants[@]}"; do
 		case $v in
-		cp) fresh_store mounted; t=$(timed run_cp) ;;
-		mounted) fresh_store mounted; t=$(timed "$DOPPEL" import --quiet "$SRC" "$MNT/tree") ;;
-		mounted-j*) fresh_store mounted; t=$(timed "$DOPPEL" import --quiet -j "${v#mounted-j}" "$SRC" "$MNT/tree") ;;
-		offline) fresh_store offline; t=$(timed "$DOPPEL" import --quiet --store "$STORE" "$SRC" /tree) ;;
+		cp) fresh_store mounted; t=$(warm_timed run_cp) ;;
+		mounted) fresh_store mounted; t=$(warm_timed "$DOPPEL" import --quiet "$SRC" "$MNT/tree") ;;
+		mounted-j*) fresh_store mounted; t=$(warm_timed "$DOPPEL" import --quiet -j "${v#mounted-j}" "$SRC" "$MNT/tree") ;;
+		offline) fresh_store offline; t=$(warm_timed "$DOPPEL" import --quiet --store "$STORE" "$SRC" /tree) ;;
 		esac
 		log "rep $rep: $v ${t} s"
 		results[$v]+="$t "
@@ -115,16 +110,15 @@ for rep in $(seq 1 "$REPS"); do
 done
 fresh_store offline
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-cp_med=$(median <<<"${results[cp]}")
+cp_med=$(median "${results[cp]}")
 echo
 echo "Tree: Go $(go env GOVERSION) src ($((files - 1)) files) + ${RANDOM_MIB} MiB random file: $files files, $dirs directories, $(human_bytes "$bytes")."
-echo "$(nproc) CPUs, $(uname -r), median of $REPS, commit $(git rev-parse --short HEAD)."
+echo "$(nproc) CPUs, $(uname -r), median of $REPS, commit $(commit_desc), load average $(load_avg)."
 echo
 echo "| method | seconds (median) | MiB/s | vs cp -a |"
 echo "|---|---:|---:|---:|"
 for v in "${variants[@]}"; do
-	m=$(median <<<"${results[$v]}")
+	m=$(median "${results[$v]}")
 	awk -v name="$v" -v m="$m" -v b="$bytes" -v c="$cp_med" -v all="${results[$v]}" 'BEGIN {
 		label = name
 		if (name == "cp") label = "cp -a into the mount, then doppel sync"
