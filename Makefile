@@ -5,6 +5,10 @@
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
+#   make bench-suite   the issue-4 suite (bench/suite.sh; as root, ~1 h at full
+#                      size); writes docs/bench-suite.md and docs/BENCHMARKS.md
+#   make bench-suite-quick  the same with small sizes (a few minutes), report
+#                      under /var/tmp/doppel-bench-suite/report
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -26,7 +30,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import deps deps-bench clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-suite bench-suite-quick deps deps-bench clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -63,6 +67,13 @@ bench: deps-bench build
 
 bench-import: deps build
 	bench/import.sh
+
+# BENCH_* variables (see bench/suite.sh) pass through the environment.
+bench-suite: deps-bench
+	bench/suite.sh
+
+bench-suite-quick: deps-bench
+	BENCH_QUICK=1 bench/suite.sh
 
 clean:
 	rm -rf $(BIN)

@@ -33,19 +33,14 @@
 set -euo pipefail
 
 LOG_PREFIX=bench
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 # Remember the exact invocation (BENCH_* overrides included) for the report.
-cmdline=""
-for v in BENCH_DIR BENCH_REPS BENCH_SIZE_MIB BENCH_FILES BENCH_FILE_SIZE BENCH_TOOL \
-	BENCH_NATIVE BENCH_REMOUNT BENCH_ONLY_PASSTHROUGH BENCH_DOPPEL_INIT_ARGS BENCH_OUT \
-	BENCH_TIMEOUT BENCH_KEEP; do
-	if [ -n "${!v+x}" ]; then cmdline+="$v=$(printf '%q' "${!v}") "; fi
-done
-cmdline+="bench/basic.sh"
-[ $# -eq 0 ] || cmdline+=" $*"
+cmdline=$(bench_cmdline bench/basic.sh BENCH_DIR BENCH_REPS BENCH_SIZE_MIB BENCH_FILES \
+	BENCH_FILE_SIZE BENCH_TOOL BENCH_NATIVE BENCH_REMOUNT BENCH_ONLY_PASSTHROUGH \
+	BENCH_DOPPEL_INIT_ARGS BENCH_OUT BENCH_TIMEOUT BENCH_KEEP)
 
 BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench}")
 REPS=${BENCH_REPS:-3}
@@ -73,23 +68,9 @@ fi
 
 case $TOOL in fio | dd) ;; *) die "BENCH_TOOL must be fio or dd" ;; esac
 [ "$TOOL" = dd ] || command -v fio >/dev/null 2>&1 || die "fio not installed (scripts/ensure-deps.sh --bench)"
-for n in "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$CMD_TIMEOUT"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
-done
-command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
-[ -c /dev/fuse ] || die "/dev/fuse missing"
-
-BIN=$DOPPEL_REPO_ROOT/bin
-DOPPEL=$BIN/doppel
-LOOPBACK=$BIN/loopback
-FILEOPS=$BIN/fileops
-
-LB_ORIG=$BENCH_DIR/loopback-orig
-LB_MNT=$BENCH_DIR/mnt-loopback
-D_STORE=$BENCH_DIR/doppel-store
-D_MNT=$BENCH_DIR/mnt-doppel
-N_DIR=$BENCH_DIR/native
-LOGS=$BENCH_DIR/logs
+bench_check_numbers "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$CMD_TIMEOUT"
+bench_require_fuse
+bench_paths
 INIT_OUT=""
 SRC="" # dd mode: random source file (tmpfs when it fits)
 
@@ -97,59 +78,12 @@ TARGETS=(passthrough)
 [ "$ONLY_PT" = 1 ] || TARGETS+=(doppel)
 [ "$NATIVE" != 1 ] || TARGETS+=(native)
 
-LB_PID=""
-D_PIDS=()
-CACHES_DROPPED=1
-
 # --- cleanup: always unmount and stop our daemons ------------------------------------
-unmount_loopback() {
-	if [ -n "$LB_PID" ] && kill -0 "$LB_PID" 2>/dev/null; then
-		kill -TERM "$LB_PID" 2>/dev/null || true # the loopback unmounts on SIGTERM
-		for _ in $(seq 1 100); do kill -0 "$LB_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$LB_PID" 2>/dev/null || true
-		wait "$LB_PID" 2>/dev/null || true
-	fi
-	LB_PID=""
-	fuse_force_unmount "$LB_MNT" || true
-}
-
-# PIDs of doppel daemons serving our bench mount/store.
-doppel_daemon_pids() {
-	local exe p x
-	exe=$(abspath "$DOPPEL")
-	for p in /proc/[0-9]*; do
-		x=$(readlink "$p/exe" 2>/dev/null) || continue
-		[ "${x% (deleted)}" = "$exe" ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$D_MNT" -e "$D_STORE" || continue
-		echo "${p#/proc/}"
-	done
-}
-
-unmount_doppel() {
-	local p
-	if is_mounted "$D_MNT"; then
-		timeout 120 "$DOPPEL" umount "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-			warn "doppel umount $D_MNT failed (see $LOGS/doppel.log)"
-	fi
-	fuse_force_unmount "$D_MNT" || true
-	for p in "${D_PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$p" 2>/dev/null; then
-			warn "doppel daemon $p still running after unmount; killing it"
-			kill -TERM "$p" 2>/dev/null || true
-			sleep 1
-			kill -KILL "$p" 2>/dev/null || true
-		fi
-	done
-	D_PIDS=()
-}
-
 cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	if [ -n "$LB_PID" ] || is_mounted "$LB_MNT"; then unmount_loopback; fi
-	[ "$ONLY_PT" = 1 ] || unmount_doppel
+	bench_teardown
 	[ -z "$SRC" ] || rm -f -- "$SRC"
 	if [ "$KEEP" != 1 ]; then
 		rm -rf -- "$LB_ORIG" "$D_STORE" "$N_DIR"
@@ -163,74 +97,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# --- mounting ----------------------------------------------------------------
-mount_loopback() {
-	mkdir -p -- "$LB_ORIG" "$LB_MNT"
-	"$LOOPBACK" -q "$LB_MNT" "$LB_ORIG" >>"$LOGS/loopback.log" 2>&1 &
-	LB_PID=$!
-	wait_mounted "$LB_MNT" 20 "$LB_PID" || die "loopback mount on $LB_MNT failed (see $LOGS/loopback.log)"
-}
-
-mount_doppel() {
-	mkdir -p -- "$D_MNT"
-	timeout 120 "$DOPPEL" mount --store "$D_STORE" "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-		die "doppel mount failed (see $LOGS/doppel.log)"
-	wait_mounted "$D_MNT" 20 || die "doppel mount returned but $D_MNT is not mounted"
-	mapfile -t D_PIDS < <(doppel_daemon_pids)
-	[ ${#D_PIDS[@]} -gt 0 ] || warn "could not identify the doppel daemon process"
-}
-
-remount() { # remount TARGET (no-op for native)
-	case $1 in
-	passthrough)
-		unmount_loopback
-		mount_loopback
-		;;
-	doppel)
-		unmount_doppel
-		mount_doppel
-		;;
-	esac
-}
-
-workdir() {
-	case $1 in
-	passthrough) echo "$LB_MNT" ;;
-	doppel) echo "$D_MNT" ;;
-	native) echo "$N_DIR" ;;
-	esac
-}
-
 # --- measuring -------------------------------------------------------------------
 declare -A RES # RES[workload|target] = "sec sec sec"
 
-drop() {
-	if [ "$CACHES_DROPPED" = 1 ]; then
-		drop_caches || CACHES_DROPPED=0
-	else
-		sync
-	fi
-}
-
-# timed OUTVAR CMD...: run CMD under a timeout, store elapsed seconds in OUTVAR.
-timed() {
-	local -n _out=$1
-	shift
-	local t0 t1
-	t0=$(now_ns)
-	timeout "$CMD_TIMEOUT" "$@"
-	t1=$(now_ns)
-	_out=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-}
-
 record() { RES["$1|$2"]+="$3 "; }
-
-median() {
-	# shellcheck disable=SC2086 # word splitting intended
-	printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {
-		if (NR == 0) exit 1
-		if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 
 gen_source() { # dd mode: fresh random data for every repetition, so nothing dedups
 	log "  generating ${SIZE_MIB} MiB of random source data in $SRC"
@@ -239,7 +109,7 @@ gen_source() { # dd mode: fresh random data for every repetition, so nothing ded
 
 seq_write() { # seq_write TARGET REP
 	local t=$1 rep=$2 f sec
-	f=$(workdir "$t")/seqfile
+	f=$(target_dir "$t")/seqfile
 	rm -f -- "$f"
 	drop
 	if [ "$TOOL" = fio ]; then
@@ -255,8 +125,8 @@ seq_write() { # seq_write TARGET REP
 
 seq_read() { # seq_read TARGET REP
 	local t=$1 rep=$2 f sec
-	f=$(workdir "$t")/seqfile
-	[ "$REMOUNT" != 1 ] || remount "$t"
+	f=$(target_dir "$t")/seqfile
+	[ "$REMOUNT" != 1 ] || target_remount "$t"
 	drop
 	if [ "$TOOL" = fio ]; then
 		timed sec fio --name=seqread --filename="$f" --rw=read --bs=1M --size="${SIZE_MIB}M" \
@@ -270,24 +140,13 @@ seq_read() { # seq_read TARGET REP
 	sync
 }
 
-json_num() { # json_num KEY < JSON
-	sed -n 's/.*"'"$1"'":\([-+0-9.eE]*\).*/\1/p'
-}
-
 file_ops() { # file_ops TARGET REP
-	local t=$1 rep=$2 out c s u drop_flag=()
-	drop
-	[ "$CACHES_DROPPED" != 1 ] || drop_flag=(-drop-caches)
-	out=$(timeout "$CMD_TIMEOUT" "$FILEOPS" -dir "$(workdir "$t")/fileops" -n "$NFILES" -size "$FILE_SIZE" "${drop_flag[@]}")
-	printf '%s\n' "$out" >"$LOGS/fileops-$t-$rep.json"
-	c=$(json_num create_s <<<"$out")
-	s=$(json_num stat_s <<<"$out")
-	u=$(json_num unlink_s <<<"$out")
-	if [ -z "$c" ] || [ -z "$s" ] || [ -z "$u" ]; then die "cannot parse fileops output: $out"; fi
-	record create "$t" "$c"
-	record stat "$t" "$s"
-	record unlink "$t" "$u"
-	log "  $t: $NFILES files: create ${c}s, stat ${s}s, unlink ${u}s"
+	local t=$1 rep=$2
+	fileops_run "$(target_dir "$t")/fileops" "$NFILES" "$FILE_SIZE" "$LOGS/fileops-$t-$rep.json"
+	record create "$t" "$FO_CREATE"
+	record stat "$t" "$FO_STAT"
+	record unlink "$t" "$FO_UNLINK"
+	log "  $t: $NFILES files: create ${FO_CREATE}s, stat ${FO_STAT}s, unlink ${FO_UNLINK}s"
 }
 
 fmt_mibps() { awk -v s="$1" -v m="$SIZE_MIB" 'BEGIN { printf "%.0f MiB/s", m / s }'; }
@@ -298,13 +157,7 @@ fstype=$(stat -f -c %T "$BENCH_DIR")
 case $fstype in
 tmpfs | ramfs) warn "BENCH_DIR $BENCH_DIR is on $fstype, not a real disk: figures are not representative" ;;
 esac
-# Leftovers of an interrupted run.
-for mp in "$LB_MNT" "$D_MNT"; do
-	if is_mounted "$mp"; then
-		warn "unmounting leftover mount $mp"
-		fuse_force_unmount "$mp" || die "cannot unmount $mp"
-	fi
-done
+bench_clear_leftovers
 rm -rf -- "$LB_ORIG" "$D_STORE" "$N_DIR"
 rm -f -- "$LOGS"/*
 mkdir -p -- "$LB_ORIG" "$N_DIR"
@@ -324,16 +177,13 @@ if [ "$TOOL" = dd ]; then
 	fi
 fi
 
-log "building bin/loopback, bin/fileops$([ "$ONLY_PT" = 1 ] || echo ", bin/doppel")"
-go build -o "$LOOPBACK" github.com/hanwen/go-fuse/v2/example/loopback
-go build -o "$FILEOPS" ./bench/cmd/fileops
-if [ "$ONLY_PT" != 1 ]; then
-	go build -o "$DOPPEL" ./cmd/doppel
+if [ "$ONLY_PT" = 1 ]; then
+	bench_build loopback fileops
+else
+	bench_build loopback fileops doppel
 	log "doppel init --store $D_STORE${INIT_ARGS:+ $INIT_ARGS}"
 	# shellcheck disable=SC2086 # INIT_ARGS is a list of flags
-	INIT_OUT=$("$DOPPEL" init --store "$D_STORE" $INIT_ARGS 2>&1) ||
-		die "doppel init failed: $INIT_OUT"
-	printf '%s\n' "$INIT_OUT" >>"$LOGS/doppel.log"
+	INIT_OUT=$(doppel_init $INIT_ARGS)
 	log "  $INIT_OUT"
 fi
 
@@ -407,12 +257,6 @@ table() {
 	done
 }
 
-mem_gib=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
-os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
-disk=$(findmnt -n -o FSTYPE,SOURCE --target "$BENCH_DIR" 2>/dev/null | awk '{ print $1 " on " $2 }')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo "no commit")
-[ -z "$(git status --porcelain 2>/dev/null | head -1)" ] || commit+=" (with uncommitted changes)"
 tool_desc=$([ "$TOOL" = fio ] && fio --version || echo "dd ($(dd --version | head -1))")
 
 report() {
@@ -446,15 +290,8 @@ report() {
 	echo
 	echo "| | |"
 	echo "|---|---|"
-	echo "| CPU | ${cpu:-unknown}, $(nproc) cores (nproc) |"
-	echo "| Memory | $mem_gib |"
-	echo "| Kernel | $(uname -sr) |"
-	echo "| OS | $os |"
-	echo "| Go | $(go version | sed 's/^go version //') |"
-	echo "| Disk (BENCH_DIR) | ${disk:-$fstype} |"
-	echo "| FUSE | $(fusermount3 --version 2>&1 | head -1) |"
+	machine_rows
 	echo "| I/O tool | $tool_desc |"
-	echo "| doppel commit | $commit |"
 	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
 	echo "| Duration | ${elapsed}s |"
 	echo

@@ -4,7 +4,9 @@
 # nothing to do.
 #
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3; checks go
-#   scripts/ensure-deps.sh --bench  # additionally fio, and hyperfine if the
+#   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
+#                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
+#                                   # losetup, and hyperfine if the
 #                                   # distribution has it
 #
 # Debian/Ubuntu (apt-get) only. Runs apt-get directly as root, via sudo
@@ -17,7 +19,7 @@ LOG_PREFIX=ensure-deps
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '2,12s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 bench=0
@@ -62,6 +64,11 @@ need_cmd sqlite3 sqlite3
 need_cmd tar tar
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
+	need_cmd postmark postmark
+	# Loop-mounted btrfs and XFS images are reference columns of bench/suite.sh.
+	need_cmd mkfs.btrfs btrfs-progs
+	need_cmd mkfs.xfs xfsprogs
+	need_cmd losetup mount
 	want_cmd hyperfine hyperfine
 	# coreutils (dd, head, sort, timeout, ...) is Essential on Debian.
 	need_cmd timeout coreutils
