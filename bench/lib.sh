@@ -6,22 +6,22 @@
 #   passthrough  go-fuse's example loopback over $LB_ORIG, mounted on $LB_MNT
 #   doppel       a doppel volume ($D_STORE) mounted on $D_MNT
 #   native       the plain directory $N_DIR on the same disk
-#   btrfs, xfs   a sparse image file in $BENCH_DIR, attached to a loop device
-#                with direct I/O (no second page cache) and mounted on
-#                $BENCH_DIR/mnt-TYPE
+#   btrfs, xfs   an image file in $BENCH_DIR on a loop device (bench/loopfs.sh),
+#                mounted on $BENCH_DIR/mnt-TYPE
 #
 # Call bench_paths once BENCH_DIR is set; bench_teardown (from the caller's
 # EXIT trap) unmounts everything this shell mounted and stops its daemons.
 
 # shellcheck source=scripts/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/loopfs.sh
+. "$(dirname "${BASH_SOURCE[0]}")/loopfs.sh"
 
 CMD_TIMEOUT=${CMD_TIMEOUT:-1800} # seconds, for every timed command
 CACHES_DROPPED=1                 # 0 once dropping the caches was refused
 LB_PID=""
 D_PIDS=()
 D_PEAK_KIB=0 # highest VmHWM seen of any doppel daemon this run
-declare -A LOOPDEV=()
 
 # bench_cmdline SCRIPT VAR...: SCRIPT prefixed with the assignments of those
 # VARs that are set, i.e. the command that reproduces this run.
@@ -155,56 +155,6 @@ doppel_init() {
 	out=$("$DOPPEL" init --store "$D_STORE" "$@" 2>&1) || die "doppel init failed: $out"
 	printf '%s\n' "$out" >>"$LOGS/doppel.log"
 	printf '%s\n' "$out"
-}
-
-# --- btrfs and XFS on loop-mounted image files -----------------------------------------
-loopfs_image() { echo "$BENCH_DIR/$1.img"; }
-loopfs_mnt() { echo "$BENCH_DIR/mnt-$1"; }
-
-# loopfs_create TYPE MIB: a fresh sparse image of MIB MiB, formatted and mounted.
-loopfs_create() {
-	local type=$1 mib=$2 img dev
-	img=$(loopfs_image "$type")
-	loopfs_destroy "$type"
-	truncate -s "${mib}M" "$img"
-	dev=$(losetup --find --show --direct-io=on "$img") || die "losetup $img failed"
-	LOOPDEV[$type]=$dev
-	case $type in
-	btrfs) mkfs.btrfs -q -f "$dev" >>"$LOGS/mkfs.log" 2>&1 ;;
-	xfs) mkfs.xfs -q -f "$dev" >>"$LOGS/mkfs.log" 2>&1 ;;
-	*) die "unknown loop file system $type" ;;
-	esac || die "mkfs of $type on $dev failed (see $LOGS/mkfs.log)"
-	loopfs_mount "$type"
-}
-
-loopfs_mount() {
-	local mnt
-	mnt=$(loopfs_mnt "$1")
-	mkdir -p -- "$mnt"
-	mount -t "$1" "${LOOPDEV[$1]}" "$mnt" || die "mount of $1 (${LOOPDEV[$1]}) failed"
-}
-
-loopfs_unmount() {
-	local mnt
-	mnt=$(loopfs_mnt "$1")
-	if is_mounted "$mnt"; then
-		umount "$mnt" 2>/dev/null || umount -l "$mnt" || warn "cannot unmount $mnt"
-	fi
-}
-
-# loopfs_destroy TYPE: unmounts, detaches every loop device of the image
-# (leftovers of an interrupted run too) and deletes the image.
-loopfs_destroy() {
-	local type=$1 img dev
-	img=$(loopfs_image "$type")
-	loopfs_unmount "$type"
-	if [ -e "$img" ]; then
-		for dev in $(losetup -j "$img" -O NAME -n 2>/dev/null); do
-			losetup -d "$dev" || warn "cannot detach $dev"
-		done
-	fi
-	unset "LOOPDEV[$type]"
-	rm -f -- "$img"
 }
 
 # --- targets --------------------------------------------------------------------------
