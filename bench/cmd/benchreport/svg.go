@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // barChart is a horizontal bar chart: one group of bars per row, one bar
@@ -29,8 +30,8 @@ type series struct{ name, color string }
 
 const (
 	chartWidth = 880
-	labelWidth = 170
-	valueSpace = 70 // room right of the plot for the longest value label
+	charWidth  = 6.8 // a generous average advance of the 12 px font
+	valueSpace = 70  // room right of the plot for the longest value label
 	barHeight  = 13
 	groupGap   = 9
 	chartTop   = 44
@@ -43,7 +44,8 @@ func esc(s string) string { return svgEscaper.Replace(s) }
 
 func (c barChart) svg() []byte {
 	lo, hi := c.domain()
-	plotLeft, plotW := float64(labelWidth), float64(chartWidth-labelWidth-valueSpace)
+	plotLeft := c.labelWidth()
+	plotW := chartWidth - plotLeft - valueSpace
 	x := func(v float64) float64 {
 		if c.log2 {
 			return plotLeft + (math.Log2(v)-math.Log2(lo))/(math.Log2(hi)-math.Log2(lo))*plotW
@@ -114,6 +116,15 @@ func (c barChart) svg() []byte {
 	}
 	b.WriteString("</svg>\n")
 	return []byte(b.String())
+}
+
+// labelWidth is the room left of the plot for the longest row label.
+func (c barChart) labelWidth() float64 {
+	longest := 0
+	for _, r := range c.rows {
+		longest = max(longest, utf8.RuneCountInString(r))
+	}
+	return math.Max(110, float64(longest)*charWidth+16)
 }
 
 // domain is the axis range: from 0 (linear) or a power of two (log2) to a
