@@ -5,8 +5,9 @@
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
-#   make bench-suite   the issue-4 suite (bench/suite.sh; as root, ~1 h at full
-#                      size); writes docs/bench-suite.md and docs/BENCHMARKS.md
+#   make bench-suite   the issue-4 suite (bench/suite.sh; as root; about an hour
+#                      on 2 busy cores); writes docs/bench-suite.md and the
+#                      "Issue 4 suite" section of docs/BENCHMARKS.md
 #   make bench-suite-quick  the same with small sizes (a few minutes), report
 #                      under /var/tmp/doppel-bench-suite/report
 #   make fmt | vet | clean

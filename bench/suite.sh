@@ -6,6 +6,10 @@
 #   bench/suite.sh                  (or: make bench-suite)
 #   BENCH_QUICK=1 bench/suite.sh    small sizes, a few minutes; report under BENCH_DIR
 #
+# As root (it drops caches and mounts loop devices). At full size one
+# repetition takes 13-22 minutes on 2 shared cores; the three default ones
+# took an hour.
+#
 # Workloads (each repetition runs every workload on every target in turn,
 # so that the machine's noise falls on all of them alike; medians reported):
 #   seq       fio, 1 MiB I/O: write SIZE of unique random data with a final

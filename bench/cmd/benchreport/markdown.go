@@ -157,10 +157,10 @@ func measurementsTable(r *run) string {
 			}
 			runs := make([]string, len(v))
 			for i, x := range v {
-				runs[i] = strconv.FormatFloat(x, 'g', 6, 64)
+				runs[i] = strconv.FormatFloat(x, 'f', -1, 64)
 			}
 			fmt.Fprintf(&b, "| %s (%s) | %s | %s | %s |\n", k, unitOf(k), t, strings.Join(runs, " "),
-				strconv.FormatFloat(median(v), 'g', 6, 64))
+				strconv.FormatFloat(median(v), 'f', -1, 64))
 		}
 	}
 	return b.String()

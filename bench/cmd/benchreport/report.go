@@ -76,7 +76,7 @@ func (r *run) method() string {
 		cold = "**not** dropped (not permitted)"
 	}
 	items := []string{
-		"**Targets**, all on the same disk: **doppel** (a fresh volume, `doppel init` defaults: " + r.meta["doppel_init"] + "); " +
+		"**Targets**, all on the same disk: **doppel** (a fresh volume with `doppel init`'s defaults: " + initSettings(r.meta["doppel_init"]) + "); " +
 			"**passthrough**: go-fuse's `example/loopback` (the go-fuse version doppel uses, default options); " +
 			"**native**: a directory of the disk; **btrfs** and **XFS**: sparse image files in the work directory, " +
 			"attached with `losetup --direct-io=on` (no second page cache) and formatted with default options.",
@@ -101,6 +101,16 @@ func (r *run) method() string {
 		"**RSS**: `VmHWM` of the doppel daemon in `/proc/PID/status`, read before every unmount.",
 	}
 	return "- " + strings.Join(items, "\n- ") + "\n"
+}
+
+// initSettings picks the settings out of what `doppel init` said, e.g.
+// "chunking cdc, compression off" from "created volume in DIR (chunking
+// cdc, compression off)".
+func initSettings(said string) string {
+	if i := strings.LastIndex(said, "("); i >= 0 && strings.HasSuffix(said, ")") {
+		return said[i+1 : len(said)-1]
+	}
+	return said
 }
 
 // summarySection is the generated block of the summary document.

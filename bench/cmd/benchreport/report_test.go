@@ -108,6 +108,17 @@ func checkXML(t *testing.T, name string, b []byte) {
 	}
 }
 
+func TestInitSettings(t *testing.T) {
+	for said, want := range map[string]string{
+		"created volume in /v (x) (chunking cdc, compression off)": "chunking cdc, compression off",
+		"something else": "something else",
+	} {
+		if got := initSettings(said); got != want {
+			t.Errorf("initSettings(%q) = %q, want %q", said, got, want)
+		}
+	}
+}
+
 func TestChartDomain(t *testing.T) {
 	nan := math.NaN()
 	lin := barChart{values: [][]float64{{0.3, nan}, {1.7, 0.9}}, markers: []float64{0.75, nan}, ref: 1}
