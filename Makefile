@@ -10,6 +10,11 @@
 #                      (bench/dedup/run.sh; root; fetches the datasets once)
 #   make bench-clone   clone latency, space, materialization, workloads in a
 #                      clone, next to reflink copies and snapshots (bench/clone.sh; root)
+#   make bench-suite   the issue-4 suite (bench/suite.sh; as root; about an hour
+#                      on 2 busy cores); writes docs/bench-suite.md and the
+#                      "Issue 4 suite" section of docs/BENCHMARKS.md
+#   make bench-suite-quick  the same with small sizes (a few minutes), report
+#                      under /var/tmp/doppel-bench-suite/report
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -31,7 +36,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone deps deps-bench deps-dedup clean
+.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/doppel ./cmd/doppel
@@ -82,6 +87,13 @@ bench-dedup: deps-dedup build
 
 bench-clone: deps-bench build
 	bench/clone.sh
+
+# BENCH_* variables (see bench/suite.sh) pass through the environment.
+bench-suite: deps-bench
+	bench/suite.sh
+
+bench-suite-quick: deps-bench
+	BENCH_QUICK=1 bench/suite.sh
 
 clean:
 	rm -rf $(BIN)

@@ -4,8 +4,9 @@
 # nothing to do.
 #
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3; checks go
-#   scripts/ensure-deps.sh --bench  # additionally fio, xfsprogs, btrfs-progs,
-#                                   # fuse-overlayfs, postmark, and hyperfine if
+#   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
+#                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
+#                                   # losetup, fuse-overlayfs, and hyperfine if
 #                                   # the distribution has it
 #   scripts/ensure-deps.sh --dedup  # additionally what bench/dedup needs:
 #                                   # duperemove, btrfs-progs, xfsprogs,
@@ -21,7 +22,7 @@ LOG_PREFIX=ensure-deps
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 bench=0
@@ -68,11 +69,12 @@ need_cmd sqlite3 sqlite3
 need_cmd tar tar
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
-	# bench/clone.sh: the file systems and tools it compares clones with.
-	need_cmd mkfs.xfs xfsprogs
-	need_cmd mkfs.btrfs btrfs-progs
-	need_cmd fuse-overlayfs fuse-overlayfs
+	# Reference file systems and tools of bench/suite.sh and bench/clone.sh.
 	need_cmd postmark postmark
+	need_cmd mkfs.btrfs btrfs-progs
+	need_cmd mkfs.xfs xfsprogs
+	need_cmd losetup mount
+	need_cmd fuse-overlayfs fuse-overlayfs
 	want_cmd hyperfine hyperfine
 	# coreutils (dd, head, sort, timeout, ...) is Essential on Debian.
 	need_cmd timeout coreutils

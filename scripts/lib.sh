@@ -7,10 +7,20 @@ export DOPPEL_REPO_ROOT
 
 : "${LOG_PREFIX:=doppel}"
 
-log() { printf '[%s] %s\n' "$LOG_PREFIX" "$*" >&2; }
-warn() { printf '[%s] WARNING: %s\n' "$LOG_PREFIX" "$*" >&2; }
+# With LOG_T0 set (seconds since the epoch, e.g. LOG_T0=$(date +%s)), every
+# line also shows the time elapsed since then, so long runs show progress.
+_log_tag() {
+	if [ -n "${LOG_T0:-}" ]; then
+		local s=$(($(date +%s) - LOG_T0))
+		printf '%s +%d:%02d:%02d' "$LOG_PREFIX" $((s / 3600)) $((s / 60 % 60)) $((s % 60))
+	else
+		printf '%s' "$LOG_PREFIX"
+	fi
+}
+log() { printf '[%s] %s\n' "$(_log_tag)" "$*" >&2; }
+warn() { printf '[%s] WARNING: %s\n' "$(_log_tag)" "$*" >&2; }
 die() {
-	printf '[%s] ERROR: %s\n' "$LOG_PREFIX" "$*" >&2
+	printf '[%s] ERROR: %s\n' "$(_log_tag)" "$*" >&2
 	exit 1
 }
 

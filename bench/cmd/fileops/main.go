@@ -1,4 +1,5 @@
-// Command fileops is a small metadata micro-benchmark used by bench/basic.sh.
+// Command fileops is a small metadata micro-benchmark used by bench/basic.sh
+// and bench/suite.sh.
 //
 // In one directory it runs three timed phases over N files:
 //
