@@ -18,6 +18,10 @@ type Loc struct {
 type Store interface {
 	// Put appends data and returns its location. Data is not durable until Sync.
 	Put(data []byte) (Loc, error)
+	// PutMany is Put of every slice of data, with locations in order, in
+	// as few writes as the segments allow. On error nothing it wrote is
+	// kept.
+	PutMany(data [][]byte) ([]Loc, error)
 	// Read reads the stored bytes at loc into buf (len(buf) >= loc.Length)
 	// and returns buf[:loc.Length]. A short read (truncated or missing
 	// segment) is an error wrapping ErrCorrupt or os.ErrNotExist, never zeros.

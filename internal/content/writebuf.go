@@ -103,9 +103,10 @@ func (b *Buffer) Discard(start, end int64) {
 }
 
 // Consume drops the first n bytes of run i after they were committed. The
-// remainder moves to a buffer with room for reserve more bytes, so that a
-// streaming writer fills it without further reallocation and the
-// committed prefix's memory can be freed.
+// remainder keeps its memory when that leaves room for reserve more bytes
+// (a streaming writer appends there without reallocation); otherwise it
+// moves to a buffer with that room, so that the committed prefix's memory
+// can be freed.
 func (b *Buffer) Consume(i, n, reserve int) {
 	r := &b.runs[i]
 	b.bytes -= int64(n)
@@ -113,10 +114,32 @@ func (b *Buffer) Consume(i, n, reserve int) {
 		b.runs = append(b.runs[:i], b.runs[i+1:]...)
 		return
 	}
+	r.Off += int64(n)
+	if rest := r.Data[n:]; cap(rest)-len(rest) >= reserve {
+		r.Data = rest
+		return
+	}
 	rest := make([]byte, len(r.Data)-n, len(r.Data)-n+reserve)
 	copy(rest, r.Data[n:])
-	r.Off += int64(n)
 	r.Data = rest
+}
+
+// Detach hands run i to a background commit: the run as it was is
+// returned, and only its last keep bytes stay buffered, copied into spare
+// (whose capacity should leave the writer room to go on appending). The
+// caller owns the returned memory; Buffer never touches it again.
+func (b *Buffer) Detach(i, keep int, spare []byte) Run {
+	r := b.runs[i]
+	keep = min(keep, len(r.Data))
+	if keep <= 0 {
+		b.runs = append(b.runs[:i], b.runs[i+1:]...)
+		b.bytes -= int64(len(r.Data))
+		return r
+	}
+	cut := len(r.Data) - keep
+	b.runs[i] = Run{Off: r.Off + int64(cut), Data: append(spare[:0], r.Data[cut:]...)}
+	b.bytes -= int64(cut)
+	return r
 }
 
 // MaxEnd is the offset just past the last buffered byte, or 0.

@@ -131,7 +131,7 @@ func TestBufferModel(t *testing.T) {
 					ops = append(ops, fmt.Sprintf("Discard(%d, %d)", start, end))
 					b.Discard(start, end)
 					m.discard(start, end)
-				case op < 9 && len(runs) > 0:
+				case op < 9 && len(runs) > 0 && r.IntN(4) > 0:
 					i := r.IntN(len(runs))
 					run := runs[i]
 					n := len(run.Data)
@@ -152,6 +152,18 @@ func TestBufferModel(t *testing.T) {
 							t.Fatalf("after Consume(reserve %d) run has room for %d more bytes", reserve, cap(rest.Data)-len(rest.Data))
 						}
 					}
+				case op < 9 && len(runs) > 0 && r.IntN(4) == 0:
+					i := r.IntN(len(runs))
+					run := runs[i]
+					keep := r.IntN(len(run.Data) + 1)
+					ops = append(ops, fmt.Sprintf("Detach(%d, %d) of run [%d,%d)", i, keep, run.Off, run.End()))
+					off, total := run.Off, len(run.Data)
+					got := b.Detach(i, keep, make([]byte, 0, r.IntN(300)))
+					if got.Off != off || len(got.Data) != total {
+						t.Fatalf("Detach returned [%d,%d), want the run [%d,%d)", got.Off, got.End(), off, off+int64(total))
+					}
+					m.discard(off, off+int64(total-keep))
+					clear(got.Data) // the caller owns it: the buffer must not read it again
 				default:
 					off := r.Int64N(space + 100)
 					n := r.IntN(800)
@@ -333,5 +345,33 @@ func TestBufferConsumeLastRunKeepsOthers(t *testing.T) {
 	r := b.Runs()
 	if len(r) != 1 || r[0].Off != 12 || string(r[0].Data) != "bb" || b.Bytes() != 2 {
 		t.Fatalf("runs %v, Bytes %d; want [12:bb], 2", r, b.Bytes())
+	}
+}
+
+func TestBufferDetachKeepsTail(t *testing.T) {
+	// A streaming writer detaches a run and appends to the tail it kept:
+	// the appends land in the spare array, and the detached bytes are
+	// never touched again.
+	var b Buffer
+	b.Write(0, []byte("aaaabbbbcc"))
+	spare := make([]byte, 0, 64)
+	head := b.Detach(0, 2, spare)
+	if head.Off != 0 || string(head.Data) != "aaaabbbbcc" {
+		t.Fatalf("detached %d:%q, want 0:aaaabbbbcc", head.Off, head.Data)
+	}
+	b.Write(10, []byte("dd"))
+	r := b.Runs()
+	if len(r) != 1 || r[0].Off != 8 || string(r[0].Data) != "ccdd" || b.Bytes() != 4 {
+		t.Fatalf("runs %v, Bytes %d; want [8:ccdd], 4", r, b.Bytes())
+	}
+	if &r[0].Data[0] != &spare[:1][0] {
+		t.Error("the kept tail is not in the spare array")
+	}
+	if string(head.Data) != "aaaabbbbcc" {
+		t.Errorf("detached bytes changed to %q", head.Data)
+	}
+	b.Detach(0, 0, nil)
+	if len(b.Runs()) != 0 || b.Bytes() != 0 {
+		t.Fatalf("after detaching everything: runs %v, Bytes %d", b.Runs(), b.Bytes())
 	}
 }

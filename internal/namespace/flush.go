@@ -16,22 +16,24 @@ func (v *Volume) maybeFlush(f *openFile) error {
 	if v.dirty.n.Load() > v.opt.DirtyLimit {
 		return v.flushLocked(f, true)
 	}
-	for _, r := range f.buf.Runs() {
-		if len(r.Data) < v.opt.StreamFlush {
+	if streamDone(f) {
+		if err := v.settle(f); err != nil {
+			return err
+		}
+	}
+	for i, r := range f.buf.Runs() {
+		if !v.streamable(f, r) {
 			continue
 		}
-		if in := f.inflight; in != nil && in.overlaps(r.Off, r.End()) {
-			// The run holds the bytes in flight too: wait for them to be
-			// committed (backpressure), then stream what is left.
+		if f.inflight != nil {
+			// One commit in flight per file: wait for it (backpressure);
+			// settling may change the runs, so look again.
 			if err := v.settle(f); err != nil {
 				return err
 			}
 			return v.maybeFlush(f)
 		}
-		if err := v.settle(f); err != nil {
-			return err
-		}
-		v.startStream(f, r)
+		v.startStream(f, i)
 		return nil
 	}
 	return nil

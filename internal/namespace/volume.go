@@ -48,6 +48,7 @@ type Volume struct {
 	handles map[vfs.Handle]*handle
 	nextFh  vfs.Handle
 	dirty   dirtyCounter
+	runBufs *content.BufPool // arrays of streaming runs
 
 	counters counters
 
@@ -79,6 +80,9 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
 		quit: make(chan struct{}),
+		// Room for a run to grow from its kept tail to StreamFlush bytes
+		// plus one more write, whatever its array lost to committed heads.
+		runBufs: content.NewBufPool(opt.StreamFlush+(6<<20), opt.StreamFlush+(2<<20)),
 	}
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
