@@ -105,3 +105,27 @@ func TestPutManyWriteFailure(t *testing.T) {
 		t.Fatalf("allocated %d bytes after the failed batch, %d before: its writes were not punched out", after, before)
 	}
 }
+
+// TestPrefetch: a hint over live, freed and impossible locations neither
+// fails nor changes what reads return.
+func TestPrefetch(t *testing.T) {
+	d := openT(t, t.TempDir(), Options{SegmentSize: 8 * Align})
+	defer d.Close()
+	r := rand.New(rand.NewPCG(24, 25))
+	var locs []Loc
+	var all [][]byte
+	for range 12 {
+		p := randBytes(r, 1+r.IntN(3*Align))
+		all, locs = append(all, p), append(locs, put(t, d, p))
+	}
+	if err := d.Free(locs[3]); err != nil {
+		skipNoPunch(t, err)
+		t.Fatal(err)
+	}
+	d.Prefetch(append([]Loc{{Segment: 99, Offset: 0, Length: 10}, {Segment: 0}}, locs...))
+	for i, loc := range locs {
+		if i != 3 {
+			checkRead(t, d, loc, all[i])
+		}
+	}
+}

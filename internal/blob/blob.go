@@ -26,6 +26,10 @@ type Store interface {
 	// and returns buf[:loc.Length]. A short read (truncated or missing
 	// segment) is an error wrapping ErrCorrupt or os.ErrNotExist, never zeros.
 	Read(loc Loc, buf []byte) ([]byte, error)
+	// Prefetch asks the host to read the stored bytes at locs into its
+	// page cache in the background, so that reads of them soon after do
+	// not wait for the disk. It is only a hint: errors are ignored.
+	Prefetch(locs []Loc)
 	// Free gives the space of loc back to the host file system at once by
 	// punching a hole (fallocate PUNCH_HOLE|KEEP_SIZE over the Align-rounded
 	// range). When a sealed segment (not the one currently appended to) has
