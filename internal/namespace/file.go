@@ -219,7 +219,7 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	v.setPending(f, true)
 	f.lastWrite = time.Now()
 	v.counters.written.Add(int64(len(data)))
-	if err := v.maybeFlush(f); err != nil {
+	if err := v.maybeFlush(f, off); err != nil {
 		return 0, v.errno("write", err)
 	}
 	return len(data), nil

@@ -47,16 +47,15 @@ func (v *Volume) streamable(f *openFile, r content.Run) bool {
 	return len(r.Data) >= v.opt.StreamFlush && len(r.Data) > v.chunkerOf(f).MaxSize()
 }
 
-// startStream cuts run i of f's buffer and commits its complete chunks in
-// the background. The caller holds f's lock and has settled any earlier
-// stream.
-func (v *Volume) startStream(f *openFile, i int) {
-	r := f.buf.Runs()[i]
+// startStream cuts run r of f's buffer and commits its complete chunks
+// in the background. The caller holds f's lock and has settled any
+// earlier stream.
+func (v *Volume) startStream(f *openFile, r content.Run) {
 	chunks, n := content.Cut(v.chunkerOf(f), r.Off, r.Data, false)
 	if n == 0 {
 		return
 	}
-	f.buf.Detach(i, len(r.Data)-n, v.runBufs.Get())
+	f.buf.Detach(r.Off, len(r.Data)-n, v.runBufs.Get())
 	in := &inflight{done: make(chan struct{}), off: r.Off, len: n, data: r.Data[:n:n], buf: r.Data}
 	f.inflight = in
 	size, mtime := f.size, f.mtime
