@@ -41,6 +41,9 @@ func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadRe
 
 func (f *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, st fuse.Status) {
 	defer f.track(metrics.OpWrite, in.NodeId, time.Now(), &st)
+	if err := f.killPriv(caller(&in.InHeader), in.NodeId, in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0); err != nil {
+		return 0, status(err)
+	}
 	n, err := f.v.Write(vfs.Handle(in.Fh), int64(in.Offset), data)
 	return uint32(n), status(err)
 }
@@ -123,6 +126,9 @@ func (f *FS) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (_ uint
 
 func (f *FS) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) (st fuse.Status) {
 	defer f.track(metrics.OpSetxattr, in.NodeId, time.Now(), &st)
+	if name == capsXattr {
+		f.privs.set(in.NodeId, false)
+	}
 	return status(f.v.SetXattr(in.NodeId, name, data, in.Flags))
 }
 
