@@ -65,7 +65,7 @@ var _ vfs.FS = (*Volume)(nil)
 // but open by a previous run and starts the background flusher.
 func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Volume, error) {
 	if opt.DirtyLimit <= 0 {
-		opt.DirtyLimit = 256 << 20
+		opt.DirtyLimit = 128 << 20
 	}
 	if opt.FlushInterval <= 0 {
 		opt.FlushInterval = time.Second
