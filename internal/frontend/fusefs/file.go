@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"errors"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -15,6 +17,7 @@ func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse
 	if err != nil {
 		return status(err)
 	}
+	f.privs.set(a.Ino, true) // a new file has no capabilities
 	fillEntry(a, &out.EntryOut)
 	out.Fh = uint64(h)
 	return fuse.OK
@@ -99,6 +102,9 @@ func (f *FS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
 func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, st fuse.Status) {
 	defer f.track(metrics.OpGetxattr, h.NodeId, time.Now(), &st)
 	val, err := f.v.GetXattr(h.NodeId, name)
+	if name == capsXattr && errors.Is(err, syscall.ENODATA) {
+		f.privs.set(h.NodeId, true) // the kernel's probe before a write: killPriv need not ask again
+	}
 	if err != nil {
 		return 0, status(err)
 	}
