@@ -96,6 +96,8 @@ func (d *Dir) PutMany(data [][]byte) ([]Loc, error) {
 		if err != nil {
 			err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
 			punchHole(s.f, off, pos-off) // best effort: leave no partial chunk behind
+		} else {
+			d.writeBehind(s, pos)
 		}
 		d.finish(s, err)
 		if err != nil {
@@ -111,5 +113,29 @@ func (d *Dir) PutMany(data [][]byte) ([]Loc, error) {
 func (d *Dir) freeAll(locs []Loc) {
 	for _, l := range locs {
 		d.Free(l)
+	}
+}
+
+// writeBehindBytes is how much written data of a segment may wait before
+// its writeback is started.
+const writeBehindBytes = 8 << 20
+
+// writeBehind starts the writeback of s's data below end once enough has
+// accumulated (sync_file_range WRITE: it does not wait). A streaming
+// writer's data then goes to disk while it writes, instead of all at its
+// fsync. Durability is unchanged: Sync still syncs. The caller holds a
+// reference to s.
+func (d *Dir) writeBehind(s *segment, end int64) {
+	d.mu.Lock()
+	from := s.kicked
+	kick := end-from >= writeBehindBytes
+	if kick {
+		s.kicked = end
+	}
+	d.mu.Unlock()
+	if kick {
+		withFd(s.f, func(fd int) error {
+			return unix.SyncFileRange(fd, from, end-from, unix.SYNC_FILE_RANGE_WRITE)
+		})
 	}
 }

@@ -129,3 +129,29 @@ func TestPrefetch(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteBehind: once a segment holds writeBehindBytes of written data
+// whose writeback was not started, PutMany starts it (and reads still see
+// every byte).
+func TestWriteBehind(t *testing.T) {
+	d := openT(t, t.TempDir(), Options{})
+	defer d.Close()
+	r := rand.New(rand.NewPCG(26, 27))
+	var all [][]byte
+	for range (writeBehindBytes + 2<<20) / (64 << 10) {
+		all = append(all, randBytes(r, 64<<10))
+	}
+	locs, err := d.PutMany(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.mu.Lock()
+	kicked := d.active.kicked
+	d.mu.Unlock()
+	if kicked < writeBehindBytes {
+		t.Fatalf("writeback started up to %d after %d bytes were written", kicked, len(all)*64<<10)
+	}
+	for i, loc := range locs {
+		checkRead(t, d, loc, all[i])
+	}
+}
