@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Quick side-by-side benchmark: doppel vs a go-fuse loopback (passthrough)
-# mount of the same disk, plus the native directory as a reference column.
+# Quick side-by-side benchmark: doppel vs go-fuse loopback mounts of the
+# same disk, plus the native directory as a reference column.
 #
 #   bench/basic.sh            (or: make bench)
+#
+# Two loopback references (bench/cmd/loopback, a go-fuse loopback):
+#   - passthrough: as go-fuse's example; run as root on Linux >= 6.9 it uses
+#     FUSE passthrough, so file data never leaves the kernel
+#   - gofuse: the same with kernel passthrough off and 1 MiB requests, so
+#     every read and write is served by a Go process (doppel's data path)
 #
 # Workloads, each repeated BENCH_REPS times (median reported), targets
 # interleaved within every repetition:
@@ -10,9 +16,13 @@
 #     the end (fio when installed, else dd from a pre-generated random file)
 #   - sequential read of that file, 1 MiB blocks, after an unmount/remount of
 #     the FUSE targets and dropping the kernel caches
+#   - random 4 KiB writes into that file (fio only): BENCH_RAND_MIB of them,
+#     psync at iodepth 1, then libaio with O_DIRECT at iodepth 16 (buffered
+#     libaio would be synchronous); fsync at the end, wall time measured
 #   - 20,000 files in one directory: create+write 1 KiB, stat, unlink
 #     (bench/cmd/fileops; kernel caches dropped between phases)
 #
+# The doppel daemons' peak RSS (VmHWM) over the whole run is reported too.
 # Prints a Markdown table and writes it, with machine details, to
 # docs/bench-basic.md.
 #
@@ -22,6 +32,8 @@
 #   BENCH_SIZE_MIB          sequential file size in MiB [1024]
 #   BENCH_FILES             files for the metadata workload [20000]
 #   BENCH_FILE_SIZE         bytes per small file [1024]
+#   BENCH_RAND_MIB          MiB written by each random-write workload [256]
+#   BENCH_GOFUSE            1 = include the gofuse (no kernel passthrough) column [1]
 #   BENCH_TOOL              fio | dd [fio if installed]
 #   BENCH_NATIVE            1 = include the native directory column [1]
 #   BENCH_REMOUNT           1 = remount FUSE targets before reads [1]
@@ -33,18 +45,27 @@
 set -euo pipefail
 
 LOG_PREFIX=bench
-# shellcheck source=bench/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=scripts/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 # Remember the exact invocation (BENCH_* overrides included) for the report.
-cmdline=$(bench_cmdline bench/basic.sh "$@")
+cmdline=""
+for v in BENCH_DIR BENCH_REPS BENCH_SIZE_MIB BENCH_FILES BENCH_FILE_SIZE BENCH_RAND_MIB BENCH_GOFUSE BENCH_TOOL \
+	BENCH_NATIVE BENCH_REMOUNT BENCH_ONLY_PASSTHROUGH BENCH_DOPPEL_INIT_ARGS BENCH_OUT \
+	BENCH_TIMEOUT BENCH_KEEP; do
+	if [ -n "${!v+x}" ]; then cmdline+="$v=$(printf '%q' "${!v}") "; fi
+done
+cmdline+="bench/basic.sh"
+[ $# -eq 0 ] || cmdline+=" $*"
 
 BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench}")
 REPS=${BENCH_REPS:-3}
 SIZE_MIB=${BENCH_SIZE_MIB:-1024}
 NFILES=${BENCH_FILES:-20000}
 FILE_SIZE=${BENCH_FILE_SIZE:-1024}
+RAND_MIB=${BENCH_RAND_MIB:-256}
+GOFUSE=${BENCH_GOFUSE:-1}
 NATIVE=${BENCH_NATIVE:-1}
 REMOUNT=${BENCH_REMOUNT:-1}
 ONLY_PT=${BENCH_ONLY_PASSTHROUGH:-0}
@@ -66,7 +87,9 @@ fi
 
 case $TOOL in fio | dd) ;; *) die "BENCH_TOOL must be fio or dd" ;; esac
 [ "$TOOL" = dd ] || command -v fio >/dev/null 2>&1 || die "fio not installed (scripts/ensure-deps.sh --bench)"
-positive_ints "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$CMD_TIMEOUT"
+for n in "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$RAND_MIB" "$CMD_TIMEOUT"; do
+	[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
+done
 command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
 [ -c /dev/fuse ] || die "/dev/fuse missing"
 
@@ -75,8 +98,11 @@ DOPPEL=$BIN/doppel
 LOOPBACK=$BIN/loopback
 FILEOPS=$BIN/fileops
 
-LB_ORIG=$BENCH_DIR/loopback-orig
-LB_MNT=$BENCH_DIR/mnt-loopback
+# Loopback targets: mount point, backing directory, flags, daemon PID.
+declare -A LB_MNT=([passthrough]=$BENCH_DIR/mnt-loopback [gofuse]=$BENCH_DIR/mnt-gofuse)
+declare -A LB_ORIG=([passthrough]=$BENCH_DIR/loopback-orig [gofuse]=$BENCH_DIR/gofuse-orig)
+declare -A LB_ARGS=([passthrough]="" [gofuse]="-kernel-passthrough=false -max-write 1048576")
+declare -A LB_PID=()
 D_STORE=$BENCH_DIR/doppel-store
 D_MNT=$BENCH_DIR/mnt-doppel
 N_DIR=$BENCH_DIR/native
@@ -85,36 +111,78 @@ INIT_OUT=""
 SRC="" # dd mode: random source file (tmpfs when it fits)
 
 TARGETS=(passthrough)
+[ "$GOFUSE" != 1 ] || TARGETS+=(gofuse)
 [ "$ONLY_PT" = 1 ] || TARGETS+=(doppel)
 [ "$NATIVE" != 1 ] || TARGETS+=(native)
 
-LB_PID=""
+D_PIDS=()
+PEAK_RSS_KIB=0 # the doppel daemons' largest VmHWM
 CACHES_DROPPED=1
 
 # --- cleanup: always unmount and stop our daemons ------------------------------------
-unmount_loopback() {
-	if [ -n "$LB_PID" ] && kill -0 "$LB_PID" 2>/dev/null; then
-		kill -TERM "$LB_PID" 2>/dev/null || true # the loopback unmounts on SIGTERM
-		for _ in $(seq 1 100); do kill -0 "$LB_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$LB_PID" 2>/dev/null || true
-		wait "$LB_PID" 2>/dev/null || true
+unmount_loopback() { # unmount_loopback TARGET
+	local pid=${LB_PID[$1]:-}
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true # the loopback unmounts on SIGTERM
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
 	fi
-	LB_PID=""
-	fuse_force_unmount "$LB_MNT" || true
+	LB_PID[$1]=""
+	fuse_force_unmount "${LB_MNT[$1]}" || true
 }
 
-unmount_doppel() { doppel_down "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"; }
+note_rss() { # remember the doppel daemons' peak RSS before they go
+	local p k
+	for p in "${D_PIDS[@]}"; do
+		k=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null) || continue
+		[ -z "$k" ] || [ "$k" -le "$PEAK_RSS_KIB" ] || PEAK_RSS_KIB=$k
+	done
+}
+
+# PIDs of doppel daemons serving our bench mount/store.
+doppel_daemon_pids() {
+	local exe p x
+	exe=$(abspath "$DOPPEL")
+	for p in /proc/[0-9]*; do
+		x=$(readlink "$p/exe" 2>/dev/null) || continue
+		[ "${x% (deleted)}" = "$exe" ] || continue
+		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$D_MNT" -e "$D_STORE" || continue
+		echo "${p#/proc/}"
+	done
+}
+
+unmount_doppel() {
+	local p
+	note_rss
+	if is_mounted "$D_MNT"; then
+		timeout 120 "$DOPPEL" umount "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
+			warn "doppel umount $D_MNT failed (see $LOGS/doppel.log)"
+	fi
+	fuse_force_unmount "$D_MNT" || true
+	for p in "${D_PIDS[@]}"; do
+		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		if kill -0 "$p" 2>/dev/null; then
+			warn "doppel daemon $p still running after unmount; killing it"
+			kill -TERM "$p" 2>/dev/null || true
+			sleep 1
+			kill -KILL "$p" 2>/dev/null || true
+		fi
+	done
+	D_PIDS=()
+}
 
 cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
-	stop_timed
-	if [ -n "$LB_PID" ] || is_mounted "$LB_MNT"; then unmount_loopback; fi
+	for t in passthrough gofuse; do
+		if [ -n "${LB_PID[$t]:-}" ] || is_mounted "${LB_MNT[$t]}"; then unmount_loopback "$t"; fi
+	done
 	[ "$ONLY_PT" = 1 ] || unmount_doppel
 	[ -z "$SRC" ] || rm -f -- "$SRC"
 	if [ "$KEEP" != 1 ]; then
-		rm -rf -- "$LB_ORIG" "$D_STORE" "$N_DIR"
+		rm -rf -- "${LB_ORIG[@]}" "$D_STORE" "$N_DIR"
 	fi
 	if [ "$rc" -ne 0 ]; then
 		log "FAILED (exit $rc); logs in $LOGS"
@@ -126,20 +194,29 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- mounting ----------------------------------------------------------------
-mount_loopback() {
-	mkdir -p -- "$LB_ORIG" "$LB_MNT"
-	"$LOOPBACK" -q "$LB_MNT" "$LB_ORIG" >>"$LOGS/loopback.log" 2>&1 &
-	LB_PID=$!
-	wait_mounted "$LB_MNT" 20 "$LB_PID" || die "loopback mount on $LB_MNT failed (see $LOGS/loopback.log)"
+mount_loopback() { # mount_loopback TARGET
+	local t=$1
+	mkdir -p -- "${LB_ORIG[$t]}" "${LB_MNT[$t]}"
+	# shellcheck disable=SC2086 # LB_ARGS is a list of flags
+	"$LOOPBACK" ${LB_ARGS[$t]} "${LB_MNT[$t]}" "${LB_ORIG[$t]}" >>"$LOGS/loopback-$t.log" 2>&1 &
+	LB_PID[$t]=$!
+	wait_mounted "${LB_MNT[$t]}" 20 "${LB_PID[$t]}" || die "loopback mount on ${LB_MNT[$t]} failed (see $LOGS/loopback-$t.log)"
 }
 
-mount_doppel() { doppel_up "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"; }
+mount_doppel() {
+	mkdir -p -- "$D_MNT"
+	timeout 120 "$DOPPEL" mount --store "$D_STORE" "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
+		die "doppel mount failed (see $LOGS/doppel.log)"
+	wait_mounted "$D_MNT" 20 || die "doppel mount returned but $D_MNT is not mounted"
+	mapfile -t D_PIDS < <(doppel_daemon_pids)
+	[ ${#D_PIDS[@]} -gt 0 ] || warn "could not identify the doppel daemon process"
+}
 
 remount() { # remount TARGET (no-op for native)
 	case $1 in
-	passthrough)
-		unmount_loopback
-		mount_loopback
+	passthrough | gofuse)
+		unmount_loopback "$1"
+		mount_loopback "$1"
 		;;
 	doppel)
 		unmount_doppel
@@ -150,7 +227,7 @@ remount() { # remount TARGET (no-op for native)
 
 workdir() {
 	case $1 in
-	passthrough) echo "$LB_MNT" ;;
+	passthrough | gofuse) echo "${LB_MNT[$1]}" ;;
 	doppel) echo "$D_MNT" ;;
 	native) echo "$N_DIR" ;;
 	esac
@@ -167,8 +244,25 @@ drop() {
 	fi
 }
 
+# timed OUTVAR CMD...: run CMD under a timeout, store elapsed seconds in OUTVAR.
+timed() {
+	local -n _out=$1
+	shift
+	local t0 t1
+	t0=$(now_ns)
+	timeout "$CMD_TIMEOUT" "$@"
+	t1=$(now_ns)
+	_out=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
+}
+
 record() { RES["$1|$2"]+="$3 "; }
 
+median() {
+	# shellcheck disable=SC2086 # word splitting intended
+	printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {
+		if (NR == 0) exit 1
+		if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
 
 gen_source() { # dd mode: fresh random data for every repetition, so nothing dedups
 	log "  generating ${SIZE_MIB} MiB of random source data in $SRC"
@@ -204,8 +298,31 @@ seq_read() { # seq_read TARGET REP
 	fi
 	record read "$t" "$sec"
 	log "  $t: seq read   $(fmt_mibps "$sec")  (${sec}s)"
-	rm -f -- "$f"
+}
+
+# rand_write TARGET REP DEPTH: BENCH_RAND_MIB of 4 KiB writes at random
+# offsets of the sequential file, fsync at the end. Depth 1 is psync;
+# deeper queues use libaio with O_DIRECT, since buffered libaio submits
+# synchronously.
+rand_write() {
+	local t=$1 rep=$2 depth=$3 f sec engine=(--ioengine=psync)
+	f=$(workdir "$t")/seqfile
+	[ "$depth" -eq 1 ] || engine=(--ioengine=libaio --direct=1)
+	drop
+	timed sec fio --name=randwrite --filename="$f" --rw=randwrite --bs=4k --size="${SIZE_MIB}M" \
+		--io_size="${RAND_MIB}M" "${engine[@]}" --iodepth="$depth" --end_fsync=1 --refill_buffers \
+		--randrepeat=0 --fallocate=none --output-format=json --output="$LOGS/fio-randwrite$depth-$t-$rep.json"
+	record "randw$depth" "$t" "$sec"
+	log "  $t: random 4 KiB writes, iodepth $depth: $(awk -v s="$sec" -v m="$RAND_MIB" 'BEGIN { printf "%.0f IOPS", m * 256 / s }')  (${sec}s)"
+}
+
+drop_seqfile() { # drop_seqfile TARGET
+	rm -f -- "$(workdir "$1")/seqfile"
 	sync
+}
+
+json_num() { # json_num KEY < JSON
+	sed -n 's/.*"'"$1"'":\([-+0-9.eE]*\).*/\1/p'
 }
 
 file_ops() { # file_ops TARGET REP
@@ -233,15 +350,15 @@ case $fstype in
 tmpfs | ramfs) warn "BENCH_DIR $BENCH_DIR is on $fstype, not a real disk: figures are not representative" ;;
 esac
 # Leftovers of an interrupted run.
-for mp in "$LB_MNT" "$D_MNT"; do
+for mp in "${LB_MNT[@]}" "$D_MNT"; do
 	if is_mounted "$mp"; then
 		warn "unmounting leftover mount $mp"
 		fuse_force_unmount "$mp" || die "cannot unmount $mp"
 	fi
 done
-rm -rf -- "$LB_ORIG" "$D_STORE" "$N_DIR"
+rm -rf -- "${LB_ORIG[@]}" "$D_STORE" "$N_DIR"
 rm -f -- "$LOGS"/*
-mkdir -p -- "$LB_ORIG" "$N_DIR"
+mkdir -p -- "${LB_ORIG[@]}" "$N_DIR"
 
 # Free space: the file exists on one target at a time, but a doppel store may
 # keep freed chunks around for a while.
@@ -259,7 +376,7 @@ if [ "$TOOL" = dd ]; then
 fi
 
 log "building bin/loopback, bin/fileops$([ "$ONLY_PT" = 1 ] || echo ", bin/doppel")"
-go build -o "$LOOPBACK" github.com/hanwen/go-fuse/v2/example/loopback
+go build -o "$LOOPBACK" ./bench/cmd/loopback
 go build -o "$FILEOPS" ./bench/cmd/fileops
 if [ "$ONLY_PT" != 1 ]; then
 	go build -o "$DOPPEL" ./cmd/doppel
@@ -271,46 +388,55 @@ if [ "$ONLY_PT" != 1 ]; then
 	log "  $INIT_OUT"
 fi
 
-log "targets: ${TARGETS[*]}; tool: $TOOL; ${REPS} reps; ${SIZE_MIB} MiB file; ${NFILES} x ${FILE_SIZE} B files; dir: $BENCH_DIR"
-mount_loopback
+log "targets: ${TARGETS[*]}; tool: $TOOL; ${REPS} reps; ${SIZE_MIB} MiB file; ${RAND_MIB} MiB of random writes; ${NFILES} x ${FILE_SIZE} B files; dir: $BENCH_DIR"
+mount_loopback passthrough
+[ "$GOFUSE" != 1 ] || mount_loopback gofuse
 [ "$ONLY_PT" = 1 ] || mount_doppel
 
 # --- run ---------------------------------------------------------------------------
 started=$(date +%s)
-load_start=$(load_avg)
 for ((rep = 1; rep <= REPS; rep++)); do
 	log "repetition $rep/$REPS"
 	[ "$TOOL" != dd ] || gen_source
 	for t in "${TARGETS[@]}"; do
 		seq_write "$t" "$rep"
 		seq_read "$t" "$rep"
+		if [ "$TOOL" = fio ]; then
+			rand_write "$t" "$rep" 1
+			rand_write "$t" "$rep" 16
+		fi
+		drop_seqfile "$t"
 	done
 	for t in "${TARGETS[@]}"; do
 		file_ops "$t" "$rep"
 	done
 done
 elapsed=$(($(date +%s) - started))
+note_rss
 log "measurements done in ${elapsed}s"
 
 # --- report -------------------------------------------------------------------------
-# cell WORKLOAD TARGET: "412 MiB/s (2.49 s)" or "8,950 ops/s (2.23 s)"
+# cell WORKLOAD TARGET: "412 MiB/s (2.49 s)", "8,950 ops/s (2.23 s)" or
+# "3,120 IOPS (21.0 s)"
 cell() {
 	local w=$1 t=$2 m
 	[ -n "${RES[$w|$t]:-}" ] || { echo "n/a"; return; }
 	m=$(median "${RES[$w|$t]}")
 	case $w in
 	write | read) awk -v s="$m" -v n="$SIZE_MIB" 'BEGIN { printf "%.0f MiB/s (%.2f s)", n / s, s }' ;;
+	randw*) awk -v s="$m" -v n="$RAND_MIB" 'BEGIN { printf "%.0f IOPS (%.2f s)", n * 256 / s, s }' ;;
 	*) awk -v s="$m" -v n="$NFILES" 'BEGIN { printf "%.0f ops/s (%.2f s)", n / s, s }' ;;
 	esac
 }
-ratio() { # doppel throughput / passthrough throughput = passthrough time / doppel time
-	local w=$1 d p
-	if [ -z "${RES[$w|doppel]:-}" ] || [ -z "${RES[$w|passthrough]:-}" ]; then
+# ratio WORKLOAD REF: doppel throughput / REF throughput = REF time / doppel time
+ratio() {
+	local w=$1 ref=$2 d p
+	if [ -z "${RES[$w|doppel]:-}" ] || [ -z "${RES[$w|$ref]:-}" ]; then
 		echo "n/a"
 		return
 	fi
 	d=$(median "${RES[$w|doppel]}")
-	p=$(median "${RES[$w|passthrough]}")
+	p=$(median "${RES[$w|$ref]}")
 	awk -v d="$d" -v p="$p" 'BEGIN { printf "%.2f×", p / d }'
 }
 
@@ -320,6 +446,8 @@ cold=$([ "$CACHES_DROPPED" = 1 ] && echo ", cold cache")
 declare -A LABEL=(
 	[write]="Sequential write, $size_label, 1 MiB blocks, fsync at end"
 	[read]="Sequential read, $size_label, 1 MiB blocks$cold"
+	[randw1]="Random 4 KiB writes, $RAND_MIB MiB into the $size_label file, iodepth 1 (psync), fsync at end"
+	[randw16]="Random 4 KiB writes, $RAND_MIB MiB, iodepth 16 (libaio, O_DIRECT), fsync at end"
 	[create]="Create + write $FILE_SIZE B + close, $files_label files"
 	[stat]="stat, $files_label files$cold"
 	[unlink]="unlink, $files_label files$cold"
@@ -327,21 +455,45 @@ declare -A LABEL=(
 
 table() {
 	local w hdr sep row
-	hdr="| Workload | passthrough (go-fuse loopback) | doppel | doppel / passthrough (throughput) |"
-	sep="|---|---:|---:|---:|"
+	hdr="| Workload | passthrough (kernel passthrough) |"
+	sep="|---|---:|"
+	if [ "$GOFUSE" = 1 ]; then
+		hdr+=" gofuse (data through Go) |"
+		sep+="---:|"
+	fi
+	hdr+=" doppel | doppel / passthrough |"
+	sep+="---:|---:|"
+	if [ "$GOFUSE" = 1 ]; then
+		hdr+=" doppel / gofuse |"
+		sep+="---:|"
+	fi
 	if [ "$NATIVE" = 1 ]; then
 		hdr+=" native (no FUSE) |"
 		sep+="---:|"
 	fi
 	echo "$hdr"
 	echo "$sep"
-	for w in write read create stat unlink; do
-		row="| ${LABEL[$w]} | $(cell "$w" passthrough) | $(cell "$w" doppel) | $(ratio "$w") |"
+	for w in write read randw1 randw16 create stat unlink; do
+		[ -n "${RES[$w|passthrough]:-}" ] || continue
+		row="| ${LABEL[$w]} | $(cell "$w" passthrough) |"
+		[ "$GOFUSE" != 1 ] || row+=" $(cell "$w" gofuse) |"
+		row+=" $(cell "$w" doppel) | $(ratio "$w" passthrough) |"
+		[ "$GOFUSE" != 1 ] || row+=" $(ratio "$w" gofuse) |"
 		[ "$NATIVE" != 1 ] || row+=" $(cell "$w" native) |"
 		echo "$row"
 	done
+	if [ "$ONLY_PT" != 1 ]; then
+		echo
+		echo "doppel daemons' peak RSS (VmHWM) over the whole run: $((PEAK_RSS_KIB / 1024)) MiB"
+	fi
 }
 
+mem_gib=$(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
+disk=$(findmnt -n -o FSTYPE,SOURCE --target "$BENCH_DIR" 2>/dev/null | awk '{ print $1 " on " $2 }')
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo "no commit")
+[ -z "$(git status --porcelain 2>/dev/null | head -1)" ] || commit+=" (with uncommitted changes)"
 tool_desc=$([ "$TOOL" = fio ] && fio --version || echo "dd ($(dd --version | head -1))")
 
 report() {
@@ -351,13 +503,17 @@ report() {
 	echo
 	table
 	echo
-	echo "The ratio column is doppel's throughput divided by the passthrough's"
-	echo "(equivalently passthrough time / doppel time): above 1× doppel is faster,"
+	echo "The ratio columns are doppel's throughput divided by the reference's"
+	echo "(equivalently reference time / doppel time): above 1× doppel is faster,"
 	echo "below 1× it is slower. Times in parentheses are the median wall-clock time"
 	echo "of the whole operation."
 	echo
-	echo "- **passthrough**: \`github.com/hanwen/go-fuse/v2/example/loopback\` (same go-fuse"
-	echo "  version as doppel, default options) forwarding to a directory on the same disk."
+	echo "- **passthrough**: \`bench/cmd/loopback\`, a go-fuse loopback (\`fs.NewLoopbackRoot\`, same"
+	echo "  go-fuse version as doppel, go-fuse's default options, as its example/loopback) forwarding to a"
+	echo "  directory on the same disk. Run as root on Linux 6.9 or later, its open files use FUSE"
+	echo "  passthrough: the kernel reads and writes the backing file itself, and file data never"
+	echo "  reaches the Go process. Only metadata operations go through it."
+	[ "$GOFUSE" != 1 ] || echo "- **gofuse**: the same loopback with \`-kernel-passthrough=false -max-write 1048576\`: every read and write is served by the Go process, with doppel's request size. This is the data path of any FUSE file system that transforms data."
 	if [ "$ONLY_PT" = 1 ]; then
 		echo "- **doppel**: not measured (BENCH_ONLY_PASSTHROUGH=1)."
 	else
@@ -368,11 +524,31 @@ report() {
 	[ "$NATIVE" != 1 ] || echo "- **native**: the same disk without FUSE, for reference."
 	echo "- Sequential I/O uses $([ "$TOOL" = fio ] && echo "fio (\`--ioengine=psync --bs=1M\`, writes with \`--refill_buffers --end_fsync=1\`: unique random data)" || echo "dd (\`bs=1M\`, writes from a fresh random file per repetition with \`conv=fsync\`)")."
 	echo "  Before each read the FUSE targets are $([ "$REMOUNT" = 1 ] && echo "unmounted and remounted and" || echo "not remounted;") the kernel caches are $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped (not root)")."
+	[ "$TOOL" != fio ] || echo "- Random writes: fio \`--rw=randwrite --bs=4k --io_size=${RAND_MIB}M --end_fsync=1 --refill_buffers\` into the sequential file, after its read; iodepth 1 with \`--ioengine=psync\`, iodepth 16 with \`--ioengine=libaio --direct=1\` (buffered libaio is synchronous). IOPS = writes / wall time, fsync included."
 	echo "- Small files: \`bench/cmd/fileops\`, one directory, sequential, single-threaded;"
 	echo "  kernel caches $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped") between the create, stat and unlink phases."
 	echo
-	machine_section "$BENCH_DIR" "$load_start" "$elapsed" "$cmdline" \
-		"after \`make build\`; \`make bench\` runs it too" "| I/O tool | $tool_desc |"
+	echo "## Machine"
+	echo
+	echo "| | |"
+	echo "|---|---|"
+	echo "| CPU | ${cpu:-unknown}, $(nproc) cores (nproc) |"
+	echo "| Memory | $mem_gib |"
+	echo "| Kernel | $(uname -sr) |"
+	echo "| OS | $os |"
+	echo "| Go | $(go version | sed 's/^go version //') |"
+	echo "| Disk (BENCH_DIR) | ${disk:-$fstype} |"
+	echo "| FUSE | $(fusermount3 --version 2>&1 | head -1) |"
+	echo "| I/O tool | $tool_desc |"
+	echo "| doppel commit | $commit |"
+	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
+	echo "| Duration | ${elapsed}s |"
+	echo
+	echo "Command (from the repository root, after \`make build\`; \`make bench\` runs it too):"
+	echo
+	echo '```sh'
+	echo "$cmdline"
+	echo '```'
 }
 
 mkdir -p -- "$(dirname "$OUT")"

@@ -18,10 +18,18 @@ type Loc struct {
 type Store interface {
 	// Put appends data and returns its location. Data is not durable until Sync.
 	Put(data []byte) (Loc, error)
+	// PutMany is Put of every slice of data, with locations in order, in
+	// as few writes as the segments allow. On error nothing it wrote is
+	// kept.
+	PutMany(data [][]byte) ([]Loc, error)
 	// Read reads the stored bytes at loc into buf (len(buf) >= loc.Length)
 	// and returns buf[:loc.Length]. A short read (truncated or missing
 	// segment) is an error wrapping ErrCorrupt or os.ErrNotExist, never zeros.
 	Read(loc Loc, buf []byte) ([]byte, error)
+	// Prefetch asks the host to read the stored bytes at locs into its
+	// page cache in the background, so that reads of them soon after do
+	// not wait for the disk. It is only a hint: errors are ignored.
+	Prefetch(locs []Loc)
 	// Free gives the space of loc back to the host file system at once by
 	// punching a hole (fallocate PUNCH_HOLE|KEEP_SIZE over the Align-rounded
 	// range). When a sealed segment (not the one currently appended to) has

@@ -19,47 +19,68 @@ func (d *Dir) Put(data []byte) (Loc, error) {
 	if uint64(len(data)) > math.MaxUint32 {
 		return Loc{}, fmt.Errorf("blob: chunk of %d bytes is too large", len(data))
 	}
-	size := roundUp(int64(len(data)))
-
-	d.mu.Lock()
-	if d.closed {
-		d.mu.Unlock()
-		return Loc{}, fmt.Errorf("blob: put: %w", os.ErrClosed)
+	s, off, _, err := d.reserve([][]byte{data})
+	if err != nil {
+		return Loc{}, err
 	}
+	_, err = writeAt(s.f, data, off)
+	if err != nil {
+		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
+		punchHole(s.f, off, roundUp(int64(len(data)))) // best effort: leave no partial chunk behind
+	}
+	d.finish(s, err)
+	if err != nil {
+		return Loc{}, err
+	}
+	return Loc{Segment: s.num, Offset: uint64(off), Length: uint32(len(data))}, nil
+}
+
+// reserve reserves room in the active segment for the first chunks of
+// data, each at an Align boundary, as many as fit (at least one, starting
+// a new segment if needed). It returns the segment, holding a reference
+// and a pending Put that finish releases, the offset of the first chunk
+// and the number of chunks reserved.
+func (d *Dir) reserve(data [][]byte) (*segment, int64, int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, 0, 0, fmt.Errorf("blob: put: %w", os.ErrClosed)
+	}
+	size := roundUp(int64(len(data[0])))
 	if a := d.active; a == nil || (a.end > 0 && a.end+size > d.segSize) {
 		if err := d.rotate(); err != nil {
-			d.mu.Unlock()
-			return Loc{}, err
+			return nil, 0, 0, err
 		}
 	}
 	s := d.active
 	off := s.end
-	s.end += size
+	n := 0
+	for n < len(data) {
+		size := roundUp(int64(len(data[n])))
+		if n > 0 && s.end+size > d.segSize {
+			break
+		}
+		s.end += size
+		n++
+	}
 	s.pending++
 	s.refs++
-	d.mu.Unlock()
+	return s, off, n, nil
+}
 
-	_, err := writeAt(s.f, data, off)
-	if err != nil {
-		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
-		punchHole(s.f, off, size) // best effort: leave no partial chunk behind
-	}
-
+// finish ends a write into s that reserve started; err is its outcome.
+func (d *Dir) finish(s *segment, err error) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	s.pending--
 	if err == nil && !d.closed && d.dirty[s.num] == nil {
 		s.refs++
 		d.dirty[s.num] = s
 	}
 	// If s was sealed meanwhile it may have become empty; an error here
-	// concerns no data of this Put and is left for a later check.
+	// concerns no data of this write and is left for a later check.
 	d.maybeRemove(s)
 	d.release(s)
-	d.mu.Unlock()
-	if err != nil {
-		return Loc{}, err
-	}
-	return Loc{Segment: s.num, Offset: uint64(off), Length: uint32(len(data))}, nil
 }
 
 // rotate seals the active segment, if any, and starts a new one. The new

@@ -22,6 +22,7 @@ type segment struct {
 	elem    *list.Element // position in Dir.lru while cached
 	end     int64         // reserved end (active segment only)
 	pending int           // Puts reserved but not finished
+	kicked  int64         // writeback of the bytes below was started (writeBehind)
 	removed bool          // file deleted
 }
 

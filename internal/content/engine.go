@@ -40,6 +40,7 @@ type Engine struct {
 	chunk chunker.Chunker
 	comp  *compressor
 	cache *chunkCache
+	locs  *locCache
 	loads *loads
 	log   *slog.Logger
 	reclaimer
@@ -76,7 +77,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	if cfg.CacheChunks <= 0 {
 		cfg.CacheChunks = 256
 	}
-	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), loads: newLoads(), log: log}
+	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(), loads: newLoads(), log: log}
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

@@ -98,28 +98,8 @@ func (t *Tx) Punch(ino uint64, start, end int64) (int64, error) {
 	}); err != nil {
 		return 0, err
 	}
-	var mapped int64
-	for _, p := range whole {
-		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
-			return 0, err
-		}
-		t.refs[p.Hash]--
-		mapped -= int64(p.Length)
-		if p.Off < start {
-			if err := t.put(ino, p.clip(p.Off, start)); err != nil {
-				return 0, err
-			}
-			mapped += start - p.Off
-		}
-		if p.End() > end {
-			if err := t.put(ino, p.clip(end, p.End())); err != nil {
-				return 0, err
-			}
-			mapped += p.End() - end
-		}
-	}
-	t.delta.LogicalBytes += mapped
-	return mapped, nil
+	var carry *Piece
+	return t.punchPieces(ino, whole, start, end, &carry)
 }
 
 // put stores one extent and counts its reference.
@@ -139,6 +119,14 @@ func (t *Tx) WriteChunks(ino uint64, chunks []*Prepared) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	added, err := t.putChunks(ino, chunks)
+	return mapped + added, err
+}
+
+// putChunks adds the extents of chunks, whose range holds no extent, and
+// returns the change in mapped bytes.
+func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
+	var mapped int64
 	t.Adopt(chunks)
 	for _, c := range chunks {
 		if c.Zero {

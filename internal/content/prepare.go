@@ -94,13 +94,8 @@ func (e *Engine) Store(out []*Prepared) error {
 		}
 		toStore = append(toStore, p)
 	}
-	errs := make([]error, len(toStore))
-	parallel(len(toStore), func(i int) { errs[i] = e.store(toStore[i]) })
-	for _, err := range errs {
-		if err != nil { // the first is enough: on a full disk they are all alike
-			e.discard(out)
-			return err
-		}
+	if err := e.storeMany(toStore); err != nil {
+		return err
 	}
 	for _, p := range out {
 		if first := seen[p.Hash]; !p.Zero && first != p {
@@ -147,6 +142,39 @@ func (e *Engine) store(p *Prepared) error {
 	}
 	p.loc, p.comp, p.written = loc, comp, true
 	e.counters.stored.Add(int64(len(stored)))
+	return nil
+}
+
+// storeMany compresses ps's bytes on several goroutines and writes them to
+// the blob store in one batch. On error nothing is stored.
+func (e *Engine) storeMany(ps []*Prepared) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	stored := make([][]byte, len(ps))
+	comps := make([]uint8, len(ps))
+	var total int64
+	if e.comp.enc == nil {
+		for i, p := range ps {
+			stored[i] = p.data
+		}
+	} else {
+		parallel(len(ps), func(i int) { stored[i], comps[i] = e.comp.compress(ps[i].data) })
+	}
+	for _, b := range stored {
+		total += int64(len(b))
+	}
+	if err := e.cfg.Headroom.ForData(total); err != nil {
+		return err
+	}
+	locs, err := e.blobs.PutMany(stored)
+	if err != nil {
+		return err
+	}
+	for i, p := range ps {
+		p.loc, p.comp, p.written = locs[i], comps[i], true
+	}
+	e.counters.stored.Add(total)
 	return nil
 }
 

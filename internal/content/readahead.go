@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -17,7 +18,7 @@ type loads struct {
 	// sequential readers worth reading ahead for) and how far readahead was
 	// already started.
 	streams map[uint64]stream
-	slots   chan struct{} // bounds background loads
+	slots   chan struct{} // bounds readahead goroutines
 }
 
 type stream struct{ lastEnd, aheadTo int64 }
@@ -28,8 +29,8 @@ type load struct {
 	err  error
 }
 
-// readaheadBytes is how far beyond a sequential read chunks are loaded.
-const readaheadBytes = 2 << 20
+// readaheadBytes is how far beyond a sequential read chunks are prepared.
+const readaheadBytes = 8 << 20
 
 func newLoads() *loads {
 	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, slots: make(chan struct{}, 4)}
@@ -65,9 +66,13 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 }
 
 // noteRead records a read of [off, end) of ino and, when it continues the
-// previous one, loads the chunks just beyond it in the background. The
-// window is advanced in steps of half its size, so the extents are looked
-// up about once per MiB read rather than on every read.
+// previous one, prepares the chunks just beyond it in the background:
+// their records are looked up (one iterator for the window, kept in the
+// location cache for the reads to come) and the host is asked to bring
+// their stored bytes into its page cache. The reads then copy and verify
+// them without waiting for the disk. The window is advanced in steps of
+// half its size, so the extents are looked up about once per MiB read
+// rather than on every read.
 func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 	l := e.loads
 	l.mu.Lock()
@@ -90,25 +95,31 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 	}
 	l.streams[ino] = st
 	l.mu.Unlock()
-	if !start {
+	if !start || !e.cfg.VerifyReads {
 		return
 	}
-	pieces, err := Extents(r, ino, from, to)
-	if err != nil {
-		return
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		return // readahead is behind already; the reads will wait anyway
 	}
-	// The window's loads wait for a slot in the background: one dropped
-	// here would not be asked for again.
 	go func() {
-		for _, p := range pieces {
-			if _, ok := e.cache.get(p.Hash); ok {
-				continue
-			}
-			l.slots <- struct{}{}
-			go func(h schema.Hash) {
-				defer func() { <-l.slots }()
-				e.chunkData(h)
-			}(p.Hash)
+		defer func() { <-l.slots }()
+		pieces, err := Extents(r, ino, from, to)
+		if err != nil || len(pieces) == 0 {
+			return
 		}
+		hs := make([]schema.Hash, 0, len(pieces))
+		for _, p := range pieces {
+			if !e.cache.c.Contains(p.Hash) {
+				hs = append(hs, p.Hash)
+			}
+		}
+		recs := e.lookupRecords(hs)
+		locs := make([]blob.Loc, len(recs))
+		for i, c := range recs {
+			locs[i] = chunkLoc(c)
+		}
+		e.blobs.Prefetch(locs)
 	}()
 }

@@ -9,31 +9,63 @@ import (
 )
 
 // TestReadaheadFollowsSequentialReaders reads a file in 128 KiB steps and
-// checks that the chunks ahead of the reader get loaded: the window moves
-// with the reader, not only at the start.
+// checks that the chunks ahead of the reader get prepared (their records
+// looked up and cached, their bytes prefetched): the window moves with the
+// reader, not only at the start.
 func TestReadaheadFollowsSequentialReaders(t *testing.T) {
-	const step, size = 128 << 10, 8 << 20
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024})
+	const step, size = 128 << 10, 16 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
 	data := randBytes(rand.New(rand.NewPCG(9, 9)), size)
 	v.write(2, 0, data)
-	v.reopen() // an empty cache
-	cached := func(off int64) bool {
-		_, ok := v.e.cache.get(schema.Sum(data[off : off+64<<10]))
-		return ok
+	v.reopen() // empty caches
+	prepared := func(off int64) bool {
+		return v.e.locs.c.Contains(schema.Sum(data[off : off+64<<10]))
 	}
-	for off := int64(0); off < 3<<20; off += step {
+	for off := int64(0); off < 6<<20; off += step {
 		v.read(2, off, step)
 	}
-	// After reading 3 MiB sequentially, the next MiB must be loaded (or
-	// loading) without anyone asking for it.
-	for off := int64(3 << 20); off < 4<<20; off += 64 << 10 {
-		waitFor(t, fmt.Sprint("readahead of the chunk at ", off), func() bool { return cached(off) })
+	// After reading 6 MiB sequentially, the next MiB must be prepared
+	// without anyone asking for it.
+	for off := int64(6 << 20); off < 7<<20; off += 64 << 10 {
+		waitFor(t, fmt.Sprint("readahead of the chunk at ", off), func() bool { return prepared(off) })
 	}
 	// A random reader gets no readahead.
 	v.reopen()
-	v.read(2, 6<<20, step)
+	v.read(2, 12<<20, step)
 	v.read(2, 1<<20, step)
-	if cached(1<<20 + step + 64<<10) {
+	if prepared(1<<20 + step + 64<<10) {
 		t.Error("a jump started readahead")
+	}
+}
+
+// TestReadsSurviveStaleLocations: a cached chunk record can go stale when
+// the chunk is freed and stored again elsewhere; reads notice (the stale
+// place fails the hash) and ask the store again.
+func TestReadsSurviveStaleLocations(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	data := randBytes(rand.New(rand.NewPCG(10, 10)), 2*4096)
+	v.write(2, 0, data)
+	h := schema.Sum(data[:4096])
+	v.e.lookupRecords([]schema.Hash{h})
+	stale, ok := v.e.locs.c.Peek(h)
+	if !ok {
+		t.Fatal("lookupRecords did not cache the record")
+	}
+	// Free the chunk and punch it, then store the same bytes again: a
+	// new location.
+	v.do(func(tx *Tx) error {
+		_, err := tx.Punch(2, 0, 4096)
+		return err
+	})
+	v.e.reclaimer.reclaim()
+	v.write(3, 0, data[:4096])
+	for _, n := range []int{4096, 100} { // read straight into the buffer; through the cache
+		v.e.locs.c.Add(h, stale)
+		if got := v.read(3, 0, n); string(got) != string(data[:n]) {
+			t.Fatalf("read of %d bytes through a stale cached location returned wrong data", n)
+		}
+		if c, _ := v.e.locs.c.Peek(h); c == stale {
+			t.Fatalf("read of %d bytes kept the stale record cached", n)
+		}
 	}
 }

@@ -156,6 +156,9 @@ func (t *Tx) applyRefs() error {
 			t.dupes = append(t.dupes, p.loc) // stored, then overwritten in the same tx
 		}
 	}
+	if len(t.refs) == 0 {
+		return nil // no iterator to open (most namespace transactions)
+	}
 	hashes := make([]schema.Hash, 0, len(t.refs))
 	for h := range t.refs {
 		hashes = append(hashes, h)

@@ -1,13 +1,15 @@
 package content
 
-import "sort"
+import "github.com/google/btree"
 
 // Buffer holds a file's written but not yet chunked data as sorted,
 // non-overlapping, non-adjacent runs. Contiguous writes grow one run, so
 // content-defined chunking sees the same stream a sequential writer wrote and
-// shifted content still deduplicates. Not safe for concurrent use.
+// shifted content still deduplicates. The runs are kept in a B-tree, so that
+// a random writer's tens of thousands of small runs cost O(log n) per write.
+// The zero Buffer is empty and ready to use. Not safe for concurrent use.
 type Buffer struct {
-	runs  []Run
+	t     *btree.BTreeG[Run]
 	bytes int64
 }
 
@@ -20,12 +22,74 @@ type Run struct {
 // End is the offset just past the run.
 func (r *Run) End() int64 { return r.Off + int64(len(r.Data)) }
 
+func runLess(a, b Run) bool { return a.Off < b.Off }
+
+func (b *Buffer) tree() *btree.BTreeG[Run] {
+	if b.t == nil {
+		b.t = btree.NewG(32, runLess)
+	}
+	return b.t
+}
+
 // Bytes is the amount of data buffered.
 func (b *Buffer) Bytes() int64 { return b.bytes }
 
+// Len is the number of runs.
+func (b *Buffer) Len() int {
+	if b.t == nil {
+		return 0
+	}
+	return b.t.Len()
+}
+
 // Runs returns the buffered runs in order. The caller may read them and
 // must not keep them across other Buffer calls.
-func (b *Buffer) Runs() []Run { return b.runs }
+func (b *Buffer) Runs() []Run {
+	if b.t == nil {
+		return nil
+	}
+	out := make([]Run, 0, b.t.Len())
+	b.t.Ascend(func(r Run) bool {
+		out = append(out, r)
+		return true
+	})
+	return out
+}
+
+// between returns, in order, the runs with End() > start (or >= start
+// when touching) and Off < end (or <= end when touching).
+func (b *Buffer) between(start, end int64, touching bool) []Run {
+	if b.t == nil {
+		return nil
+	}
+	pivot := start
+	b.t.DescendLessOrEqual(Run{Off: start}, func(r Run) bool {
+		if r.End() > start || (touching && r.End() == start) {
+			pivot = r.Off
+		}
+		return false
+	})
+	var out []Run
+	b.t.AscendGreaterOrEqual(Run{Off: pivot}, func(r Run) bool {
+		if r.Off > end || (!touching && r.Off == end) {
+			return false
+		}
+		if r.End() > start || (touching && r.End() == start) {
+			out = append(out, r)
+		}
+		return true
+	})
+	return out
+}
+
+// RunAt returns the run holding the byte at off.
+func (b *Buffer) RunAt(off int64) (Run, bool) {
+	rs := b.between(off, off+1, false)
+	if len(rs) == 0 {
+		return Run{}, false
+	}
+	return rs[0], true
+}
 
 // Write buffers p at off, replacing buffered bytes it overlaps.
 func (b *Buffer) Write(off int64, p []byte) {
@@ -33,44 +97,39 @@ func (b *Buffer) Write(off int64, p []byte) {
 		return
 	}
 	end := off + int64(len(p))
-	// Runs i..j-1 overlap or touch [off, end).
-	i := sort.Search(len(b.runs), func(k int) bool { return b.runs[k].End() >= off })
-	j := i
-	for j < len(b.runs) && b.runs[j].Off <= end {
-		j++
-	}
-	if j == i+1 && b.runs[i].Off <= off && b.runs[i].End() >= end {
-		copy(b.runs[i].Data[off-b.runs[i].Off:], p) // inside one run
+	rs := b.between(off, end, true) // runs overlapping or touching [off, end)
+	if len(rs) == 1 && rs[0].Off <= off && rs[0].End() >= end {
+		copy(rs[0].Data[off-rs[0].Off:], p) // inside one run
 		return
 	}
-	if j == i+1 && b.runs[i].End() == off {
-		b.runs[i].Data = append(b.runs[i].Data, p...) // sequential append
+	t := b.tree()
+	if len(rs) == 1 && rs[0].End() == off {
+		r := rs[0]
+		r.Data = append(r.Data, p...) // sequential append
+		t.ReplaceOrInsert(r)
 		b.bytes += int64(len(p))
 		return
 	}
 	start, stop := off, end
-	if i < j {
-		start = min(start, b.runs[i].Off)
-		stop = max(stop, b.runs[j-1].End())
+	if len(rs) > 0 {
+		start = min(start, rs[0].Off)
+		stop = max(stop, rs[len(rs)-1].End())
 	}
-	merged := make([]byte, stop-start, growCap(stop-start))
-	for _, r := range b.runs[i:j] {
+	merged := make([]byte, stop-start)
+	for _, r := range rs {
 		copy(merged[r.Off-start:], r.Data)
 		b.bytes -= int64(len(r.Data))
+		t.Delete(r)
 	}
 	copy(merged[off-start:], p)
 	b.bytes += int64(len(merged))
-	b.runs = append(b.runs[:i], append([]Run{{Off: start, Data: merged}}, b.runs[j:]...)...)
+	t.ReplaceOrInsert(Run{Off: start, Data: merged})
 }
-
-func growCap(n int64) int64 { return n + n/4 }
 
 // Overlay copies buffered bytes over dst, which holds file data at off.
 func (b *Buffer) Overlay(off int64, dst []byte) {
 	end := off + int64(len(dst))
-	i := sort.Search(len(b.runs), func(k int) bool { return b.runs[k].End() > off })
-	for ; i < len(b.runs) && b.runs[i].Off < end; i++ {
-		r := &b.runs[i]
+	for _, r := range b.between(off, end, false) {
 		lo, hi := max(off, r.Off), min(end, r.End())
 		copy(dst[lo-off:hi-off], r.Data[lo-r.Off:hi-r.Off])
 	}
@@ -81,61 +140,85 @@ func (b *Buffer) Discard(start, end int64) {
 	if end <= start {
 		return // splitting a run around nothing would leave adjacent runs
 	}
-	var out []Run
-	for _, r := range b.runs {
-		if r.End() <= start || r.Off >= end {
-			out = append(out, r)
-			continue
-		}
+	for _, r := range b.between(start, end, false) {
+		b.t.Delete(r)
 		b.bytes -= int64(len(r.Data))
 		if r.Off < start {
 			left := Run{Off: r.Off, Data: r.Data[:start-r.Off]}
-			out = append(out, left)
+			b.t.ReplaceOrInsert(left)
 			b.bytes += int64(len(left.Data))
 		}
 		if r.End() > end {
 			right := Run{Off: end, Data: append([]byte(nil), r.Data[end-r.Off:]...)}
-			out = append(out, right)
+			b.t.ReplaceOrInsert(right)
 			b.bytes += int64(len(right.Data))
 		}
 	}
-	b.runs = out
 }
 
-// Consume drops the first n bytes of run i after they were committed. The
-// remainder moves to a buffer with room for reserve more bytes, so that a
-// streaming writer fills it without further reallocation and the
-// committed prefix's memory can be freed.
-func (b *Buffer) Consume(i, n, reserve int) {
-	r := &b.runs[i]
-	b.bytes -= int64(n)
-	if n == len(r.Data) {
-		b.runs = append(b.runs[:i], b.runs[i+1:]...)
+// Consume drops the first n bytes of the run starting at off after they
+// were committed. The remainder keeps its memory when that leaves room
+// for reserve more bytes (a streaming writer appends there without
+// reallocation); otherwise it moves to a buffer with that room, so that
+// the committed prefix's memory can be freed.
+func (b *Buffer) Consume(off int64, n, reserve int) {
+	r, ok := b.tree().Delete(Run{Off: off})
+	if !ok {
 		return
 	}
-	rest := make([]byte, len(r.Data)-n, len(r.Data)-n+reserve)
-	copy(rest, r.Data[n:])
+	b.bytes -= int64(n)
+	if n == len(r.Data) {
+		return
+	}
 	r.Off += int64(n)
-	r.Data = rest
+	if rest := r.Data[n:]; cap(rest)-len(rest) >= reserve {
+		r.Data = rest
+	} else {
+		rest := make([]byte, len(r.Data)-n, len(r.Data)-n+reserve)
+		copy(rest, r.Data[n:])
+		r.Data = rest
+	}
+	b.t.ReplaceOrInsert(r)
+}
+
+// Detach hands the run starting at off to a background commit: the run as
+// it was is returned, and only its last keep bytes stay buffered, copied
+// into spare (whose capacity should leave the writer room to go on
+// appending). The caller owns the returned memory; Buffer never touches it
+// again.
+func (b *Buffer) Detach(off int64, keep int, spare []byte) Run {
+	r, ok := b.tree().Delete(Run{Off: off})
+	if !ok {
+		return Run{}
+	}
+	keep = max(0, min(keep, len(r.Data)))
+	cut := len(r.Data) - keep
+	b.bytes -= int64(cut)
+	if keep > 0 {
+		b.t.ReplaceOrInsert(Run{Off: r.Off + int64(cut), Data: append(spare[:0], r.Data[cut:]...)})
+	}
+	return r
 }
 
 // MaxEnd is the offset just past the last buffered byte, or 0.
 func (b *Buffer) MaxEnd() int64 {
-	if len(b.runs) == 0 {
+	if b.t == nil {
 		return 0
 	}
-	return b.runs[len(b.runs)-1].End()
+	r, ok := b.t.Max()
+	if !ok {
+		return 0
+	}
+	return r.End()
 }
 
 // Drop removes [start, end) after it was committed. When it is the head of
 // a run (the usual case, a streaming writer), the rest moves to a buffer
 // with room for reserve more bytes, as Consume does.
 func (b *Buffer) Drop(start, end int64, reserve int) {
-	for i, r := range b.runs {
-		if r.Off == start && r.End() >= end {
-			b.Consume(i, int(end-start), reserve)
-			return
-		}
+	if r, ok := b.tree().Get(Run{Off: start}); ok && r.End() >= end {
+		b.Consume(start, int(end-start), reserve)
+		return
 	}
 	b.Discard(start, end)
 }

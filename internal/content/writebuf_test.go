@@ -70,6 +70,15 @@ func checkBuffer(t *testing.T, b *Buffer, m *bufModel) {
 	if b.Bytes() != sum {
 		t.Fatalf("Bytes() = %d, runs hold %d", b.Bytes(), sum)
 	}
+	if b.Len() != len(runs) {
+		t.Fatalf("Len() = %d, want %d runs", b.Len(), len(runs))
+	}
+	for pos := int64(0); pos < int64(len(m.written)); pos += 7 {
+		r, ok := b.RunAt(pos)
+		if ok != m.written[pos] || (ok && (r.Off > pos || r.End() <= pos)) {
+			t.Fatalf("RunAt(%d) = [%d,%d) %v; byte buffered: %v", pos, r.Off, r.End(), ok, m.written[pos])
+		}
+	}
 	wantEnd := int64(0)
 	if len(runs) > 0 {
 		wantEnd = runs[len(runs)-1].End()
@@ -131,7 +140,7 @@ func TestBufferModel(t *testing.T) {
 					ops = append(ops, fmt.Sprintf("Discard(%d, %d)", start, end))
 					b.Discard(start, end)
 					m.discard(start, end)
-				case op < 9 && len(runs) > 0:
+				case op < 9 && len(runs) > 0 && r.IntN(4) > 0:
 					i := r.IntN(len(runs))
 					run := runs[i]
 					n := len(run.Data)
@@ -141,10 +150,10 @@ func TestBufferModel(t *testing.T) {
 					reserve := r.IntN(300)
 					ops = append(ops, fmt.Sprintf("Consume(%d, %d, %d) of run [%d,%d)", i, n, reserve, run.Off, run.End()))
 					off, total := run.Off, len(run.Data)
-					b.Consume(i, n, reserve)
+					b.Consume(run.Off, n, reserve)
 					m.discard(off, off+int64(n))
 					if n < total {
-						rest := b.Runs()[i]
+						rest, _ := b.RunAt(off + int64(n))
 						if rest.Off != off+int64(n) || len(rest.Data) != total-n {
 							t.Fatalf("after Consume run %d is [%d,%d), want [%d,%d)", i, rest.Off, rest.End(), off+int64(n), off+int64(total))
 						}
@@ -152,6 +161,18 @@ func TestBufferModel(t *testing.T) {
 							t.Fatalf("after Consume(reserve %d) run has room for %d more bytes", reserve, cap(rest.Data)-len(rest.Data))
 						}
 					}
+				case op < 9 && len(runs) > 0 && r.IntN(4) == 0:
+					i := r.IntN(len(runs))
+					run := runs[i]
+					keep := r.IntN(len(run.Data) + 1)
+					ops = append(ops, fmt.Sprintf("Detach(%d, %d) of run [%d,%d)", i, keep, run.Off, run.End()))
+					off, total := run.Off, len(run.Data)
+					got := b.Detach(run.Off, keep, make([]byte, 0, r.IntN(300)))
+					if got.Off != off || len(got.Data) != total {
+						t.Fatalf("Detach returned [%d,%d), want the run [%d,%d)", got.Off, got.End(), off, off+int64(total))
+					}
+					m.discard(off, off+int64(total-keep))
+					clear(got.Data) // the caller owns it: the buffer must not read it again
 				default:
 					off := r.Int64N(space + 100)
 					n := r.IntN(800)
@@ -327,11 +348,39 @@ func TestBufferConsumeLastRunKeepsOthers(t *testing.T) {
 	b.Write(0, []byte("aaaa"))
 	b.Write(10, []byte("bbbb"))
 	b.Write(20, []byte("cccc"))
-	b.Consume(2, 4, 0)
-	b.Consume(1, 2, 0)
+	b.Consume(20, 4, 0)
+	b.Consume(10, 2, 0)
 	b.Consume(0, 4, 0)
 	r := b.Runs()
 	if len(r) != 1 || r[0].Off != 12 || string(r[0].Data) != "bb" || b.Bytes() != 2 {
 		t.Fatalf("runs %v, Bytes %d; want [12:bb], 2", r, b.Bytes())
+	}
+}
+
+func TestBufferDetachKeepsTail(t *testing.T) {
+	// A streaming writer detaches a run and appends to the tail it kept:
+	// the appends land in the spare array, and the detached bytes are
+	// never touched again.
+	var b Buffer
+	b.Write(0, []byte("aaaabbbbcc"))
+	spare := make([]byte, 0, 64)
+	head := b.Detach(0, 2, spare)
+	if head.Off != 0 || string(head.Data) != "aaaabbbbcc" {
+		t.Fatalf("detached %d:%q, want 0:aaaabbbbcc", head.Off, head.Data)
+	}
+	b.Write(10, []byte("dd"))
+	r := b.Runs()
+	if len(r) != 1 || r[0].Off != 8 || string(r[0].Data) != "ccdd" || b.Bytes() != 4 {
+		t.Fatalf("runs %v, Bytes %d; want [8:ccdd], 4", r, b.Bytes())
+	}
+	if &r[0].Data[0] != &spare[:1][0] {
+		t.Error("the kept tail is not in the spare array")
+	}
+	if string(head.Data) != "aaaabbbbcc" {
+		t.Errorf("detached bytes changed to %q", head.Data)
+	}
+	b.Detach(8, 0, nil)
+	if len(b.Runs()) != 0 || b.Bytes() != 0 {
+		t.Fatalf("after detaching everything: runs %v, Bytes %d", b.Runs(), b.Bytes())
 	}
 }

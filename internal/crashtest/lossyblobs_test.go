@@ -69,6 +69,22 @@ func (l *lossyBlobs) Put(data []byte) (blob.Loc, error) {
 	return loc, err
 }
 
+func (l *lossyBlobs) PutMany(data [][]byte) ([]blob.Loc, error) {
+	if l.powerIsOff() {
+		return nil, errPowerLost
+	}
+	locs, err := l.Dir.PutMany(data)
+	if err == nil {
+		l.mu.Lock()
+		for _, loc := range locs {
+			l.puts++
+			l.unsynced = append(l.unsynced, putRecord{l.puts, loc})
+		}
+		l.mu.Unlock()
+	}
+	return locs, err
+}
+
 // Sync covers the Puts that returned before it started.
 func (l *lossyBlobs) Sync() error {
 	l.mu.Lock()

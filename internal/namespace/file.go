@@ -192,9 +192,8 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 }
 
 // readStored fills buf with f's committed content at off. Bytes that a
-// background stream is committing are skipped: their extents may change
-// under the read, and the buffer, which still holds them, overlays them.
-// The caller holds f's lock (shared is enough).
+// background stream is committing are taken from the stream: their extents
+// may change under the read. The caller holds f's lock (shared is enough).
 func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
 	if f.stub.Load() {
 		return v.readStub(f.ino, off, buf)
@@ -208,7 +207,7 @@ func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
 	if err := v.eng.ReadAt(f.ino, off, buf[:skipFrom-off]); err != nil {
 		return err
 	}
-	clear(buf[skipFrom-off : skipTo-off])
+	in.copyTo(buf[skipFrom-off:skipTo-off], skipFrom)
 	return v.eng.ReadAt(f.ino, skipTo, buf[skipTo-off:])
 }
 
@@ -257,7 +256,7 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	v.setPending(f, true)
 	f.lastWrite = time.Now()
 	v.counters.written.Add(int64(len(data)))
-	if err := v.maybeFlush(f); err != nil {
+	if err := v.maybeFlush(f, off); err != nil {
 		return 0, v.errno("write", err)
 	}
 	return len(data), nil

@@ -9,31 +9,37 @@ import (
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
-// maybeFlush commits part of f's buffer when a run grew large (streaming
-// writers) or all buffers together exceed the dirty limit (backpressure).
-// The caller holds f's lock.
-func (v *Volume) maybeFlush(f *openFile) error {
-	if v.dirty.n.Load() > v.opt.DirtyLimit {
+// maxRuns bounds the runs one file buffers: a random writer's flush
+// commits them in one transaction, and past this many that transaction
+// grows large (and holds the writer) for no gain.
+const maxRuns = 16 << 10
+
+// maybeFlush commits part of f's buffer after a write at off: the run it
+// went into when that grew large (streaming writers), or everything when
+// all buffers together exceed the dirty limit or f holds too many runs
+// (backpressure). The caller holds f's lock.
+func (v *Volume) maybeFlush(f *openFile, off int64) error {
+	if v.dirty.n.Load() > v.opt.DirtyLimit || f.buf.Len() > maxRuns {
 		return v.flushLocked(f, true)
 	}
-	for _, r := range f.buf.Runs() {
-		if len(r.Data) < v.opt.StreamFlush {
-			continue
-		}
-		if in := f.inflight; in != nil && in.overlaps(r.Off, r.End()) {
-			// The run holds the bytes in flight too: wait for them to be
-			// committed (backpressure), then stream what is left.
-			if err := v.settle(f); err != nil {
-				return err
-			}
-			return v.maybeFlush(f)
-		}
+	if streamDone(f) {
 		if err := v.settle(f); err != nil {
 			return err
 		}
-		v.startStream(f, r)
+	}
+	r, ok := f.buf.RunAt(off)
+	if !ok || !v.streamable(f, r) {
 		return nil
 	}
+	if f.inflight != nil {
+		// One commit in flight per file: wait for it (backpressure);
+		// settling may change the runs, so look again.
+		if err := v.settle(f); err != nil {
+			return err
+		}
+		return v.maybeFlush(f, off)
+	}
+	v.startStream(f, r)
 	return nil
 }
 
@@ -44,16 +50,13 @@ func (v *Volume) flushFile(f *openFile, final bool) error {
 	return v.flushLocked(f, final)
 }
 
-type flushJob struct {
-	run    int
-	chunks []*content.Prepared
-	n      int
-}
-
 // flushLocked chunks and commits f's buffered runs in one transaction.
 // Unless final, each run keeps the tail whose chunk boundary is not decided
 // yet. The size recorded never exceeds what committed data reaches, so a
-// crash cannot expose a size larger than the data written.
+// crash cannot expose a size larger than the data written. All runs' chunks
+// are hashed and stored together (in parallel, in few writes) and their
+// extents written with one scan of the file's map, so many small runs cost
+// little more per run than one large one.
 func (v *Volume) flushLocked(f *openFile, final bool) error {
 	if err := v.settle(f); err != nil {
 		return err
@@ -62,33 +65,32 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 		return nil
 	}
 	runs := f.buf.Runs()
-	var jobs []flushJob
-	for i, r := range runs {
-		chunks, n, err := v.eng.PrepareWith(v.chunkerOf(f), r.Off, r.Data, final)
-		if err != nil {
-			v.discardJobs(jobs)
-			return err
-		}
+	var groups [][]*content.Prepared
+	var chunks []*content.Prepared
+	all := true // every byte will be committed
+	var end int64
+	for _, r := range runs {
+		cut, n := content.Cut(v.chunkerOf(f), r.Off, r.Data, final)
+		all = all && n == len(r.Data)
 		if n > 0 {
-			jobs = append(jobs, flushJob{run: i, chunks: chunks, n: n})
+			groups = append(groups, cut)
+			chunks = append(chunks, cut...)
+			end = max(end, r.Off+int64(n))
 		}
 	}
-	all := len(jobs) == len(runs)
-	for _, j := range jobs {
-		all = all && j.n == len(runs[j.run].Data)
-	}
-	if len(jobs) == 0 && !(all && final) {
+	if len(chunks) == 0 && !(all && final) {
 		return nil
+	}
+	if err := v.eng.Store(chunks); err != nil {
+		return err
 	}
 	tx, err := v.begin()
 	if err != nil {
-		v.discardJobs(jobs)
+		v.eng.Discard(chunks)
 		return err
 	}
-	for _, j := range jobs {
-		tx.Adopt(j.chunks)
-	}
-	err = v.commitJobs(tx, f, runs, jobs, all)
+	tx.Adopt(chunks)
+	err = v.commitFlush(tx, f, groups, end, all)
 	if err != nil {
 		tx.Abort()
 		if errors.Is(err, syscall.ENOENT) { // deleted under us: nothing to keep
@@ -101,9 +103,11 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 		return err
 	}
 	consumed := int64(0)
-	for k := len(jobs) - 1; k >= 0; k-- {
-		f.buf.Consume(jobs[k].run, jobs[k].n, v.opt.StreamFlush+(2<<20))
-		consumed += int64(jobs[k].n)
+	for _, g := range groups {
+		last := g[len(g)-1]
+		n := int(last.Off + int64(last.Len) - g[0].Off)
+		f.buf.Consume(g[0].Off, n, v.opt.StreamFlush+(2<<20))
+		consumed += int64(n)
 	}
 	v.dirty.n.Add(-consumed)
 	if f.buf.Bytes() == 0 {
@@ -112,20 +116,19 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	return nil
 }
 
-func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, jobs []flushJob, all bool) error {
+// commitFlush writes the extents of groups (one per run, in file order)
+// and f's attributes; end is where the committed data ends, all whether
+// it is all of the buffered data.
+func (v *Volume) commitFlush(tx *content.Tx, f *openFile, groups [][]*content.Prepared, end int64, all bool) error {
 	n, err := loadInode(tx.Batch(), f.ino)
 	if err != nil {
 		return err
 	}
-	var end int64
-	for _, j := range jobs {
-		mapped, err := tx.WriteChunks(f.ino, j.chunks)
-		if err != nil {
-			return err
-		}
-		n.Mapped += mapped
-		end = max(end, runs[j.run].Off+int64(j.n))
+	mapped, err := tx.WriteRanges(f.ino, groups)
+	if err != nil {
+		return err
 	}
+	n.Mapped += mapped
 	if all {
 		n.Size = f.size
 	} else {
@@ -136,12 +139,6 @@ func (v *Volume) commitJobs(tx *content.Tx, f *openFile, runs []content.Run, job
 		return err
 	}
 	return saveInode(tx, f.ino, &n)
-}
-
-func (v *Volume) discardJobs(jobs []flushJob) {
-	for _, j := range jobs {
-		v.eng.Discard(j.chunks)
-	}
 }
 
 // giveUp drops the buffered writes of a file whose last handle is gone

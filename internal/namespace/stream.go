@@ -1,61 +1,80 @@
 package namespace
 
-import (
-	"github.com/doppelfs/doppel/internal/chunker"
-	"github.com/doppelfs/doppel/internal/content"
-)
+import "github.com/doppelfs/doppel/internal/content"
 
 // A streaming writer's buffer is committed in the background: when a run
-// reaches StreamFlush bytes, its bytes so far are chunked, stored and
-// committed by a goroutine while the writer goes on appending, so copying
-// data in from the kernel and chunking/hashing it use both cores.
+// reaches StreamFlush bytes, it is cut into chunks right away, and its
+// complete chunks are detached from the buffer and hashed, stored and
+// committed by a goroutine while the writer goes on appending. Cutting
+// (a serial scan) happens on the writer's side and hashing and storing on
+// the other, so both cores work. The next run is detached once it has
+// grown to StreamFlush bytes again; only then does the writer wait for the
+// previous commit (backpressure: one commit in flight per file).
 //
-// The goroutine never takes the inode lock. Until its result is folded
-// back (settle, called under the lock by the next flush, truncate, or
-// overlapping write), the bytes stay in the buffer, so reads see them
-// whether or not the commit has happened. A write overlapping the bytes in
-// flight settles first, so the committed bytes are never stale.
+// The run's last bytes, whose chunk boundary is not decided yet, stay in
+// the buffer, copied into a fresh array the writer appends to. The bytes
+// of complete chunks are in flight only; reads take them from the inflight
+// record until it is settled.
+//
+// The goroutine never takes the inode lock. Its result is folded back
+// (settle, called under the lock by the next stream, flush, truncate, or
+// overlapping write): if the commit failed, its bytes go back into the
+// buffer. A write overlapping the bytes in flight settles first, so the
+// committed bytes are never stale.
 type inflight struct {
 	done chan struct{}
-	off  int64 // file offset of the bytes in flight
-	len  int
-	n    int // bytes committed; set before done closes
-	err  error
+	off  int64  // file offset of the bytes in flight
+	len  int    // len(data)
+	data []byte // the bytes in flight, no longer in the buffer
+	buf  []byte // data's whole array, recycled once settled
+	err  error  // set before done closes
 }
 
 func (in *inflight) overlaps(off, end int64) bool {
 	return off < in.off+int64(in.len) && in.off < end
 }
 
-// startStream commits the complete chunks of run r in the background. The
-// caller holds f's lock and has settled any earlier stream.
+// copyTo fills dst, which holds file data at off inside the bytes in
+// flight, from them.
+func (in *inflight) copyTo(dst []byte, off int64) {
+	copy(dst, in.data[off-in.off:])
+}
+
+// streamable reports whether run r is worth committing in the background:
+// it reached StreamFlush bytes, and some of its chunk boundaries are
+// decided (a run no longer than the largest chunk may have none).
+func (v *Volume) streamable(f *openFile, r content.Run) bool {
+	return len(r.Data) >= v.opt.StreamFlush && len(r.Data) > v.chunkerOf(f).MaxSize()
+}
+
+// startStream cuts run r of f's buffer and commits its complete chunks
+// in the background. The caller holds f's lock and has settled any
+// earlier stream.
 func (v *Volume) startStream(f *openFile, r content.Run) {
-	in := &inflight{done: make(chan struct{}), off: r.Off, len: len(r.Data)}
+	chunks, n := content.Cut(v.chunkerOf(f), r.Off, r.Data, false)
+	if n == 0 {
+		return
+	}
+	f.buf.Detach(r.Off, len(r.Data)-n, v.runBufs.Get())
+	in := &inflight{done: make(chan struct{}), off: r.Off, len: n, data: r.Data[:n:n], buf: r.Data}
 	f.inflight = in
-	// r.Data's first len bytes are not written again while in flight: an
-	// overlapping write settles first, and appends go past them (or into a
-	// new array).
-	data := r.Data[:len(r.Data):len(r.Data)]
-	ch := v.chunkerOf(f)
 	size, mtime := f.size, f.mtime
 	go func() {
 		defer close(in.done)
-		in.n, in.err = v.commitStream(f.ino, ch, in.off, data, size, mtime)
+		in.err = v.commitStream(f.ino, chunks, in.off, n, size, mtime)
 	}()
 }
 
-// commitStream prepares data (at off) without cutting its last chunk and
-// commits what it could decide. The recorded size never exceeds the end of
-// committed data.
-func (v *Volume) commitStream(ino uint64, ch chunker.Chunker, off int64, data []byte, size, mtime int64) (int, error) {
-	chunks, n, err := v.eng.PrepareWith(ch, off, data, false)
-	if err != nil || n == 0 {
-		return 0, err
+// commitStream stores the chunks cut from the n bytes at off and commits
+// them. The recorded size never exceeds the end of committed data.
+func (v *Volume) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64) error {
+	if err := v.eng.Store(chunks); err != nil {
+		return err
 	}
 	tx, err := v.begin()
 	if err != nil {
 		v.eng.Discard(chunks)
-		return 0, err
+		return err
 	}
 	tx.Adopt(chunks)
 	node, err := loadInode(tx.Batch(), ino)
@@ -70,16 +89,27 @@ func (v *Volume) commitStream(ino uint64, ch chunker.Chunker, off int64, data []
 	}
 	if err != nil {
 		tx.Abort()
-		return 0, err
+		return err
 	}
-	if err := tx.Commit(false); err != nil {
-		return 0, err
-	}
-	return n, nil
+	return tx.Commit(false)
 }
 
-// settle waits for f's background commit, if any, and drops the bytes it
-// committed from the buffer. The caller holds f's lock.
+// streamDone reports whether f's background commit has finished, so that
+// settling it will not wait.
+func streamDone(f *openFile) bool {
+	if f.inflight == nil {
+		return false
+	}
+	select {
+	case <-f.inflight.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// settle waits for f's background commit, if any, and folds its result
+// back into the buffer. The caller holds f's lock.
 func (v *Volume) settle(f *openFile) error {
 	in := f.inflight
 	if in == nil {
@@ -88,12 +118,12 @@ func (v *Volume) settle(f *openFile) error {
 	<-in.done
 	f.inflight = nil
 	if in.err != nil {
-		return in.err // the bytes stay buffered; a later flush retries
+		// Back into the buffer (still counted as dirty), so that a later
+		// flush retries.
+		f.buf.Write(in.off, in.data)
+	} else {
+		v.dirty.n.Add(-int64(in.len))
 	}
-	if in.n > 0 {
-		before := f.buf.Bytes()
-		f.buf.Drop(in.off, in.off+int64(in.n), v.opt.StreamFlush+(2<<20))
-		v.dirty.n.Add(f.buf.Bytes() - before)
-	}
-	return nil
+	v.runBufs.Put(in.buf)
+	return in.err
 }

@@ -49,6 +49,7 @@ type Volume struct {
 	handles map[vfs.Handle]*handle
 	nextFh  vfs.Handle
 	dirty   dirtyCounter
+	runBufs *content.BufPool // arrays of streaming runs
 
 	counters counters
 
@@ -76,7 +77,7 @@ var _ vfs.FS = (*Volume)(nil)
 // but open by a previous run and starts the background flusher.
 func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Volume, error) {
 	if opt.DirtyLimit <= 0 {
-		opt.DirtyLimit = 256 << 20
+		opt.DirtyLimit = 128 << 20
 	}
 	if opt.FlushInterval <= 0 {
 		opt.FlushInterval = time.Second
@@ -92,6 +93,9 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
 		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1),
 		materializeWake: make(chan struct{}, 1), reapWake: make(chan struct{}, 1),
+		// Room for a run to grow from its kept tail to StreamFlush bytes
+		// plus one more write, whatever its array lost to committed heads.
+		runBufs: content.NewBufPool(opt.StreamFlush+(6<<20), opt.StreamFlush+(2<<20)),
 	}
 	ret, err := versions.NewRetainer(m)
 	if err != nil {

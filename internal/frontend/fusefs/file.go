@@ -1,6 +1,8 @@
 package fusefs
 
 import (
+	"errors"
+	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -15,6 +17,7 @@ func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse
 	if err != nil {
 		return status(err)
 	}
+	f.privs.set(a.Ino, true) // a new file has no capabilities
 	fillEntry(a, &out.EntryOut)
 	out.Fh = uint64(h)
 	return fuse.OK
@@ -41,6 +44,9 @@ func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadRe
 
 func (f *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, st fuse.Status) {
 	defer f.track(metrics.OpWrite, in.NodeId, time.Now(), &st)
+	if err := f.killPriv(caller(&in.InHeader), in.NodeId, in.WriteFlags&fuse.WRITE_KILL_SUIDGID != 0); err != nil {
+		return 0, status(err)
+	}
 	n, err := f.v.Write(vfs.Handle(in.Fh), int64(in.Offset), data)
 	return uint32(n), status(err)
 }
@@ -96,6 +102,9 @@ func (f *FS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
 func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, st fuse.Status) {
 	defer f.track(metrics.OpGetxattr, h.NodeId, time.Now(), &st)
 	val, err := f.v.GetXattr(h.NodeId, name)
+	if name == capsXattr && errors.Is(err, syscall.ENODATA) {
+		f.privs.set(h.NodeId, true) // the kernel's probe before a write: killPriv need not ask again
+	}
 	if err != nil {
 		return 0, status(err)
 	}
@@ -123,6 +132,9 @@ func (f *FS) ListXAttr(_ <-chan struct{}, h *fuse.InHeader, dest []byte) (_ uint
 
 func (f *FS) SetXAttr(_ <-chan struct{}, in *fuse.SetXAttrIn, name string, data []byte) (st fuse.Status) {
 	defer f.track(metrics.OpSetxattr, in.NodeId, time.Now(), &st)
+	if name == capsXattr {
+		f.privs.set(in.NodeId, false)
+	}
 	return status(f.v.SetXattr(in.NodeId, name, data, in.Flags))
 }
 

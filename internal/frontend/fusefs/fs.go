@@ -27,6 +27,8 @@ type FS struct {
 	log                *slog.Logger
 	debug              bool // log every request; fixed at start, so checked without a call
 
+	privs privs // what killPriv knows
+
 	dirsMu sync.Mutex
 	dirs   map[uint64][]vfs.DirEntry
 	nextDh uint64
@@ -107,6 +109,11 @@ func (f *FS) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) (
 
 func (f *FS) SetAttr(_ <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) (st fuse.Status) {
 	defer f.track(metrics.OpSetattr, in.NodeId, time.Now(), &st)
+	if kill, suidgid := setAttrKills(in); kill {
+		if err := f.killPriv(caller(&in.InHeader), in.NodeId, suidgid); err != nil {
+			return status(err)
+		}
+	}
 	var s vfs.SetAttr
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		s.SetMode, s.Mode = true, in.Mode

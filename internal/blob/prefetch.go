@@ -1,0 +1,43 @@
+package blob
+
+import (
+	"cmp"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// prefetchGap is the largest gap between two locations that one prefetch
+// spans: reading a little unneeded data costs less than another request.
+const prefetchGap = 64 << 10
+
+// Prefetch implements Store with posix_fadvise(WILLNEED) over the
+// locations, sorted and coalesced.
+func (d *Dir) Prefetch(locs []Loc) {
+	locs = slices.Clone(locs)
+	slices.SortFunc(locs, func(a, b Loc) int {
+		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
+	})
+	for i := 0; i < len(locs); {
+		seg, start := locs[i].Segment, locs[i].Offset
+		end := start + uint64(locs[i].Length)
+		for i++; i < len(locs) && locs[i].Segment == seg && locs[i].Offset <= end+prefetchGap; i++ {
+			end = max(end, locs[i].Offset+uint64(locs[i].Length))
+		}
+		d.advise(seg, int64(start), int64(end-start))
+	}
+}
+
+func (d *Dir) advise(num uint32, off, n int64) {
+	if checkLoc(Loc{Segment: num, Offset: uint64(off) &^ (Align - 1)}) != nil {
+		return
+	}
+	s, err := d.use(num)
+	if err != nil {
+		return
+	}
+	withFd(s.f, func(fd int) error { return unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) })
+	d.mu.Lock()
+	d.release(s)
+	d.mu.Unlock()
+}

@@ -1,0 +1,90 @@
+package content
+
+import "github.com/doppelfs/doppel/internal/schema"
+
+// WriteRanges is WriteChunks for several groups of chunks, each group
+// covering one contiguous range; the ranges are in file order and do not
+// overlap. The result is that of WriteChunks on each group in turn, but
+// the extents the groups replace are found with one scan of the extent
+// map instead of one per group: a flush of a random writer's thousands of
+// small runs would otherwise open an iterator per run.
+func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
+	var ranges [][2]int64
+	for _, g := range groups {
+		if len(g) > 0 {
+			last := g[len(g)-1]
+			ranges = append(ranges, [2]int64{g[0].Off, last.Off + int64(last.Len)})
+		}
+	}
+	if len(ranges) == 0 {
+		return 0, nil
+	}
+	var old []Piece
+	if err := scanExtents(t.b, ino, ranges[0][0], ranges[len(ranges)-1][1], func(p Piece) error {
+		old = append(old, p)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	var mapped int64
+	var carry *Piece // the right part of a split extent, put by this call
+	next := 0        // old[next:] are untouched
+	for _, g := range groups {
+		if len(g) == 0 {
+			continue
+		}
+		start, end := g[0].Off, g[len(g)-1].Off+int64(g[len(g)-1].Len)
+		var hits []Piece
+		if carry != nil && carry.End() > start {
+			hits = append(hits, *carry)
+		}
+		carry = nil
+		for ; next < len(old) && old[next].Off < end; next++ {
+			if old[next].End() > start {
+				hits = append(hits, old[next])
+			}
+		}
+		punched, err := t.punchPieces(ino, hits, start, end, &carry)
+		if err != nil {
+			return 0, err
+		}
+		mapped += punched
+		added, err := t.putChunks(ino, g)
+		if err != nil {
+			return 0, err
+		}
+		mapped += added
+	}
+	return mapped, nil
+}
+
+// punchPieces removes the parts of pieces (extents overlapping [start,
+// end)) inside that range, as Punch does, and returns the change in mapped
+// bytes. The right part of a piece reaching past end is put back and
+// returned in carry.
+func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **Piece) (int64, error) {
+	var mapped int64
+	for _, p := range pieces {
+		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
+			return 0, err
+		}
+		t.refs[p.Hash]--
+		mapped -= int64(p.Length)
+		if p.Off < start {
+			if err := t.put(ino, p.clip(p.Off, start)); err != nil {
+				return 0, err
+			}
+			mapped += start - p.Off
+		}
+		if p.End() > end {
+			right := p.clip(end, p.End())
+			if err := t.put(ino, right); err != nil {
+				return 0, err
+			}
+			mapped += p.End() - end
+			*carry = &right
+		}
+	}
+	t.delta.LogicalBytes += mapped
+	return mapped, nil
+}
