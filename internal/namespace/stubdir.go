@@ -62,7 +62,7 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	linked := !isDir(cn.Mode) && cn.Nlink > 1
 	// One file reached through different clones of clones must map to one
 	// inode: key it by where its contents really are.
-	ident := source{r: src.r, pin: src.pin, ino: base}
+	ident := source{r: src.r, pin: src.pin, ino: base, n: cn}
 	if linked && cn.Stub {
 		if ident, err = v.sourceOf(&cn); err != nil {
 			return 0, false, err
@@ -104,11 +104,13 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	return local, true, nil
 }
 
-// linksInView counts the names file ident had at its pin below the
-// pinned subtree, minus those clone excluded: the names it has in the
-// clone. (For a clone of a clone that was not materialized, the pinned
-// subtree may be wider than the clone's source; names outside it are
-// counted too, and the file then outlives its last visible name.)
+// linksInView counts the names file ident has in the clone: its link count
+// at its pin, minus the names it had then outside the pinned subtree or
+// excluded by clone. Names inside directories that were stubs at the pin
+// have no entries there yet but are in the link count, which is why it
+// starts from the count. (A name pending in a stub directory outside the
+// clone's source is counted too: the file then outlives its last visible
+// name in the clone, until the clone goes.)
 func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 	var root uint64
 	for _, p := range v.ret.Pins() {
@@ -123,22 +125,22 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 		}
 	}
 	lower, upper := schema.ParentRange(ident.ino)
-	var links uint32
+	links := int64(ident.n.Nlink)
 	err := scan(ident.r, lower, upper, func(k, _ []byte) error {
 		_, parent, name, err := schema.ParseParentKey(k)
 		if err != nil {
 			return err
 		}
 		rel, in, err := relPathAsOf(ident.r, parent, root)
-		if err != nil || !in {
+		if err != nil {
 			return err
 		}
-		if !excludedPath(xs, joinRel(rel, name)) {
-			links++
+		if !in || excludedPath(xs, joinRel(rel, name)) {
+			links--
 		}
 		return nil
 	})
-	return max(links, 1), err
+	return uint32(max(links, 1)), err
 }
 
 // relPathAsOf is the path of directory dir below root as r shows it, and
