@@ -127,6 +127,7 @@ func (e *Engine) Sync() error {
 // Close stops the reclaimer after freeing what it still holds and marks
 // the session closed cleanly.
 func (e *Engine) Close() error {
+	e.loads.running.Wait()
 	e.reclaimer.stop()
 	err := e.closeSession()
 	if h, ok := e.meta.(meta.DurabilityHook); ok {

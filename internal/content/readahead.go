@@ -19,6 +19,9 @@ type loads struct {
 	// already started.
 	streams map[uint64]stream
 	slots   chan struct{} // bounds readahead goroutines
+	// running counts readahead goroutines, which Close waits for: they
+	// read the metadata store, which closes after the engine.
+	running sync.WaitGroup
 }
 
 type stream struct{ lastEnd, aheadTo int64 }
@@ -103,8 +106,9 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 	default:
 		return // readahead is behind already; the reads will wait anyway
 	}
+	l.running.Add(1)
 	go func() {
-		defer func() { <-l.slots }()
+		defer func() { <-l.slots; l.running.Done() }()
 		pieces, err := Extents(r, ino, from, to)
 		if err != nil || len(pieces) == 0 {
 			return
