@@ -276,8 +276,7 @@ mount_loopback
 [ "$ONLY_PT" = 1 ] || mount_doppel
 
 # --- run ---------------------------------------------------------------------------
-started=$(date +%s)
-load_start=$(load_avg)
+bench_start
 for ((rep = 1; rep <= REPS; rep++)); do
 	log "repetition $rep/$REPS"
 	[ "$TOOL" != dd ] || gen_source
@@ -289,7 +288,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		file_ops "$t" "$rep"
 	done
 done
-elapsed=$(($(date +%s) - started))
+elapsed=$(($(date +%s) - RUN_STARTED))
 log "measurements done in ${elapsed}s"
 
 # --- report -------------------------------------------------------------------------
@@ -371,7 +370,7 @@ report() {
 	echo "- Small files: \`bench/cmd/fileops\`, one directory, sequential, single-threaded;"
 	echo "  kernel caches $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped") between the create, stat and unlink phases."
 	echo
-	machine_section "$BENCH_DIR" "$load_start" "$elapsed" "$cmdline" \
+	machine_section "$BENCH_DIR" "$cmdline" \
 		"after \`make build\`; \`make bench\` runs it too" "| I/O tool | $tool_desc |"
 }
 
