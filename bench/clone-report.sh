@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# shellcheck disable=SC2154 # load_start, elapsed, cmdline and the settings are bench/clone.sh's
+# shellcheck disable=SC2154 # cmdline and the settings are bench/clone.sh's
 # The Markdown report of bench/clone.sh, which sources this file and
 # calls report once the results (RES) are in.
 
@@ -184,7 +184,7 @@ report() {
 	echo
 	raw_runs
 	echo
-	machine_section "$BENCH_DIR" "$load_start" "$elapsed" "$cmdline" \
+	machine_section "$BENCH_DIR" "$cmdline" \
 		"as root; \`make bench-clone\` runs it too" "| Tools | $(tool_versions) |"
 }
 

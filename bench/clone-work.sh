@@ -23,7 +23,6 @@
 # new directories are removed after every repetition.
 
 TARBALL=$BENCH_DIR/build-src.tar
-WORKLOADS=(postmark untar-build build)
 
 # build_tarball: the doppel source at HEAD, with vendored dependencies so
 # that it builds offline.

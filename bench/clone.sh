@@ -32,6 +32,7 @@
 #   BENCH_SPACE_FILES       tree size for the space part [100000]
 #   BENCH_CHANGED           files changed in the space part [100]
 #   BENCH_MATERIALIZE_SIZES sizes whose materialization is timed [1000 100000]
+#   BENCH_WORKLOADS         workloads to run [postmark untar-build build]
 #   BENCH_WORK_REPS         repetitions of each workload (even: each side goes
 #                           first equally often) [6]
 #   BENCH_PM_FILES, BENCH_PM_TX  postmark files and transactions [5000, 20000]
@@ -56,6 +57,7 @@ COPY_REPS=${BENCH_COPY_REPS:-3}
 SPACE_FILES=${BENCH_SPACE_FILES:-100000}
 CHANGED=${BENCH_CHANGED:-100}
 MAT_SIZES=${BENCH_MATERIALIZE_SIZES:-1000 100000}
+read -r -a WORKLOADS <<<"${BENCH_WORKLOADS:-postmark untar-build build}"
 WORK_REPS=${BENCH_WORK_REPS:-6}
 PM_FILES=${BENCH_PM_FILES:-5000}
 PM_TX=${BENCH_PM_TX:-20000}
@@ -71,6 +73,9 @@ in_list() { [[ " $2 " == *" $1 "* ]]; }
 part() { in_list "$1" "$PARTS"; }
 for p in $PARTS; do
 	case $p in latency | space | materialize | workload) ;; *) die "unknown part '$p' in BENCH_PARTS" ;; esac
+done
+for w in "${WORKLOADS[@]}"; do
+	case $w in postmark | untar-build | build) ;; *) die "unknown workload '$w' in BENCH_WORKLOADS" ;; esac
 done
 
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 missing (scripts/ensure-deps.sh --bench)"; }
@@ -306,8 +311,7 @@ full_clone() {
 
 # --- run -----------------------------------------------------------------------------------
 
-started=$(date +%s)
-load_start=$(load_avg)
+bench_start
 sizes="" # the trees to make, each once
 ! part latency || sizes=$SIZES
 ! part space || in_list "$SPACE_FILES" "$sizes" || sizes+=" $SPACE_FILES"
@@ -325,7 +329,7 @@ for n in $sizes; do
 	teardown_size
 done
 ! part workload || workloads
-elapsed=$(($(date +%s) - started))
+elapsed=$(($(date +%s) - RUN_STARTED))
 log "measurements done in ${elapsed}s"
 
 mkdir -p -- "$(dirname "$OUT")"

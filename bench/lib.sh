@@ -170,14 +170,22 @@ commit_desc() {
 	printf '%s\n' "$c"
 }
 
-# machine_section DIR LOAD_START SECONDS CMDLINE HOW [ROW...]: the
-# report's "Machine" section: a table describing the machine (DIR is the
-# benchmark's disk, LOAD_START the load average when the run began) with
-# the caller's extra rows (Markdown "| name | value |"), then the command
-# CMDLINE that reproduces the run and HOW to run it.
+# bench_start: notes the start of the measurements, the load average
+# then and the commit measured, for machine_section.
+bench_start() {
+	RUN_STARTED=$(date +%s)
+	RUN_LOAD=$(load_avg)
+	RUN_COMMIT=$(commit_desc)
+}
+
+# machine_section DIR CMDLINE HOW [ROW...]: the report's "Machine"
+# section: a table describing the machine and the run since bench_start
+# (DIR is the benchmark's disk) with the caller's extra rows (Markdown
+# "| name | value |"), then the command CMDLINE that reproduces the run
+# and HOW to run it.
 machine_section() {
-	local dir=$1 load_start=$2 seconds=$3 cmdline=$4 how=$5 cpu os disk
-	shift 5
+	local dir=$1 cmdline=$2 how=$3 cpu os disk
+	shift 3
 	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 	os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || echo unknown)
 	disk=$(findmnt -n -o FSTYPE,SOURCE --target "$dir" 2>/dev/null | awk '{ print $1 " on " $2 }')
@@ -192,11 +200,11 @@ machine_section() {
 	echo "| Go | $(go version | sed 's/^go version //') |"
 	echo "| Disk (BENCH_DIR) | ${disk:-$(stat -f -c %T "$dir")} |"
 	echo "| FUSE | $(fusermount3 --version 2>&1 | head -1) |"
-	echo "| doppel commit | $(commit_desc) |"
+	echo "| doppel commit | $RUN_COMMIT |"
 	[ $# -eq 0 ] || printf '%s\n' "$@"
-	echo "| Load average (1/5/15 min) | $load_start at the start, $(load_avg) at the end |"
+	echo "| Load average (1/5/15 min) | $RUN_LOAD at the start, $(load_avg) at the end |"
 	echo "| Date | $(date -u '+%Y-%m-%d %H:%M:%S UTC') |"
-	echo "| Duration | ${seconds}s |"
+	echo "| Duration | $(($(date +%s) - RUN_STARTED))s |"
 	echo
 	echo "Command (from the repository root, $how):"
 	echo
