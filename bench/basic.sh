@@ -394,11 +394,7 @@ mount_loopback passthrough
 [ "$ONLY_PT" = 1 ] || mount_doppel
 
 # --- run ---------------------------------------------------------------------------
-<<<<<<< HEAD
 started=$(date +%s)
-=======
-bench_start
->>>>>>> clonebench
 for ((rep = 1; rep <= REPS; rep++)); do
 	log "repetition $rep/$REPS"
 	[ "$TOOL" != dd ] || gen_source
@@ -415,12 +411,8 @@ for ((rep = 1; rep <= REPS; rep++)); do
 		file_ops "$t" "$rep"
 	done
 done
-<<<<<<< HEAD
 elapsed=$(($(date +%s) - started))
 note_rss
-=======
-elapsed=$(($(date +%s) - RUN_STARTED))
->>>>>>> clonebench
 log "measurements done in ${elapsed}s"
 
 # --- report -------------------------------------------------------------------------
@@ -536,7 +528,6 @@ report() {
 	echo "- Small files: \`bench/cmd/fileops\`, one directory, sequential, single-threaded;"
 	echo "  kernel caches $([ "$CACHES_DROPPED" = 1 ] && echo "dropped" || echo "**not** dropped") between the create, stat and unlink phases."
 	echo
-<<<<<<< HEAD
 	echo "## Machine"
 	echo
 	echo "| | |"
@@ -558,10 +549,6 @@ report() {
 	echo '```sh'
 	echo "$cmdline"
 	echo '```'
-=======
-	machine_section "$BENCH_DIR" "$cmdline" \
-		"after \`make build\`; \`make bench\` runs it too" "| I/O tool | $tool_desc |"
->>>>>>> clonebench
 }
 
 mkdir -p -- "$(dirname "$OUT")"
