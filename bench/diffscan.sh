@@ -17,8 +17,8 @@
 set -euo pipefail
 
 LOG_PREFIX=bench-diffscan
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench-diffscan}")
@@ -128,11 +128,10 @@ done
 scan_runs=$("$DOPPEL" scan "${clones[@]}" -- true | tail -1 | awk '{ print $3 }')
 copy_files=$(find "${copies[@]}" -type f | wc -l)
 
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a / b }'; }
-d=$(median <<<"${t[doppel]}") f=$(median <<<"${t[full]}")
-q=$(median <<<"${t[diffrq]}") r=$(median <<<"${t[rsync]}")
-s=$(median <<<"${t[scan]}") m=$(median <<<"${t[md5]}")
+d=$(median "${t[doppel]}") f=$(median "${t[full]}")
+q=$(median "${t[diffrq]}") r=$(median "${t[rsync]}")
+s=$(median "${t[scan]}") m=$(median "${t[md5]}")
 echo
 echo "| diff of a $FILES-file clone with $CHANGES changed files | seconds (median of $REPS) | vs doppel diff |"
 echo "|---|---:|---:|"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/doppelfs/doppel/internal/control"
@@ -84,7 +85,7 @@ func printDiff(w io.Writer, res namespace.DiffResult, stat, patch bool) {
 		counts[e.Status]++
 		if stat {
 			detail := strings.Join(e.What, ",")
-			if e.Status == "M" && slicesContains(e.What, "content") {
+			if e.Status == "M" && slices.Contains(e.What, "content") {
 				detail += fmt.Sprintf(" (%s -> %s)", human(e.OldSize), human(e.NewSize))
 			}
 			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Status, e.Path, e.Type, detail)
@@ -107,13 +108,4 @@ func printDiff(w io.Writer, res namespace.DiffResult, stat, patch bool) {
 		fmt.Fprintf(w, "%d added, %d deleted, %d modified, %d type changes; %d entries compared (%s)\n",
 			counts["A"], counts["D"], counts["M"], counts["T"], res.Compared, how)
 	}
-}
-
-func slicesContains(xs []string, x string) bool {
-	for _, s := range xs {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }

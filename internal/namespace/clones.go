@@ -3,6 +3,7 @@ package namespace
 import (
 	"context"
 	"errors"
+	"path"
 	"syscall"
 	"time"
 
@@ -91,10 +92,10 @@ func (v *Volume) usageOf(ctx context.Context, ino uint64) (Usage, error) {
 // RemoveClone detaches the clone (or snapshot) at path at once and frees
 // its tree in the background: only the space nothing else references
 // returns. A crash resumes the removal at the next mount.
-func (v *Volume) RemoveClone(path string) error {
-	dir, name := splitPath(path)
+func (v *Volume) RemoveClone(p string) error {
+	dir, name := splitPath(p)
 	if name == "" {
-		return &pathError{path, syscall.EINVAL}
+		return &pathError{p, syscall.EINVAL}
 	}
 	parent, err := v.lookupPath(dir)
 	if err != nil {
@@ -112,7 +113,7 @@ func (v *Volume) RemoveClone(path string) error {
 		return tx.Commit(false)
 	})
 	if err != nil {
-		return &pathError{path, err}
+		return &pathError{p, err}
 	}
 	v.wakeReaper()
 	return nil
@@ -150,21 +151,13 @@ func (v *Volume) detachClone(tx *content.Tx, parent uint64, name string) error {
 
 var errNotClone = errors.New("not the root of a clone or snapshot (rmclone removes only those; use rm -r)")
 
-func splitPath(p string) (dir, name string) {
-	for len(p) > 1 && p[len(p)-1] == '/' {
-		p = p[:len(p)-1]
-	}
-	i := len(p) - 1
-	for i >= 0 && p[i] != '/' {
-		i--
-	}
-	return p[:i+1], p[i+1:]
-}
+// splitPath splits a "/"-rooted path into its directory and last name.
+func splitPath(p string) (dir, name string) { return path.Split(path.Clean(p)) }
 
 // EntryOf returns the directory and name a path's last component is in,
 // for the frontend to invalidate a cached entry.
-func (v *Volume) EntryOf(path string) (uint64, string, bool) {
-	dir, name := splitPath(path)
+func (v *Volume) EntryOf(p string) (uint64, string, bool) {
+	dir, name := splitPath(p)
 	parent, err := v.lookupPath(dir)
 	return parent, name, err == nil && name != ""
 }

@@ -369,22 +369,7 @@ func (d *differ) ignored(rel string, a, b *vnode) bool {
 		return false
 	}
 	dir := (a != nil && isDir(a.n.Mode)) || (b != nil && isDir(b.n.Mode))
-	parts := splitRel(rel)
-	for i := range parts {
-		prefix := joinPath(parts[:i+1])
-		if excluded(d.ignore, prefix, i < len(parts)-1 || dir) {
-			return true
-		}
-	}
-	return false
-}
-
-func joinPath(parts []string) string {
-	p := ""
-	for _, s := range parts {
-		p = joinRel(p, s)
-	}
-	return p
+	return excludedPath(d.ignore, rel, dir)
 }
 
 // ignoreOf returns the exclusions of the clone whose root is ino, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 
 	udiff "github.com/aymanbagabas/go-udiff"
@@ -86,15 +87,12 @@ func walkRel(n vnode, rel string) (*vnode, error) {
 	return &cur, nil
 }
 
+// splitRel splits a relative path ("" is the top) into its names.
 func splitRel(rel string) []string {
 	if rel == "" {
 		return nil
 	}
-	var out []string
-	for _, s := range bytes.Split([]byte(rel), []byte("/")) {
-		out = append(out, string(s))
-	}
-	return out
+	return strings.Split(rel, "/")
 }
 
 // pathCache finds the paths of inodes relative to any of the roots, by

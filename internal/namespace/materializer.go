@@ -22,15 +22,20 @@ func (v *Volume) wakeMaterializer() {
 }
 
 func (v *Volume) materializer() {
+	v.worker(v.materializeWake, v.materializeAll, "background materialization failed; it resumes at the next mount")
+}
+
+// worker runs work at start and whenever woken, until the volume closes.
+func (v *Volume) worker(wake <-chan struct{}, work func() error, failed string) {
 	defer v.wg.Done()
 	for {
-		if err := v.materializeAll(); err != nil && !errors.Is(err, errQuit) {
-			v.log.Error("background materialization failed; it resumes at the next mount", "err", err)
+		if err := work(); err != nil && !errors.Is(err, errQuit) {
+			v.log.Error(failed, "err", err)
 		}
 		select {
 		case <-v.quit:
 			return
-		case <-v.materializeWake:
+		case <-wake:
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"errors"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -24,17 +23,7 @@ func (v *Volume) wakeReaper() {
 }
 
 func (v *Volume) reaper() {
-	defer v.wg.Done()
-	for {
-		if err := v.reapAll(); err != nil && !errors.Is(err, errQuit) {
-			v.log.Error("freeing a removed clone failed; it resumes at the next mount", "err", err)
-		}
-		select {
-		case <-v.quit:
-			return
-		case <-v.reapWake:
-		}
-	}
+	v.worker(v.reapWake, v.reapAll, "freeing a removed clone failed; it resumes at the next mount")
 }
 
 // reapAll frees every removed clone whose root still exists.

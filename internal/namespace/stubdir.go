@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"errors"
+	"strings"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -135,7 +136,7 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 		if err != nil {
 			return err
 		}
-		if !in || excludedPath(xs, joinRel(rel, name)) {
+		if !in || excludedPath(xs, joinRel(rel, name), false) {
 			links--
 		}
 		return nil
@@ -171,11 +172,12 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 	return rel, true, nil
 }
 
-// excludedPath reports whether xs exclude rel or a directory above it.
-func excludedPath(xs []exclusion, rel string) bool {
+// excludedPath reports whether xs exclude rel (a directory if dir) or a
+// directory above it.
+func excludedPath(xs []exclusion, rel string, dir bool) bool {
 	parts := splitRel(rel)
 	for i := range parts {
-		if excluded(xs, joinPath(parts[:i+1]), i < len(parts)-1) {
+		if excluded(xs, strings.Join(parts[:i+1], "/"), i < len(parts)-1 || dir) {
 			return true
 		}
 	}
