@@ -115,6 +115,9 @@ func TestCloneIsolationModel(t *testing.T) {
 		if m.step%7 == 0 {
 			m.checkDiff()
 		}
+		if os.Getenv("DOPPEL_MODEL_FSCK") != "" {
+			m.fsckClean("after the step")
+		}
 	}
 	for _, o := range m.open {
 		m.v.NS.Release(o.h)
@@ -410,8 +413,10 @@ func (m *cloneModel) randomOp() {
 // refusedChange tries a change inside a snapshot: it must fail with EROFS.
 func (m *cloneModel) refusedChange(tr *modelTree) {
 	p, n := m.pick(tr, false)
-	ino := must(m.lookup(tr, p))
-	var err error
+	ino, err := m.lookup(tr, p)
+	if err != nil {
+		m.fail("lookup %s %v: %v", tr.name, p, err)
+	}
 	switch {
 	case n.dir:
 		_, err = m.v.NS.Mkdir(root, ino, "new", 0o755)

@@ -93,6 +93,7 @@ func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 	if err := v.flushOpenLocked(hd.ino); err != nil {
 		return 0, v.errno("lseek", err)
 	}
+	defer v.pinReads.begin()() // it may be a stub
 	n, err := loadInode(v.meta, hd.ino)
 	if err != nil {
 		return 0, v.errno("lseek", err)

@@ -47,6 +47,11 @@ type DiffOptions struct {
 // them are compared; else both trees are walked. Chunk identities are
 // compared, never data (except for --patch).
 func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffResult, error) {
+	// Compare what has been written, also what open files still buffer.
+	if err := v.flushAll(true); err != nil {
+		return DiffResult{}, err
+	}
+	defer v.pinReads.begin()() // the walk reads stubs through their pins
 	ra, err := v.lookupPath(a)
 	if err != nil {
 		return DiffResult{}, pathErr(a, err)

@@ -102,6 +102,7 @@ const releasePinBatch = 2048
 // record, then releases the pins it depended on that nothing else needs.
 func (v *Volume) releasePin(pin uint64) error {
 	v.ret.Remove(pin)
+	v.pinReads.wait()
 	older := uint64(0)
 	for _, p := range v.ret.Pins() {
 		if p.Version < pin {

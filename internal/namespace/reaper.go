@@ -137,7 +137,22 @@ func (v *Volume) leaves(root uint64, n int) ([]reapItem, error) {
 // reapEntry removes one entry of a removed tree; read-only snapshots
 // included, since nobody can see it any more.
 func (v *Volume) reapEntry(tx *content.Tx, e reapItem) error {
-	dir, err := loadInode(tx.Batch(), e.dir)
+	b := tx.Batch()
+	if e.d.Type == syscall.S_IFDIR {
+		// leaves read outside this transaction: a stub directory may
+		// have been materialized since (by the materializer, or through
+		// a handle still open in it). Its entries go first, next batch.
+		c, err := loadInode(b, e.d.Ino)
+		if err != nil {
+			return err
+		}
+		if !c.Stub {
+			if empty, err := dirEmpty(b, e.d.Ino); err != nil || !empty {
+				return err
+			}
+		}
+	}
+	dir, err := loadInode(b, e.dir)
 	if err != nil {
 		return err
 	}

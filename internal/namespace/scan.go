@@ -24,6 +24,11 @@ type ContentGroup struct {
 // materialized. With since (the path of a snapshot or any tree), content
 // that tree also holds is left out: only what is new is scanned.
 func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) ([]ContentGroup, error) {
+	// Scan what has been written, also what open files still buffer.
+	if err := v.flushAll(true); err != nil {
+		return nil, err
+	}
+	defer v.pinReads.begin()() // the walk reads stubs through their pins
 	groups := map[string]*ContentGroup{}
 	var order []string
 	for _, p := range paths {

@@ -265,6 +265,7 @@ func (v *Volume) xattrSource(ino uint64) (meta.Reader, uint64, error) {
 // readStub reads a stub file's content from its origin. A stub that was
 // materialized meanwhile holds the same extents, so either is right.
 func (v *Volume) readStub(ino uint64, off int64, buf []byte) error {
+	defer v.pinReads.begin()()
 	n, err := loadInode(v.meta, ino)
 	if err != nil {
 		return err

@@ -8,7 +8,6 @@ import (
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
-	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // copyEntries gives stub directory ino (record n) its source's entries,
@@ -103,73 +102,6 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	}
 	tx.AddInodes(1)
 	return local, true, nil
-}
-
-// linksInView counts the names file ident has in the clone: its link count
-// at its pin, minus the names it had then outside the pinned subtree or
-// excluded by clone. Names inside directories that were stubs at the pin
-// have no entries there yet but are in the link count, which is why it
-// starts from the count. (A name pending in a stub directory outside the
-// clone's source is counted too: the file then outlives its last visible
-// name in the clone, until the clone goes.)
-func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
-	var root uint64
-	for _, p := range v.ret.Pins() {
-		if p.Version == ident.pin {
-			root = p.Root
-		}
-	}
-	var xs []exclusion
-	if rec, err := v.cloneRecord(clone); err == nil && rec.Origin == root && rec.Pin == ident.pin {
-		if xs, err = v.cloneExcludes(clone); err != nil {
-			return 0, err
-		}
-	}
-	lower, upper := schema.ParentRange(ident.ino)
-	links := int64(ident.n.Nlink)
-	err := scan(ident.r, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
-		rel, in, err := relPathAsOf(ident.r, parent, root)
-		if err != nil {
-			return err
-		}
-		if !in || excludedPath(xs, joinRel(rel, name), false) {
-			links--
-		}
-		return nil
-	})
-	return uint32(max(links, 1)), err
-}
-
-// relPathAsOf is the path of directory dir below root as r shows it, and
-// whether dir is below root at all.
-func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
-	rel := ""
-	for depth := 0; dir != root; depth++ {
-		if dir == vfs.RootIno || depth > 4096 {
-			return "", false, nil
-		}
-		lower, upper := schema.ParentRange(dir)
-		var parent uint64
-		var name string
-		err := scan(r, lower, upper, func(k, _ []byte) error {
-			if parent == 0 {
-				var err error
-				_, parent, name, err = schema.ParseParentKey(k)
-				return err
-			}
-			return nil
-		})
-		if err != nil || parent == 0 {
-			return "", false, err
-		}
-		rel = joinRel(name, rel)
-		dir = parent
-	}
-	return rel, true, nil
 }
 
 // excludedPath reports whether xs exclude rel (a directory if dir) or a

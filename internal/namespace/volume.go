@@ -62,6 +62,7 @@ type Volume struct {
 	releaseMu   sync.Mutex
 	toRelease   []uint64 // pins whose retained versions are to be freed
 	releaseWake chan struct{}
+	pinReads    *pinReads // reads through pins the releaser waits for
 
 	materializeWake chan struct{}
 	reapWake        chan struct{}
@@ -91,7 +92,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	v := &Volume{
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
-		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1),
+		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1), pinReads: newPinReads(),
 		materializeWake: make(chan struct{}, 1), reapWake: make(chan struct{}, 1),
 		// Room for a run to grow from its kept tail to StreamFlush bytes
 		// plus one more write, whatever its array lost to committed heads.

@@ -20,6 +20,7 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 	if len(name) > xattrNameMax {
 		return nil, syscall.ERANGE
 	}
+	defer v.pinReads.begin()()
 	r, ino, err := v.xattrSource(ino)
 	if err != nil {
 		return nil, v.errno("getxattr", err)
@@ -36,6 +37,7 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 
 // ListXattr implements vfs.FS.
 func (v *Volume) ListXattr(ino uint64) ([]string, error) {
+	defer v.pinReads.begin()()
 	r, ino, err := v.xattrSource(ino)
 	if err != nil {
 		return nil, v.errno("listxattr", err)

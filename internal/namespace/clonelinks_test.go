@@ -1,0 +1,66 @@
+package namespace_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// TestCloneLinkCountsThroughChains checks the link count of a hard-linked
+// file seen through clones of clones, each leaving out some of its names:
+// by exclusion, or by cloning a subdirectory. Each clone counts exactly
+// the names it shows, whether the clone between was materialized or not,
+// and removing those names frees the file.
+func TestCloneLinkCountsThroughChains(t *testing.T) {
+	for _, lazy := range []bool{true, false} {
+		v, _ := openVolume(t)
+		fs := v.NS
+		top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+		d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+		other := must(fs.Mkdir(root, top, "other", 0o755)).Ino
+		f := writeFile(t, fs, d, "f", []byte("linked"))
+		must(fs.Link(f, d, "x1"))
+		must(fs.Link(f, other, "g"))
+
+		// a: /t without d/x1; b: a's d; c: b again, lazily.
+		for _, c := range []struct{ src, dst string }{{"/t", "/a"}, {"/a/d", "/b"}, {"/b", "/c"}} {
+			o := namespace.CloneOptions{Lazy: lazy || c.dst == "/c"}
+			if c.dst == "/a" {
+				o.Excludes = []string{"d/x1"}
+			}
+			must(fs.ClonePath(c.src, c.dst, o))
+		}
+		for _, c := range []struct {
+			path  []string
+			links uint32
+		}{
+			{[]string{"t", "d", "f"}, 3},
+			{[]string{"a", "d", "f"}, 2}, // and other/g
+			{[]string{"b", "f"}, 1},
+			{[]string{"c", "f"}, 1},
+		} {
+			ino := uint64(vfs.RootIno)
+			for _, name := range c.path {
+				ino = must(fs.Lookup(ino, name)).Ino
+			}
+			if got := must(fs.GetAttr(ino)).Nlink; got != c.links {
+				t.Errorf("lazy %v: %v has %d links, want %d", lazy, c.path, got, c.links)
+			}
+		}
+		for _, p := range []string{"c", "b"} {
+			must(0, fs.Unlink(must(fs.Lookup(vfs.RootIno, p)).Ino, "f"))
+		}
+		rep, err := fsck.CheckLive(context.Background(), v.FsckStores(), v.Engine, fsck.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range rep.Problems {
+			if p.Kind != fsck.KindPendingFree && p.Kind != fsck.KindOrphanSpace {
+				t.Errorf("lazy %v: fsck: %s %s", lazy, p.Kind, p.Detail)
+			}
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package namespace
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/versions"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// linksInView counts the names file ident has in clone's view: its link
+// count where its contents are, minus the names it has there that some
+// clone on the way up does not show (outside the subtree that clone pinned,
+// or excluded by it). A chain of clones of clones maps a name level by
+// level, by path. Names inside directories that were stubs at that level
+// have no entries yet but are in the link count, which is why it starts
+// from the count; they are taken to be in view. (So a name pending in a
+// stub directory outside the source of a clone of a subdirectory is
+// counted too: the file then outlives its last visible name in the clone,
+// until the clone goes.)
+func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
+	levels, ok, err := v.viewLevels(clone, ident.pin)
+	if err != nil || !ok {
+		return ident.n.Nlink, err // not mapped: count every name
+	}
+	lower, upper := schema.ParentRange(ident.ino)
+	links := int64(ident.n.Nlink)
+	err = scan(ident.r, lower, upper, func(k, _ []byte) error {
+		_, parent, name, err := schema.ParseParentKey(k)
+		if err != nil {
+			return err
+		}
+		dir, found, err := relPathAsOf(ident.r, parent, vfs.RootIno)
+		if err != nil || !found {
+			return err
+		}
+		if !inView(levels, joinRel(dir, name)) {
+			links--
+		}
+		return nil
+	})
+	return uint32(max(links, 1)), err
+}
+
+// viewLevel is one clone on the way from a clone down to where contents
+// are: what it shows of the volume as of its pin.
+type viewLevel struct {
+	source string      // full path, as of the pin, of the directory it cloned
+	xs     []exclusion // its exclusions, relative to source
+	root   string      // full path of its root as the level above pinned it
+}
+
+// viewLevels lists the clones from clone down to the one whose pin is pin,
+// the clone first. ok is false when the chain does not lead there.
+func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
+	var levels []viewLevel
+	var above meta.Reader = v.meta
+	for c := clone; c != 0 && len(levels) < 1<<12; {
+		rec, err := v.cloneRecordAsOf(above, c)
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		root, found, err := relPathAsOf(above, c, vfs.RootIno)
+		if err != nil || !found {
+			return nil, false, err
+		}
+		xs, err := parseExcludes(rec.Excludes)
+		if err != nil {
+			return nil, false, err
+		}
+		r := versions.AsOf(v.meta, rec.Pin)
+		src, found, err := relPathAsOf(r, rec.Origin, vfs.RootIno)
+		if err != nil || !found {
+			return nil, false, err
+		}
+		levels = append(levels, viewLevel{source: src, xs: xs, root: root})
+		if rec.Pin == pin {
+			return levels, true, nil
+		}
+		n, err := loadInode(r, rec.Origin)
+		if err != nil {
+			return nil, false, nil
+		}
+		c, above = n.Clone, r
+	}
+	return nil, false, nil
+}
+
+// cloneRecordAsOf reads clone c's record live, or else as r shows it
+// (a clone removed since).
+func (v *Volume) cloneRecordAsOf(r meta.Reader, c uint64) (schema.Clone, error) {
+	rec, err := v.cloneRecord(c)
+	if !errors.Is(err, meta.ErrNotFound) {
+		return rec, err
+	}
+	raw, err := r.Get(schema.CloneKey(c))
+	if err != nil {
+		return schema.Clone{}, err
+	}
+	return schema.DecodeClone(raw)
+}
+
+// inView maps full path p of the deepest level up through levels (deepest
+// last) and reports whether the first level shows it.
+func inView(levels []viewLevel, p string) bool {
+	for i := len(levels) - 1; i >= 0; i-- {
+		l := levels[i]
+		rel, ok := underPath(p, l.source)
+		if !ok || excludedPath(l.xs, rel, false) {
+			return false
+		}
+		p = joinRel(l.root, rel)
+	}
+	return true
+}
+
+// underPath returns p relative to dir, if p is dir or below it.
+func underPath(p, dir string) (string, bool) {
+	switch {
+	case dir == "":
+		return p, true
+	case p == dir:
+		return "", true
+	case strings.HasPrefix(p, dir+"/"):
+		return p[len(dir)+1:], true
+	}
+	return "", false
+}
+
+// relPathAsOf is the path of directory dir below root as r shows it, and
+// whether dir is below root at all.
+func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
+	rel := ""
+	for depth := 0; dir != root; depth++ {
+		if dir == vfs.RootIno || depth > 4096 {
+			return "", false, nil
+		}
+		lower, upper := schema.ParentRange(dir)
+		var parent uint64
+		var name string
+		err := scan(r, lower, upper, func(k, _ []byte) error {
+			if parent == 0 {
+				var err error
+				_, parent, name, err = schema.ParseParentKey(k)
+				return err
+			}
+			return nil
+		})
+		if err != nil || parent == 0 {
+			return "", false, err
+		}
+		if rel != "" {
+			name += "/" + rel
+		}
+		rel, dir = name, parent
+	}
+	return rel, true, nil
+}
