@@ -51,6 +51,16 @@ func (c *checker) scanVersions() error {
 	}); err != nil {
 		return err
 	}
+	lo, hi = schema.GoneRange()
+	if err := c.scan(lo, hi, func(k, v []byte) {
+		if _, err := schema.GoneIno(k); err != nil {
+			c.report(KindDecode, noIno, "gone-clone record %s: %v", shortHex(k), err)
+		} else if _, err := schema.DecodeClone(v); err != nil {
+			c.report(KindDecode, noIno, "gone-clone record %s: %v", shortHex(k), err)
+		}
+	}); err != nil {
+		return err
+	}
 	if err := c.scan([]byte{'h'}, []byte{'h' + 1}, func(k, v []byte) {
 		ino, err := schema.ParseU64(v)
 		if err != nil || len(k) != 25 {

@@ -467,6 +467,30 @@ func (m *cloneModel) checkOne(tr *modelTree) {
 	seen := map[*mnode]uint64{}
 	owner := map[uint64]*mnode{}
 	m.compare(tr, ino, tr.root, tr.name, seen, owner)
+	m.checkLinks(tr, seen)
+}
+
+// checkLinks compares the link count of every file of tr with the names
+// it has in the model of tr. Too low would free a file that still has a
+// name; too high keeps it after its last name goes.
+func (m *cloneModel) checkLinks(tr *modelTree, inos map[*mnode]uint64) {
+	names := map[*mnode]uint32{}
+	var walk func(n *mnode)
+	walk = func(n *mnode) {
+		for _, c := range n.children {
+			if c.dir {
+				walk(c)
+			} else {
+				names[c]++
+			}
+		}
+	}
+	walk(tr.root)
+	for n, want := range names {
+		if got := must(m.v.NS.GetAttr(inos[n])).Nlink; got != want {
+			m.fail("%s: inode %d has link count %d, but %d names", tr.name, inos[n], got, want)
+		}
+	}
 }
 
 func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, seen map[*mnode]uint64, owner map[uint64]*mnode) {

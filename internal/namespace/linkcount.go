@@ -14,17 +14,18 @@ import (
 // count where its contents are, minus the names it has there that some
 // clone on the way up does not show (outside the subtree that clone pinned,
 // or excluded by it). A chain of clones of clones maps a name level by
-// level, by path. Names inside directories that were stubs at that level
-// have no entries yet but are in the link count, which is why it starts
-// from the count; they are taken to be in view. (So a name pending in a
-// stub directory outside the source of a clone of a subdirectory is
-// counted too: the file then outlives its last visible name in the clone,
-// until the clone goes.)
+// level, by its path below each clone's origin. Names inside directories
+// that were stubs at that level have no entries yet but are in the link
+// count, which is why it starts from the count; they are taken to be in
+// view. (So a name pending in a stub directory outside the source of a
+// clone of a subdirectory is counted too: the file then outlives its last
+// visible name in the clone, until the clone goes.)
 func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 	levels, ok, err := v.viewLevels(clone, ident.pin)
 	if err != nil || !ok {
 		return ident.n.Nlink, err // not mapped: count every name
 	}
+	deepest := levels[len(levels)-1].origin
 	lower, upper := schema.ParentRange(ident.ino)
 	links := int64(ident.n.Nlink)
 	err = scan(ident.r, lower, upper, func(k, _ []byte) error {
@@ -32,11 +33,11 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 		if err != nil {
 			return err
 		}
-		dir, found, err := relPathAsOf(ident.r, parent, vfs.RootIno)
-		if err != nil || !found {
+		dir, in, err := relPathAsOf(ident.r, parent, deepest)
+		if err != nil {
 			return err
 		}
-		if !inView(levels, joinRel(dir, name)) {
+		if !in || !inView(levels, joinRel(dir, name)) {
 			links--
 		}
 		return nil
@@ -45,76 +46,74 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 }
 
 // viewLevel is one clone on the way from a clone down to where contents
-// are: what it shows of the volume as of its pin.
+// are.
 type viewLevel struct {
-	source string      // full path, as of the pin, of the directory it cloned
-	xs     []exclusion // its exclusions, relative to source
-	root   string      // full path of its root as the level above pinned it
+	origin uint64      // the directory it cloned
+	xs     []exclusion // its exclusions, relative to origin
+	// rel is where origin was below the root of the clone it was in: the
+	// next level down.
+	rel string
 }
 
 // viewLevels lists the clones from clone down to the one whose pin is pin,
-// the clone first. ok is false when the chain does not lead there.
+// the clone first. ok is false when the chain does not lead there, or a
+// clone on the way does not know where its origin was.
 func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
 	var levels []viewLevel
-	var above meta.Reader = v.meta
 	for c := clone; c != 0 && len(levels) < 1<<12; {
-		rec, err := v.cloneRecordAsOf(above, c)
+		rec, err := v.cloneRecord(c)
 		if errors.Is(err, meta.ErrNotFound) {
 			return nil, false, nil
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		root, found, err := relPathAsOf(above, c, vfs.RootIno)
-		if err != nil || !found {
-			return nil, false, err
-		}
 		xs, err := parseExcludes(rec.Excludes)
 		if err != nil {
 			return nil, false, err
 		}
-		r := versions.AsOf(v.meta, rec.Pin)
-		src, found, err := relPathAsOf(r, rec.Origin, vfs.RootIno)
-		if err != nil || !found {
-			return nil, false, err
-		}
-		levels = append(levels, viewLevel{source: src, xs: xs, root: root})
+		levels = append(levels, viewLevel{origin: rec.Origin, xs: xs, rel: rec.OriginRel})
 		if rec.Pin == pin {
 			return levels, true, nil
 		}
-		n, err := loadInode(r, rec.Origin)
+		if !rec.OriginRelKnown {
+			return nil, false, nil
+		}
+		n, err := loadInode(versions.AsOf(v.meta, rec.Pin), rec.Origin)
 		if err != nil {
 			return nil, false, nil
 		}
-		c, above = n.Clone, r
+		c = n.Clone
 	}
 	return nil, false, nil
 }
 
-// cloneRecordAsOf reads clone c's record live, or else as r shows it
-// (a clone removed since).
-func (v *Volume) cloneRecordAsOf(r meta.Reader, c uint64) (schema.Clone, error) {
-	rec, err := v.cloneRecord(c)
-	if !errors.Is(err, meta.ErrNotFound) {
-		return rec, err
+// cloneRecord reads clone c's record, or the last one it had if it is
+// gone.
+func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
+	raw, err := v.meta.Get(schema.CloneKey(c))
+	if errors.Is(err, meta.ErrNotFound) {
+		raw, err = v.meta.Get(schema.GoneKey(c))
 	}
-	raw, err := r.Get(schema.CloneKey(c))
 	if err != nil {
 		return schema.Clone{}, err
 	}
 	return schema.DecodeClone(raw)
 }
 
-// inView maps full path p of the deepest level up through levels (deepest
-// last) and reports whether the first level shows it.
+// inView maps path p, relative to the origin of the deepest of levels, up
+// through the levels and reports whether the first one shows it.
 func inView(levels []viewLevel, p string) bool {
 	for i := len(levels) - 1; i >= 0; i-- {
-		l := levels[i]
-		rel, ok := underPath(p, l.source)
-		if !ok || excludedPath(l.xs, rel, false) {
+		if i < len(levels)-1 {
+			var ok bool
+			if p, ok = underPath(p, levels[i].rel); !ok {
+				return false
+			}
+		}
+		if excludedPath(levels[i].xs, p, false) {
 			return false
 		}
-		p = joinRel(l.root, rel)
 	}
 	return true
 }

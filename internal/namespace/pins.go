@@ -22,6 +22,13 @@ func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 	if err := b.Delete(schema.CloneKey(c)); err != nil {
 		return err
 	}
+	if v.pinAfter(rec.Pin) {
+		// A later pin may hold stubs of it, which need its exclusions
+		// and origin: keep the record until no such pin is left.
+		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
+			return err
+		}
+	}
 	if err := v.settleLinks(tx, c); err != nil {
 		return err
 	}
@@ -167,7 +174,29 @@ func (v *Volume) finishRelease(tx *content.Tx, pin uint64) error {
 			tx.OnCommit(func() { v.queueRelease(d) })
 		}
 	}
-	return b.Delete(schema.PinKey(pin))
+	if err := b.Delete(schema.PinKey(pin)); err != nil {
+		return err
+	}
+	return v.forgetGone(b)
+}
+
+// pinAfter reports whether a pin newer than version exists.
+func (v *Volume) pinAfter(version uint64) bool {
+	pins := v.ret.Pins()
+	return len(pins) > 0 && pins[len(pins)-1].Version > version
+}
+
+// forgetGone deletes the records of gone clones that no pin needs any
+// more.
+func (v *Volume) forgetGone(b meta.Batch) error {
+	lower, upper := schema.GoneRange()
+	return scan(b, lower, upper, func(k, val []byte) error {
+		rec, err := schema.DecodeClone(val)
+		if err != nil || v.pinAfter(rec.Pin) {
+			return err
+		}
+		return b.Delete(k)
+	})
 }
 
 // queueFreePins queues, at mount, every pin that nothing needs.

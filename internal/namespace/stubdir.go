@@ -116,15 +116,6 @@ func excludedPath(xs []exclusion, rel string, dir bool) bool {
 	return false
 }
 
-// cloneRecord reads clone c's record.
-func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
-	raw, err := v.meta.Get(schema.CloneKey(c))
-	if err != nil {
-		return schema.Clone{}, err
-	}
-	return schema.DecodeClone(raw)
-}
-
 // addName returns the clone's inode that the link map names, if it still
 // exists; its link count already counts the name being made.
 func addName(tx *content.Tx, mapKey []byte) (uint64, bool, error) {
@@ -169,14 +160,10 @@ func (v *Volume) cloneExcludes(c uint64) ([]exclusion, error) {
 	if xs, ok := v.excludes.Load(c); ok {
 		return xs.([]exclusion), nil
 	}
-	raw, err := v.meta.Get(schema.CloneKey(c))
+	rec, err := v.cloneRecord(c) // also of a clone gone since
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	rec, err := schema.DecodeClone(raw)
 	if err != nil {
 		return nil, err
 	}

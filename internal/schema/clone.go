@@ -69,9 +69,18 @@ type Clone struct {
 	Removed    bool   // rmclone: its tree is being freed
 	Stubs      uint64 // inodes of it not yet materialized
 	Done       uint64 // inodes of it materialized so far
+	// OriginRel is where Origin was relative to the root of the clone
+	// it was in (or of the volume), if OriginRelKnown: what maps a path
+	// in the clone's view to a path in the clone it came from, even after
+	// the directories above Origin changed. Records of format 1 lack it.
+	OriginRel      string
+	OriginRelKnown bool
 }
 
-const cloneFormat = 1
+const (
+	cloneFormat    = 1
+	cloneFormatRel = 2 // format 1 followed by OriginRel
+)
 
 // CloneKey is the key of the clone whose root is ino.
 func CloneKey(ino uint64) []byte { return u64key(prefixClone, ino, 0) }
@@ -79,13 +88,28 @@ func CloneKey(ino uint64) []byte { return u64key(prefixClone, ino, 0) }
 // CloneRange bounds all clone records.
 func CloneRange() (lower, upper []byte) { return []byte{prefixClone}, []byte{prefixClone + 1} }
 
+// GoneKey keeps the last record of clone ino after its root went, while
+// pins made since it was created may still hold stubs of it, whose
+// exclusions and origin the record describes.
+func GoneKey(ino uint64) []byte { return u64key(prefixGone, ino, 0) }
+
+// GoneRange bounds all records of gone clones.
+func GoneRange() (lower, upper []byte) { return []byte{prefixGone}, []byte{prefixGone + 1} }
+
+// GoneIno extracts the root inode from a gone-clone key.
+func GoneIno(k []byte) (uint64, error) { return u64Of(k, prefixGone) }
+
 // CloneIno extracts the root inode from a clone key.
 func CloneIno(k []byte) (uint64, error) { return u64Of(k, prefixClone) }
 
 // Encode returns the record bytes.
 func (c *Clone) Encode() []byte {
 	e := enc{}
-	e.raw([]byte{cloneFormat})
+	if c.OriginRelKnown {
+		e.raw([]byte{cloneFormatRel})
+	} else {
+		e.raw([]byte{cloneFormat})
+	}
 	e.u(c.Origin)
 	e.bytes([]byte(c.OriginPath))
 	e.u(c.Pin)
@@ -99,13 +123,21 @@ func (c *Clone) Encode() []byte {
 	e.u(boolU(c.Removed))
 	e.u(c.Stubs)
 	e.u(c.Done)
+	if c.OriginRelKnown {
+		e.bytes([]byte(c.OriginRel))
+	}
 	return e.b
 }
 
 // DecodeClone parses a clone record.
 func DecodeClone(b []byte) (Clone, error) {
 	d := dec{b: b}
-	d.format(cloneFormat)
+	withRel := len(b) > 0 && b[0] == cloneFormatRel
+	if withRel {
+		d.format(cloneFormatRel)
+	} else {
+		d.format(cloneFormat)
+	}
 	c := Clone{Origin: d.u(), OriginPath: string(d.bytes()), Pin: d.u(), Created: d.i()}
 	n := d.u()
 	if n > uint64(len(d.b)) {
@@ -116,6 +148,9 @@ func DecodeClone(b []byte) (Clone, error) {
 	}
 	c.ReadOnly, c.Lazy, c.Removed = d.bool(), d.bool(), d.bool()
 	c.Stubs, c.Done = d.u(), d.u()
+	if withRel {
+		c.OriginRel, c.OriginRelKnown = string(d.bytes()), true
+	}
 	return c, d.end()
 }
 

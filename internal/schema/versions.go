@@ -13,6 +13,7 @@ const (
 	prefixPin      = 'P'
 	prefixClone    = 'C'
 	prefixLinkMap  = 'h'
+	prefixGone     = 'G'
 )
 
 // Versioned reports whether records under key are kept as retained old

@@ -64,3 +64,34 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneOfRemovedCloneKeepsExclusions removes a clone with exclusions
+// while a lazy clone of it still reads through it: the exclusions must
+// still apply after a remount, when nothing is cached.
+func TestCloneOfRemovedCloneKeepsExclusions(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	sub := must(fs.Mkdir(root, top, "sub", 0o755)).Ino
+	writeFile(t, fs, sub, "secret", []byte("s"))
+	writeFile(t, fs, sub, "kept", []byte("k"))
+	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true, Excludes: []string{"secret"}}))
+	must(fs.ClonePath("/a", "/b", namespace.CloneOptions{Lazy: true}))
+	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	asub := must(fs.Lookup(a, "sub")).Ino
+	for _, e := range must(fs.ReadDir(asub)) {
+		must(0, fs.Unlink(asub, e.Name))
+	}
+	must(0, fs.Rmdir(a, "sub"))
+	must(0, fs.Rmdir(vfs.RootIno, "a"))
+	v = reopen(t, v, dir)
+	fs = v.NS
+	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
+	var names []string
+	for _, e := range must(fs.ReadDir(must(fs.Lookup(b, "sub")).Ino)) {
+		names = append(names, e.Name)
+	}
+	if len(names) != 1 || names[0] != "kept" {
+		t.Fatalf("b/sub holds %v, want [kept]", names)
+	}
+}
