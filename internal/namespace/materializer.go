@@ -2,7 +2,6 @@ package namespace
 
 import (
 	"errors"
-	"syscall"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
@@ -141,26 +140,37 @@ func (v *Volume) materializeClone(c uint64, rec schema.Clone) error {
 	return tx.Commit(false)
 }
 
-// throttled materializes ino, then pauses as long as that took.
-func (v *Volume) throttled(ino uint64) error {
+// throttled materializes the stubs among inos, then pauses as long as
+// that took.
+func (v *Volume) throttled(inos ...uint64) error {
 	select {
 	case <-v.quit:
 		return errQuit
 	default:
 	}
 	start := time.Now()
-	if err := v.materialize(ino); err != nil && !errors.Is(err, syscall.ENOENT) {
+	if err := v.materializeMany(inos, true); err != nil {
 		return err
 	}
 	time.Sleep(time.Since(start))
 	return nil
 }
 
+// materializeBatch bounds the files the materializer gives their own
+// records in one transaction: enough to spread a commit's cost, few
+// enough that foreground work waits little for the transaction lock.
+const materializeBatch = 64
+
 // stubChildren materializes the files of directory dir that belong to
 // clone c and returns its subdirectories that do.
 func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
 	lower, upper := schema.DirentRange(dir)
-	var subdirs []uint64
+	var subdirs, files []uint64
+	flush := func() error {
+		err := v.throttled(files...)
+		files = files[:0]
+		return err
+	}
 	err := scan(v.meta, lower, upper, func(k, val []byte) error {
 		name, err := schema.DirentName(k)
 		if err != nil {
@@ -179,10 +189,15 @@ func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
 			return nil
 		}
 		if n.Stub {
-			return v.throttled(d.Ino)
+			if files = append(files, d.Ino); len(files) == materializeBatch {
+				return flush()
+			}
 		}
 		return nil
 	})
+	if err == nil && len(files) > 0 {
+		err = flush()
+	}
 	return subdirs, err
 }
 

@@ -99,25 +99,47 @@ func (v *Volume) materialize(ino uint64) error {
 	if n, err := loadInode(v.meta, ino); err != nil || !n.Stub {
 		return err
 	}
+	return v.materializeMany([]uint64{ino}, false)
+}
+
+// materializeMany gives the stubs among inos their own records in one
+// transaction. skipGone passes over inodes deleted meanwhile; otherwise
+// that is an error (ENOENT).
+func (v *Volume) materializeMany(inos []uint64, skipGone bool) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err
 	}
-	n, err := loadInode(tx.Batch(), ino)
-	if err != nil || !n.Stub { // materialized meanwhile
-		tx.Abort()
-		return err
+	var done []uint64
+	for _, ino := range inos {
+		n, err := loadInode(tx.Batch(), ino)
+		if skipGone && errors.Is(err, syscall.ENOENT) {
+			continue
+		}
+		if err == nil && !n.Stub {
+			continue // materialized meanwhile
+		}
+		if err == nil {
+			err = v.materializeIn(tx, ino, &n)
+		}
+		if err != nil {
+			tx.Abort()
+			return err
+		}
+		done = append(done, ino)
 	}
-	if err := v.materializeIn(tx, ino, &n); err != nil {
+	if len(done) == 0 {
 		tx.Abort()
-		return err
+		return nil
 	}
 	if err := tx.Commit(false); err != nil {
 		return err
 	}
 	v.filesMu.Lock()
-	if f := v.files[ino]; f != nil {
-		f.stub.Store(false)
+	for _, ino := range done {
+		if f := v.files[ino]; f != nil {
+			f.stub.Store(false)
+		}
 	}
 	v.filesMu.Unlock()
 	return nil
