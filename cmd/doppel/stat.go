@@ -62,7 +62,14 @@ func runStat(args []string) error {
 func printStat(w io.Writer, store string, st namespace.FileStat) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "store\t%s\n", store)
-	fmt.Fprintf(tw, "path\t%s\t%s, inode %d, %s\n", st.Path, st.Type, st.Ino, plural(int64(st.Nlink), "link"))
+	switch {
+	case st.ThroughPin && st.Ino == 0:
+		fmt.Fprintf(tw, "path\t%s\t%s of a clone, not materialized yet: read through the clone's pin\n", st.Path, st.Type)
+	case st.ThroughPin:
+		fmt.Fprintf(tw, "path\t%s\t%s, inode %d, %s; not materialized yet: read through the clone's pin\n", st.Path, st.Type, st.Ino, plural(int64(st.Nlink), "link"))
+	default:
+		fmt.Fprintf(tw, "path\t%s\t%s, inode %d, %s\n", st.Path, st.Type, st.Ino, plural(int64(st.Nlink), "link"))
+	}
 	fmt.Fprintf(tw, "size\t%s\t%d bytes\n", human(st.SizeBytes), st.SizeBytes)
 	fmt.Fprintf(tw, "logical\t%s\tmapped by %d extents; the rest is holes\n", human(st.LogicalBytes), len(st.Extents))
 	fmt.Fprintf(tw, "shared\t%s\tin chunks that other files use too\n", human(st.SharedBytes))

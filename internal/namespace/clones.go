@@ -75,18 +75,15 @@ func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]CloneInfo, error
 
 // usageOf is Usage of the subtree at ino.
 func (v *Volume) usageOf(ctx context.Context, ino uint64) (Usage, error) {
+	defer v.pinReads.begin()()
 	snap := v.meta.Snapshot()
 	defer snap.Close()
-	w := usageWalk{ctx: ctx, r: snap, tally: content.NewRefTally(), links: map[uint64]uint32{}}
-	if err := w.dirs(ino); err != nil {
+	top, err := v.vnodeOf(snap, ino)
+	if err != nil {
 		return Usage{}, err
 	}
-	if err := w.files(); err != nil {
-		return Usage{}, err
-	}
-	var err error
-	w.u.ChunkUsage, err = w.tally.Sum(snap)
-	return w.u, err
+	top.excl = top.n.Excl
+	return usageAt(ctx, snap, top)
 }
 
 // RemoveClone detaches the clone (or snapshot) at path at once and frees

@@ -23,6 +23,11 @@ type FileStat struct {
 	SharedBytes int64        `json:"shared_bytes"`
 	Extents     []ExtentStat `json:"extents"` // in file order; gaps are holes
 	Chunks      []ChunkStat  `json:"chunks"`  // in order of first use
+	// ThroughPin: a file of a clone not materialized yet; its extents are
+	// its origin's as of the clone's pin, whose references the origin (or
+	// the pin) holds, not this file: FileRefs is 0. Ino is 0 too when even
+	// its directory is not materialized yet.
+	ThroughPin bool `json:"through_pin,omitempty"`
 }
 
 // ExtentStat is one extent: file bytes [Offset, Offset+Length) are chunk
@@ -53,11 +58,16 @@ func (v *Volume) Stat(path string) (FileStat, error) {
 	if err := v.flushBelow(path); err != nil {
 		return FileStat{}, err
 	}
+	defer v.pinReads.begin()() // a stub's extents are read through its pin
 	snap := v.meta.Snapshot()
 	defer snap.Close()
-	ino, n, err := resolvePath(snap, path)
+	x, err := v.viewPath(snap, path)
 	if err != nil {
 		return FileStat{}, err
+	}
+	ino, n := x.ino, x.n
+	if x.pin != 0 {
+		ino = 0 // its directory is not materialized yet: no inode of its own
 	}
 	if isDir(n.Mode) {
 		return FileStat{}, fmt.Errorf("%s: %w (doppel df reports on directories)", path, syscall.EISDIR)
@@ -67,7 +77,12 @@ func (v *Volume) Stat(path string) (FileStat, error) {
 		st.SizeBytes = int64(len(n.Target))
 	}
 	tally := content.NewRefTally()
-	fe, err := tally.AddFile(snap, ino, true, true)
+	src, err := x.source()
+	if err != nil {
+		return FileStat{}, err
+	}
+	st.ThroughPin = !x.own()
+	fe, err := tally.AddFile(src.r, src.ino, x.own(), true)
 	if err != nil {
 		return FileStat{}, err
 	}

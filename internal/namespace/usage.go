@@ -36,22 +36,35 @@ type Usage struct {
 // references count as the subtree's own only if the subtree holds all its
 // links: a file with a link elsewhere survives the subtree's deletion and
 // keeps its chunks.
+//
+// In a clone, what is not materialized yet counts as the clone shows it:
+// its files, sizes and logical bytes, and its chunks as referenced (never
+// as the subtree's own: its origin, or the clone's pin, holds them). Its
+// records are its origin's, so they are not in MetaBytes.
 func (v *Volume) Usage(ctx context.Context, path string) (Usage, error) {
 	if err := v.flushBelow(path); err != nil {
 		return Usage{}, err
 	}
+	defer v.pinReads.begin()() // stubs are read through their pins
 	snap := v.meta.Snapshot()
 	defer snap.Close()
-	top, n, err := resolvePath(snap, path)
+	top, err := v.viewPath(snap, path)
 	if err != nil {
 		return Usage{}, err
 	}
-	w := usageWalk{ctx: ctx, r: snap, tally: content.NewRefTally(), links: map[uint64]uint32{}}
-	w.u.Path = path
-	if isDir(n.Mode) {
+	u, err := usageAt(ctx, snap, top)
+	u.Path = path
+	return u, err
+}
+
+// usageAt walks the subtree at top as snap shows it.
+func usageAt(ctx context.Context, snap meta.Reader, top vnode) (Usage, error) {
+	w := usageWalk{ctx: ctx, r: snap, tally: content.NewRefTally(), links: map[nodeID]uint32{}, nodes: map[nodeID]vnode{}}
+	var err error
+	if isDir(top.n.Mode) {
 		err = w.dirs(top)
 	} else {
-		w.links[top] = 1
+		w.links[top.id()], w.nodes[top.id()] = 1, top
 	}
 	if err == nil {
 		err = w.files()
@@ -79,14 +92,20 @@ type usageWalk struct {
 	ctx   context.Context
 	r     meta.Reader
 	tally *content.RefTally
-	links map[uint64]uint32 // non-directories found: their links inside
+	links map[nodeID]uint32 // non-directories found: their links inside
+	nodes map[nodeID]vnode
 	u     Usage
 }
 
+// nodeID tells nodes apart: an inode as of a pin (0: live).
+type nodeID struct{ pin, ino uint64 }
+
+func (x vnode) id() nodeID { return nodeID{x.pin, x.ino} }
+
 // dirs walks the directories of the subtree at top, breadth first,
 // counting the links to everything else.
-func (w *usageWalk) dirs(top uint64) error {
-	queue := []uint64{top}
+func (w *usageWalk) dirs(top vnode) error {
+	queue := []vnode{top}
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
@@ -94,24 +113,29 @@ func (w *usageWalk) dirs(top uint64) error {
 			return err
 		}
 		w.u.Dirs++
-		if err := w.inodeRecords(dir); err != nil {
-			return err
+		if dir.pin == 0 {
+			if err := w.inodeRecords(dir.ino); err != nil {
+				return err
+			}
 		}
-		lower, upper := schema.DirentRange(dir)
-		err := w.scan(lower, upper, func(k, val []byte) error {
-			d, err := schema.DecodeDirent(val)
-			if err != nil {
-				return fmt.Errorf("entry %q of directory %d: %w", k, dir, err)
+		if dir.own() { // the entries' size; children reads them again
+			lower, upper := schema.DirentRange(dir.ino)
+			if err := w.scan(lower, upper, nil); err != nil {
+				return err
 			}
-			if isDir(d.Type) {
-				queue = append(queue, d.Ino)
-			} else {
-				w.links[d.Ino]++
-			}
-			return nil
-		})
+		}
+		names, kids, err := dir.children()
 		if err != nil {
-			return err
+			return fmt.Errorf("directory %d: %w", dir.ino, err)
+		}
+		for _, name := range names {
+			c := kids[name]
+			if isDir(c.n.Mode) {
+				queue = append(queue, c)
+			} else {
+				w.links[c.id()]++
+				w.nodes[c.id()] = c
+			}
 		}
 	}
 	return nil
@@ -119,24 +143,29 @@ func (w *usageWalk) dirs(top uint64) error {
 
 // files tallies the extents of every non-directory found.
 func (w *usageWalk) files() error {
-	for ino, links := range w.links {
+	for id, links := range w.links {
 		if err := w.ctx.Err(); err != nil {
 			return err
 		}
-		n, err := loadInode(w.r, ino)
+		x := w.nodes[id]
+		src, err := x.source()
 		if err != nil {
-			return fmt.Errorf("inode %d: %w", ino, err)
+			return fmt.Errorf("inode %d: %w", x.ino, err)
 		}
-		fe, err := w.tally.AddFile(w.r, ino, links >= n.Nlink, false)
+		fe, err := w.tally.AddFile(src.r, src.ino, x.own() && links >= x.n.Nlink, false)
 		if err != nil {
 			return err
 		}
 		w.u.Files++
-		w.u.SizeBytes += n.Size
+		w.u.SizeBytes += x.n.Size
 		w.u.LogicalBytes += fe.Mapped
-		w.u.MetaBytes += fe.RecordBytes
-		if err := w.inodeRecords(ino); err != nil {
-			return err
+		if x.own() {
+			w.u.MetaBytes += fe.RecordBytes
+		}
+		if x.pin == 0 {
+			if err := w.inodeRecords(x.ino); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -2,11 +2,14 @@ package namespace
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // vnode is an inode as a reader shows it, seen through stubs without
@@ -15,6 +18,7 @@ import (
 type vnode struct {
 	v    *Volume
 	r    meta.Reader // where ino's records are
+	pin  uint64      // the pin r shows the volume at; 0: r is the live state
 	ino  uint64
 	n    schema.Inode
 	excl []schema.ExclCtx // exclusions that apply below it (from stubs)
@@ -35,22 +39,35 @@ func (v *Volume) rootVnode(ino uint64) (vnode, error) {
 // contents is where the node's entries, extents and xattrs are: itself,
 // or for a stub its origin.
 func (x vnode) contents() (meta.Reader, uint64, []schema.ExclCtx, error) {
+	c, err := x.source()
+	return c.r, c.ino, c.excl, err
+}
+
+// source is contents as a node: the node itself, or for a stub the node
+// of its origin that holds its contents, with the exclusions below it.
+func (x vnode) source() (vnode, error) {
 	if !x.n.Stub {
-		return x.r, x.ino, x.excl, nil
+		return x, nil
 	}
 	src, err := x.v.sourceOf(&x.n)
 	// sourceOf starts from the stub's own contexts, which x.excl
 	// already holds (inherited); the chain's come after them.
-	return src.r, src.ino, append(append([]schema.ExclCtx(nil), x.excl...), src.excl[min(len(x.n.Excl), len(src.excl)):]...), err
+	excl := append(append([]schema.ExclCtx(nil), x.excl...), src.excl[min(len(x.n.Excl), len(src.excl)):]...)
+	return vnode{v: x.v, r: src.r, pin: src.pin, ino: src.ino, n: src.n, excl: excl}, err
 }
+
+// own reports whether the node's contents are its own records, not read
+// through a pin.
+func (x vnode) own() bool { return x.pin == 0 && !x.n.Stub }
 
 // child looks name up: ENOENT if it does not exist (or a clone left it
 // out).
 func (x vnode) child(name string) (vnode, error) {
-	r, ino, excl, err := x.contents()
+	s, err := x.source()
 	if err != nil {
 		return vnode{}, err
 	}
+	r, ino, excl := s.r, s.ino, s.excl
 	raw, err := r.Get(schema.DirentKey(ino, name))
 	if errors.Is(err, meta.ErrNotFound) {
 		return vnode{}, syscall.ENOENT
@@ -69,7 +86,7 @@ func (x vnode) child(name string) (vnode, error) {
 		return vnode{}, err
 	}
 	c, err := x.v.vnodeOf(r, d.Ino)
-	c.excl = childExcl(excl, name)
+	c.pin, c.excl = s.pin, childExcl(excl, name)
 	return c, err
 }
 
@@ -84,10 +101,11 @@ func childExcl(excl []schema.ExclCtx, name string) []schema.ExclCtx {
 // children lists the node's entries in name order; entries a clone
 // excluded are left out, as materializing leaves them out.
 func (x vnode) children() (names []string, out map[string]vnode, err error) {
-	r, ino, excl, err := x.contents()
+	s, err := x.source()
 	if err != nil {
 		return nil, nil, err
 	}
+	r, ino, excl := s.r, s.ino, s.excl
 	out = map[string]vnode{}
 	lower, upper := schema.DirentRange(ino)
 	err = scan(r, lower, upper, func(k, val []byte) error {
@@ -106,7 +124,7 @@ func (x vnode) children() (names []string, out map[string]vnode, err error) {
 		if err != nil {
 			return err
 		}
-		c.excl = childExcl(excl, name)
+		c.pin, c.excl = s.pin, childExcl(excl, name)
 		names = append(names, name)
 		out[name] = c
 		return nil
@@ -148,4 +166,27 @@ func (x vnode) readAll(limit int64) ([]byte, error) {
 	size := min(x.n.Size, limit)
 	buf := make([]byte, size)
 	return buf, x.v.eng.ReadAtFrom(r, ino, 0, buf)
+}
+
+// viewPath resolves a "/"-rooted path as r shows the volume, through stubs
+// without materializing them. Symlinks are not followed.
+func (v *Volume) viewPath(r meta.Reader, path string) (vnode, error) {
+	x, err := v.vnodeOf(r, vfs.RootIno)
+	for _, name := range strings.Split(path, "/") {
+		if err != nil {
+			break
+		}
+		if name == "" || name == "." {
+			continue
+		}
+		if !isDir(x.n.Mode) {
+			err = syscall.ENOTDIR
+			break
+		}
+		x, err = x.child(name)
+	}
+	if err != nil {
+		return vnode{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return x, nil
 }
