@@ -89,7 +89,7 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err := v.checkWritable(&dir); err != nil {
 		return 0, err
 	}
-	if _, err := lookupEntry(b, parent, name); err == nil {
+	if _, err := entryIn(b, parent, &dir, name); err == nil {
 		return 0, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return 0, err

@@ -43,6 +43,22 @@ func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) 
 	return decodeDirent(dir, name, v)
 }
 
+// entryIn is lookupEntry for a directory whose record dn the caller has
+// loaded already: it saves loading it again when name does not exist.
+func entryIn(r meta.Reader, dir uint64, dn *schema.Inode, name string) (schema.Dirent, error) {
+	if err := needOwn(dir, dn); err != nil {
+		return schema.Dirent{}, err
+	}
+	v, err := r.Get(schema.DirentKey(dir, name))
+	if errors.Is(err, meta.ErrNotFound) {
+		return schema.Dirent{}, syscall.ENOENT
+	}
+	if err != nil {
+		return schema.Dirent{}, err
+	}
+	return decodeDirent(dir, name, v)
+}
+
 // Lookup implements vfs.FS.
 func (v *Volume) Lookup(parent uint64, name string) (vfs.Attr, error) {
 	if len(name) > nameMax {
@@ -120,7 +136,7 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 	if err := v.checkWritable(&dir); err != nil {
 		return 0, n, err
 	}
-	if _, err := lookupEntry(b, parent, name); err == nil {
+	if _, err := entryIn(b, parent, &dir, name); err == nil {
 		return 0, n, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return 0, n, err
@@ -267,7 +283,7 @@ func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.I
 	if err := v.checkWritable(&dir); err != nil {
 		return n, err
 	}
-	if _, err := lookupEntry(b, parent, name); err == nil {
+	if _, err := entryIn(b, parent, &dir, name); err == nil {
 		return n, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
 		return n, err
