@@ -1,6 +1,6 @@
 # doppel — build, test, demo and benchmark entry points.
 #
-#   make build   build bin/doppel
+#   make build   build bin/doppel and bin/doppel-core (which doppel runs)
 #   make test    install missing system deps, go vet, go test (what CI runs)
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
@@ -39,7 +39,7 @@ DEMO_MP      ?=
 .PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick deps deps-bench deps-dedup clean
 
 build:
-	$(GO) build -o $(BIN)/doppel ./cmd/doppel
+	$(GO) build -o $(BIN)/ ./cmd/doppel ./cmd/doppel-core
 
 deps:
 	scripts/ensure-deps.sh

@@ -143,7 +143,7 @@ note_rss() { # remember the doppel daemons' peak RSS before they go
 # PIDs of doppel daemons serving our bench mount/store.
 doppel_daemon_pids() {
 	local exe p x
-	exe=$(abspath "$DOPPEL")
+	exe=$(dirname "$(abspath "$DOPPEL")")/doppel-core # doppel hands mount to it
 	for p in /proc/[0-9]*; do
 		x=$(readlink "$p/exe" 2>/dev/null) || continue
 		[ "${x% (deleted)}" = "$exe" ] || continue
@@ -379,7 +379,7 @@ log "building bin/loopback, bin/fileops$([ "$ONLY_PT" = 1 ] || echo ", bin/doppe
 go build -o "$LOOPBACK" ./bench/cmd/loopback
 go build -o "$FILEOPS" ./bench/cmd/fileops
 if [ "$ONLY_PT" != 1 ]; then
-	go build -o "$DOPPEL" ./cmd/doppel
+	go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core
 	log "doppel init --store $D_STORE${INIT_ARGS:+ $INIT_ARGS}"
 	# shellcheck disable=SC2086 # INIT_ARGS is a list of flags
 	INIT_OUT=$("$DOPPEL" init --store "$D_STORE" $INIT_ARGS 2>&1) ||

@@ -123,7 +123,7 @@ done
 rm -rf -- "$BENCH_DIR"/store-* "$OVL" "$BENCH_DIR"/*.img
 
 log "building bin/doppel, bin/gentree"
-go build -o "$DOPPEL" ./cmd/doppel
+go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core
 go build -o "$GENTREE" ./bench/cmd/gentree
 
 declare -A RES # RES[key] = "value value ..."

@@ -49,7 +49,7 @@ trap 'exit 143' TERM
 command -v rsync >/dev/null || as_root apt-get install -y rsync >/dev/null
 mkdir -p -- "$BENCH_DIR" "$LOGS" "$MNT"
 log "building bin/doppel"
-go build -o "$DOPPEL" ./cmd/doppel
+go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core
 
 # make_tree DIR N: N small files, 1,000 per directory.
 make_tree() {

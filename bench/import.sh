@@ -58,7 +58,7 @@ trap 'exit 143' TERM
 
 mkdir -p -- "$BENCH_DIR" "$LOGS" "$MNT"
 log "building bin/doppel"
-go build -o "$DOPPEL" ./cmd/doppel
+go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core
 
 if [ ! -f "$SRC/random" ] || [ "$(stat -c %s "$SRC/random")" -ne $((RANDOM_MIB << 20)) ]; then
 	log "making the source tree in $SRC"

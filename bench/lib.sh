@@ -80,7 +80,7 @@ stop_timed() {
 # processes that serve STORE or MNT.
 doppel_daemon_pids() {
 	local exe p x
-	exe=$(abspath "$1")
+	exe=$(dirname "$(abspath "$1")")/doppel-core # doppel hands mount to it
 	for p in /proc/[0-9]*; do
 		x=$(readlink "$p/exe" 2>/dev/null) || continue
 		[ "${x% (deleted)}" = "$exe" ] || continue

@@ -68,7 +68,7 @@ bench_build() {
 	log "building $(printf 'bin/%s ' "$@")"
 	for tool in "$@"; do
 		case $tool in
-		doppel) go build -o "$DOPPEL" ./cmd/doppel ;;
+		doppel) go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core ;;
 		loopback) go build -o "$LOOPBACK" github.com/hanwen/go-fuse/v2/example/loopback ;;
 		fileops | benchreport) go build -o "$BIN/$tool" "./bench/cmd/$tool" ;;
 		*) die "bench_build: unknown tool $tool" ;;
@@ -99,7 +99,7 @@ unmount_loopback() {
 # PIDs of doppel daemons serving our bench mount/store.
 doppel_daemon_pids() {
 	local exe p x
-	exe=$(abspath "$DOPPEL")
+	exe=$(dirname "$(abspath "$DOPPEL")")/doppel-core # doppel hands mount to it
 	for p in /proc/[0-9]*; do
 		x=$(readlink "$p/exe" 2>/dev/null) || continue
 		[ "${x% (deleted)}" = "$exe" ] || continue

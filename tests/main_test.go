@@ -64,19 +64,19 @@ func findModuleRoot() (string, error) {
 	}
 }
 
-// buildDoppel builds ./cmd/doppel into dir. DOPPEL_BIN names a prebuilt
-// binary instead, e.g. one built with -race.
+// buildDoppel builds ./cmd/doppel and ./cmd/doppel-core, which doppel
+// hands most commands to, into dir. DOPPEL_BIN names a prebuilt doppel
+// instead (with doppel-core beside it), e.g. one built with -race.
 func buildDoppel(dir string) (string, error) {
 	if bin := os.Getenv("DOPPEL_BIN"); bin != "" {
 		return bin, nil
 	}
-	bin := filepath.Join(dir, "doppel")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/doppel")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/doppel", "./cmd/doppel-core")
 	cmd.Dir = moduleRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/doppel: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/doppel ./cmd/doppel-core: %v\n%s", err, out)
 	}
-	return bin, nil
+	return filepath.Join(dir, "doppel"), nil
 }
 
 func checkFUSE() error {

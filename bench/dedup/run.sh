@@ -145,7 +145,7 @@ rm -f -- "$RESULTS" "$THROUGHPUT" "$WORK"/*.img
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "building bin/doppel, bin/chunkstat and bin/blockdedupe"
-go build -o "$DOPPEL" ./cmd/doppel
+go build -o "$(dirname "$DOPPEL")/" ./cmd/doppel ./cmd/doppel-core
 go build -o "$CHUNKSTAT" ./bench/cmd/chunkstat
 go build -o "$BLOCKDEDUPE" ./bench/cmd/blockdedupe
 if [ "$FETCH" = 1 ]; then

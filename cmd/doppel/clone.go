@@ -1,129 +1,87 @@
 package main
 
 import (
-	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/control/wire"
+	"github.com/doppelfs/doppel/internal/mountinfo"
 )
 
-const cloneAbout = `Make DST a writable copy of SRC (a directory or a file) in constant time,
-whatever the size of SRC: nothing is copied. DST shows SRC exactly as it was
-at that instant (contents, modes, owners, times, xattrs, symlinks, special
-files; hard links inside SRC stay hard links among the same names in DST),
-minus the excluded paths. Afterwards the two are independent: no change on
-one side is ever visible on the other. Clones of clones nest to any depth.
-
-SRC and DST are paths under the same mounted doppel volume or, when it is
-not mounted (or with --store), paths inside the volume of the store, / being
-its root. DST must not exist, and must not lie inside SRC. Writes buffered
-for files anywhere in the volume are committed first.
-
-Exclusions are gitignore-style patterns relative to SRC: "secret" matches a
-name at any depth and takes everything below it; a pattern with a slash is
-anchored at SRC ("build/out", "/vendor"); "**" matches any number of
-directories ("docs/**/*.pdf"); a trailing slash matches directories only
-("cache/"). Blank lines and lines starting with # in --exclude-from files
-are ignored; negation (!) is not supported.
-
-By default the clone is materialized in the background (its directories and
-files get their own metadata records, still sharing all data), throttled so
-that foreground work keeps priority; "doppel clones" shows the progress.
---lazy never does: the clone keeps reading through a pinned version of the
-volume, which is right for short-lived sandboxes. While a clone reads
-through its pin, data that SRC's side overwrites or deletes stays stored
-until the clone is materialized or removed.`
-
-// stringList is a repeatable flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-func runClone(args []string) error {
-	fs := newFlags("clone", "[--exclude PATTERN]... [--exclude-from FILE] [--read-only] [--lazy|--materialize] [--json] SRC DST", cloneAbout)
-	store := storeFlag(fs)
-	var excludes, excludeFiles stringList
-	fs.Var(&excludes, "exclude", "leave out paths matching this pattern (repeatable)")
-	fs.Var(&excludeFiles, "exclude-from", "read patterns from this file, one per line (repeatable)")
-	readOnly := fs.Bool("read-only", false, "make a read-only clone (a snapshot)")
-	lazy := fs.Bool("lazy", false, "never materialize the clone in the background")
-	fs.Bool("materialize", true, "materialize the clone in the background (the default)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+// fastClone runs `doppel clone` or `doppel snapshot` through the daemon of
+// the mounted volume holding both paths. ok is false when it cannot (help,
+// --store, --exclude-from, paths outside a mounted volume, no daemon
+// answering, a malformed command line): doppel-core then runs the command
+// and explains whatever is wrong.
+func fastClone(name string, args []string) (code int, ok bool) {
+	// The same flags as doppel-core's command; any other (--store,
+	// --exclude-from, --help...) is doppel-core's to handle.
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var excludes patterns
+	fs.Var(&excludes, "exclude", "")
+	asJSON := fs.Bool("json", false, "")
+	readOnly, lazy := new(bool), new(bool)
+	if name == "clone" {
+		readOnly = fs.Bool("read-only", false, "")
+		lazy = fs.Bool("lazy", false, "")
+		fs.Bool("materialize", true, "")
+	} else {
+		*readOnly, *lazy = true, true
 	}
-	for _, f := range excludeFiles {
-		lines, err := readPatterns(f)
-		if err != nil {
-			return err
+	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
+		return 0, false
+	}
+	m, src, ok, err := mountinfo.Enclosing(fs.Arg(0))
+	if err != nil || !ok {
+		return 0, false
+	}
+	dm, dst, ok, err := mountinfo.Enclosing(fs.Arg(1))
+	if err != nil || !ok || dm.Source != m.Source {
+		return 0, false
+	}
+	req := wire.CloneRequest{Src: src, Dst: dst, Excludes: excludes, ReadOnly: *readOnly, Lazy: *lazy}
+	c, err := wire.Dial(m.Source, 5*time.Minute)
+	if err != nil {
+		return 0, false
+	}
+	body, err := c.PostJSON("/v1/clone", req)
+	var remote wire.RemoteError
+	switch {
+	case errors.As(err, &remote):
+		fmt.Fprintf(os.Stderr, "doppel: %v\n", err)
+		return 1, true
+	case err != nil:
+		return 0, false // the daemon went away: doppel-core finds out why
+	}
+	if *asJSON {
+		var out bytes.Buffer
+		if err := json.Indent(&out, body, "", "  "); err != nil {
+			fmt.Fprintf(os.Stderr, "doppel: daemon reply: %v\n", err)
+			return 1, true
 		}
-		excludes = append(excludes, lines...)
+		out.WriteByte('\n')
+		os.Stdout.Write(out.Bytes())
+		return 0, true
 	}
-	req := control.CloneRequest{Excludes: excludes, ReadOnly: *readOnly, Lazy: *lazy}
-	return cloneCommand(pos, *store, req, *asJSON)
+	var res wire.CloneReply
+	if err := json.Unmarshal(body, &res); err != nil {
+		fmt.Fprintf(os.Stderr, "doppel: daemon reply: %v\n", err)
+		return 1, true
+	}
+	fmt.Println(res.Summary(fs.Arg(0), fs.Arg(1)))
+	return 0, true
 }
 
-// cloneCommand runs a clone request on SRC and DST (pos), mounted or not.
-func cloneCommand(pos []string, store string, req control.CloneRequest, asJSON bool) error {
-	if len(pos) != 2 {
-		return usagef("need SRC and DST (see --help)")
-	}
-	if err := namespace.CheckExcludes(req.Excludes); err != nil {
-		return usagef("%v", err)
-	}
-	src, err := resolveVolumePath(pos[0], store)
-	if err != nil {
-		return err
-	}
-	dst, err := resolveVolumePath(pos[1], store)
-	if err != nil {
-		return err
-	}
-	if src.Store != dst.Store {
-		return fmt.Errorf("%s and %s are not in the same volume (%s, %s): a clone stays inside its volume", pos[0], pos[1], src.Store, dst.Store)
-	}
-	req.Src, req.Dst = src.Path, dst.Path
-	var res namespace.CloneResult
-	err = onVolume(src.Store,
-		func(c *control.Client) (err error) { res, err = c.Clone(req); return err },
-		func(v *volume.Volume) (err error) {
-			res, err = v.NS.ClonePath(req.Src, req.Dst, namespace.CloneOptions{Excludes: req.Excludes, ReadOnly: req.ReadOnly, Lazy: req.Lazy})
-			return err
-		})
-	if err != nil {
-		return explainPath(src, err)
-	}
-	if asJSON {
-		return printJSON(res)
-	}
-	kind := "clone"
-	if res.ReadOnly {
-		kind = "snapshot"
-	}
-	fmt.Printf("%s %s -> %s (version %d, %s)\n", kind, pos[0], pos[1], res.Pin, time.Duration(res.ElapsedNs).Round(time.Microsecond))
-	return nil
-}
+// patterns is a repeatable flag.
+type patterns []string
 
-// readPatterns reads an exclude file: one pattern a line.
-func readPatterns(name string) ([]string, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
-		}
-	}
-	return out, sc.Err()
-}
+func (l *patterns) String() string     { return strings.Join(*l, ",") }
+func (l *patterns) Set(s string) error { *l = append(*l, s); return nil }

@@ -4,18 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/namespace"
 )
 
-// CloneRequest asks the daemon for `doppel clone` or `doppel snapshot`;
-// paths are "/"-rooted inside the volume.
-type CloneRequest struct {
-	Src      string   `json:"src"`
-	Dst      string   `json:"dst"`
-	Excludes []string `json:"excludes,omitempty"`
-	ReadOnly bool     `json:"read_only,omitempty"`
-	Lazy     bool     `json:"lazy,omitempty"`
-}
+// CloneRequest asks the daemon for `doppel clone` or `doppel snapshot`.
+type CloneRequest = wire.CloneRequest
 
 func serveClone(mux *http.ServeMux, clone func(CloneRequest) (namespace.CloneResult, error)) {
 	mux.HandleFunc("POST /v1/clone", func(w http.ResponseWriter, r *http.Request) {

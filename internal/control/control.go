@@ -1,12 +1,10 @@
 package control
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,12 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
 )
 
 // SocketName is the control socket's file name inside a volume directory.
-const SocketName = "control.sock"
+const SocketName = wire.SocketName
 
 // SpaceReport is what `doppel df` shows.
 type SpaceReport struct {
@@ -120,35 +119,19 @@ func reply(w http.ResponseWriter, v any, err error) {
 		var errno syscall.Errno
 		errors.As(err, &errno)
 		w.WriteHeader(http.StatusInternalServerError)
-		json.NewEncoder(w).Encode(remoteError{Msg: err.Error(), Errno: errno})
+		json.NewEncoder(w).Encode(wire.RemoteError{Msg: err.Error(), Errno: errno})
 		return
 	}
 	json.NewEncoder(w).Encode(v)
 }
 
-// remoteError is a failure the daemon reports; errors.Is sees its errno,
-// so that ENOENT over the socket is ENOENT to the caller.
-type remoteError struct {
-	Msg   string        `json:"error"`
-	Errno syscall.Errno `json:"errno,omitempty"`
-}
-
-func (e remoteError) Error() string { return "daemon: " + e.Msg }
-
-func (e remoteError) Unwrap() error {
-	if e.Errno == 0 {
-		return nil
-	}
-	return e.Errno
-}
-
 // Client talks to a running daemon.
 type Client struct {
-	http *http.Client
+	*wire.Client
 }
 
 // ErrNoDaemon means no daemon answers on the volume's socket.
-var ErrNoDaemon = errors.New("no daemon serves this volume")
+var ErrNoDaemon = wire.ErrNoDaemon
 
 // Dial returns a client for the daemon serving the volume in dir. Requests
 // may take long (a sync of a large buffer), so they time out after minutes.
@@ -156,20 +139,16 @@ func Dial(dir string) (*Client, error) { return DialTimeout(dir, 5*time.Minute) 
 
 // DialTimeout is Dial with requests timing out after timeout.
 func DialTimeout(dir string, timeout time.Duration) (*Client, error) {
-	path := filepath.Join(dir, SocketName)
-	if _, err := os.Stat(path); err != nil {
-		return nil, ErrNoDaemon
+	c, err := wire.Dial(dir, timeout)
+	if err != nil {
+		return nil, err
 	}
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", path)
-	}}
-	return &Client{http: &http.Client{Transport: tr, Timeout: timeout}}, nil
+	return &Client{c}, nil
 }
 
 // do sends a request and decodes the JSON reply into out.
 func (c *Client) do(method, path string, out any) error {
-	body, err := c.raw(method, path, nil)
+	body, err := c.Raw(method, path, nil)
 	if err != nil {
 		return err
 	}
@@ -182,37 +161,11 @@ func (c *Client) doJSON(method, path string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	body, err := c.raw(method, path, b)
+	body, err := c.Raw(method, path, b)
 	if err != nil {
 		return err
 	}
 	return json.Unmarshal(body, out)
-}
-
-// raw sends a request and returns the reply's body.
-func (c *Client) raw(method, path string, in []byte) ([]byte, error) {
-	var rd io.Reader
-	if in != nil {
-		rd = bytes.NewReader(in)
-	}
-	req, _ := http.NewRequest(method, "http://doppel"+path, rd)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("daemon reply: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e remoteError
-		if json.Unmarshal(body, &e) != nil || e.Msg == "" {
-			e.Msg = fmt.Sprintf("%s %s: %s", method, path, resp.Status)
-		}
-		return nil, e
-	}
-	return body, nil
 }
 
 // Space asks for the space report.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/fsck"
 )
 
@@ -30,9 +31,9 @@ type FsckResult struct {
 // fsckLine is one line of the streamed reply: progress while the check
 // runs, then the result or the error.
 type fsckLine struct {
-	Progress *fsck.Progress `json:"progress,omitempty"`
-	Result   *FsckResult    `json:"result,omitempty"`
-	Error    *remoteError   `json:"failure,omitempty"`
+	Progress *fsck.Progress    `json:"progress,omitempty"`
+	Result   *FsckResult       `json:"result,omitempty"`
+	Error    *wire.RemoteError `json:"failure,omitempty"`
 }
 
 // progressEvery is how often the daemon streams progress (a variable for
@@ -72,7 +73,7 @@ func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(f
 		if err != nil {
 			var errno syscall.Errno
 			errors.As(err, &errno)
-			send(fsckLine{Error: &remoteError{Msg: err.Error(), Errno: errno}})
+			send(fsckLine{Error: &wire.RemoteError{Msg: err.Error(), Errno: errno}})
 			return
 		}
 		send(fsckLine{Result: &res})
@@ -84,14 +85,14 @@ func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(f
 func (c *Client) Fsck(req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
 	body, _ := json.Marshal(req)
 	hreq, _ := http.NewRequest("POST", "http://doppel/v1/fsck", bytes.NewReader(body))
-	long := &http.Client{Transport: c.http.Transport} // no timeout: a check reads the whole volume
+	long := &http.Client{Transport: c.Transport()} // no timeout: a check reads the whole volume
 	resp, err := long.Do(hreq)
 	if err != nil {
 		return FsckResult{}, fmt.Errorf("%w: %w", ErrNoDaemon, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var e remoteError
+		var e wire.RemoteError
 		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Msg == "" {
 			e.Msg = "POST /v1/fsck: " + resp.Status
 		}

@@ -86,7 +86,7 @@ func (c *Client) Import(ctx context.Context, req ImportRequest, progress func(im
 		return importer.Summary{}, err
 	}
 	// No overall timeout: an import takes as long as the data needs.
-	resp, err := (&http.Client{Transport: c.http.Transport}).Do(hr)
+	resp, err := (&http.Client{Transport: c.Transport()}).Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return importer.Summary{}, ctx.Err()

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
-	"strings"
+
+	"github.com/doppelfs/doppel/internal/mountinfo"
 )
 
 // volumePath is a path inside a volume, as a command argument names it.
@@ -50,37 +51,4 @@ func resolveVolumePath(arg, storeFlagValue string) (volumePath, error) {
 
 // enclosingMount finds the innermost doppel mount holding the host path p
 // (which need not exist yet) and p's "/"-rooted path inside it.
-func enclosingMount(p string) (mountEntry, string, bool, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return mountEntry{}, "", false, err
-	}
-	all, err := mounts()
-	if err != nil {
-		return mountEntry{}, "", false, err
-	}
-	best, bestLen := -1, -1
-	for i, m := range all { // later entries shadow earlier ones on the same point
-		if !within(abs, m.Point) || len(m.Point) < bestLen {
-			continue
-		}
-		best, bestLen = i, len(m.Point)
-	}
-	if best < 0 || all[best].FSType != fuseType {
-		return mountEntry{}, "", false, nil
-	}
-	m := all[best]
-	rel, err := filepath.Rel(m.Point, abs)
-	if err != nil {
-		return mountEntry{}, "", false, err
-	}
-	return m, path.Clean("/" + filepath.ToSlash(rel)), true, nil
-}
-
-// within reports whether p is dir or below it.
-func within(p, dir string) bool {
-	if dir == "/" {
-		return true
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
+func enclosingMount(p string) (mountEntry, string, bool, error) { return mountinfo.Enclosing(p) }

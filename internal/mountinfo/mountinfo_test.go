@@ -1,4 +1,4 @@
-package main
+package mountinfo
 
 import (
 	"strings"
@@ -9,14 +9,14 @@ func TestParseMountinfo(t *testing.T) {
 	in := "36 35 98:0 / /mnt/with\\040space rw,noatime master:1 - fuse.doppel /var/lib/doppel/v rw,user_id=0\n" +
 		"garbage line\n" +
 		"37 35 98:0 / /home rw shared:2 - ext4 /dev/vda rw\n"
-	got, err := parseMountinfo(strings.NewReader(in))
+	got, err := Parse(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 {
 		t.Fatalf("parsed %d entries, want 2: %+v", len(got), got)
 	}
-	want := mountEntry{Point: "/mnt/with space", FSType: "fuse.doppel", Source: "/var/lib/doppel/v"}
+	want := Entry{Point: "/mnt/with space", FSType: "fuse.doppel", Source: "/var/lib/doppel/v"}
 	if got[0] != want {
 		t.Errorf("got %+v, want %+v", got[0], want)
 	}
@@ -29,7 +29,7 @@ func FuzzParseMountinfo(f *testing.F) {
 	f.Add("1 2 3 4 \\0 - x \\777\n")
 	f.Add("- - - - -\n")
 	f.Fuzz(func(t *testing.T, in string) {
-		got, err := parseMountinfo(strings.NewReader(in))
+		got, err := Parse(strings.NewReader(in))
 		if err != nil {
 			return
 		}
@@ -49,8 +49,8 @@ func TestWithin(t *testing.T) {
 		{"/a/b", "/a", true}, {"/a", "/a", true}, {"/ab", "/a", false},
 		{"/x", "/", true}, {"/a", "/a/b", false},
 	} {
-		if got := within(c.p, c.dir); got != c.want {
-			t.Errorf("within(%q, %q) = %v", c.p, c.dir, got)
+		if got := Within(c.p, c.dir); got != c.want {
+			t.Errorf("Within(%q, %q) = %v", c.p, c.dir, got)
 		}
 	}
 }
