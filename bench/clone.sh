@@ -28,6 +28,7 @@
 #   BENCH_PARTS             parts to run [latency space materialize workload]
 #   BENCH_SIZES             tree sizes for latency [1000 100000 1000000]
 #   BENCH_REPS              repetitions of the fast methods [7]
+#   BENCH_HF_RUNS           hyperfine runs of doppel clone --lazy [30]
 #   BENCH_COPY_REPS         repetitions of the cp --reflink copies [3]
 #   BENCH_SPACE_FILES       tree size for the space part [100000]
 #   BENCH_CHANGED           files changed in the space part [100]
@@ -53,6 +54,7 @@ BENCH_DIR=$(abspath "${BENCH_DIR:-/var/tmp/doppel-bench-clone}")
 PARTS=" ${BENCH_PARTS:-latency space materialize workload} "
 SIZES=${BENCH_SIZES:-1000 100000 1000000}
 REPS=${BENCH_REPS:-7}
+HF_RUNS=${BENCH_HF_RUNS:-30}
 COPY_REPS=${BENCH_COPY_REPS:-3}
 SPACE_FILES=${BENCH_SPACE_FILES:-100000}
 CHANGED=${BENCH_CHANGED:-100}
@@ -222,8 +224,24 @@ cli_floor() {
 	record "cli|$1" "$t"
 }
 
+# cli_hyperfine N: the CLI's wall time as hyperfine measures it (no shell,
+# no timeout wrapper, 3 warm-up runs, HF_RUNS runs): doppel clone --lazy to
+# one name, which an untimed rmclone frees before each run.
+cli_hyperfine() {
+	local n=$1 out=$LOGS/hyperfine-$1.json
+	"$DOPPEL" clone --lazy "$MNT/src" "$MNT/hf" >/dev/null
+	hyperfine -N --style none --warmup 3 --runs "$HF_RUNS" --export-json "$out" \
+		--prepare "$DOPPEL rmclone $MNT/hf" \
+		"$DOPPEL clone --lazy $MNT/src $MNT/hf" >>"$LOGS/ops.log" 2>&1 ||
+		die "hyperfine of doppel clone failed (see $LOGS/ops.log)"
+	"$DOPPEL" rmclone "$MNT/hf"
+	RES[hf-lazy|$n]=$(json_num median <"$out")
+	RES[hf-lazy-runs|$n]=$HF_RUNS
+}
+
 latency() {
 	local n=$1 rep
+	cli_hyperfine "$n"
 	for ((rep = 1; rep <= REPS; rep++)); do
 		cli_floor "$n"
 		doppel_clone lazy "$n" clone --lazy "$MNT/src" "$MNT/lazy-$rep"
