@@ -56,13 +56,15 @@ timed() {
 	shift
 	local t0 t1 rc=0 limit=(timeout "${CMD_TIMEOUT:-1800}")
 	! declare -F "$1" >/dev/null || limit=()
-	t0=$(now_ns)
+	# bash's own clock: $(now_ns) would fork a subshell and date, a few
+	# ms that millisecond commands (doppel clone) would be charged.
+	t0=${EPOCHREALTIME//[!0-9]/}
 	"${limit[@]}" "$@" <&0 &
 	TIMED_PID=$!
 	wait "$TIMED_PID" || rc=$?
 	TIMED_PID=""
-	t1=$(now_ns)
-	_out=$(secs "$t0" "$t1")
+	t1=${EPOCHREALTIME//[!0-9]/}
+	_out=$(secs "${t0}000" "${t1}000")
 	return "$rc"
 }
 
