@@ -80,7 +80,7 @@ func (r *repairer) reconnect() error {
 	c := r.c
 	var lost []uint64
 	for ino, n := range c.inodes {
-		if ino != vfs.RootIno && !n.reached && !n.bad && (!n.orphan || n.badOrphan) {
+		if ino != vfs.RootIno && !n.reached && !n.bad && (!n.orphan || n.badOrphan) && !c.cloneHeld(ino, n) {
 			lost = append(lost, ino)
 		}
 	}

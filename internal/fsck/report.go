@@ -47,6 +47,7 @@ const (
 	KindReadError         = "read-error"           // chunk bytes cannot be read (I/O error)
 	KindOrphanSpace       = "orphan-chunk-space"   // segment data no chunk uses (reclaimable)
 	KindPendingFree       = "pending-free"         // a freed chunk not punched yet (reclaimable)
+	KindCloneHeld         = "clone-held"           // a clone's hard-linked file with no name left, freed with the clone (reclaimable)
 	KindFreeOverlap       = "free-overlaps-chunk"  // a pending free would punch a live chunk
 	KindStats             = "stats-mismatch"       // stats record differs from the totals
 	KindVersions          = "versions"             // pins, retained versions or clone records disagree

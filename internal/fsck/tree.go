@@ -211,12 +211,21 @@ func (c *checker) walkFrom(top uint64) {
 	}
 }
 
+// cloneHeld reports whether unreachable inode ino is a hard-linked file of
+// a live clone, whose link count the clone may keep one too high (see
+// namespace.linksInView): the clone's removal settles it.
+func (c *checker) cloneHeld(ino uint64, n *inode) bool {
+	return c.linkMapped[ino] && n.typ() != syscall.S_IFDIR && n.rec.Clone != 0 && c.inodes[n.rec.Clone] != nil
+}
+
 func (c *checker) checkInode(ino uint64, n *inode) {
 	switch {
 	case n.orphan && (n.links > 0 || (!n.bad && n.rec.Nlink != 0)):
 		c.report(KindBadOrphan, ino, "orphan marker on inode %d, which has %d entries and nlink %d", ino, n.links, n.rec.Nlink)
 		n.badOrphan = true
 		c.deleteKey(KindBadOrphan, ino, schema.OrphanKey(ino), "deleted the orphan marker")
+	case !n.orphan && !n.reached && c.cloneHeld(ino, n):
+		c.reportSev(KindCloneHeld, SeverityReclaimable, ino, "hard-linked file %d of clone %d has no name left but a link count of %d: the clone counted a name it may show (freed when the clone goes)", ino, n.rec.Clone, n.rec.Nlink)
 	case !n.orphan && !n.reached && ino != vfs.RootIno:
 		c.report(KindUnreachable, ino, "inode %d (nlink %d, %d entries) is not reachable from the root", ino, n.rec.Nlink, n.links)
 	}

@@ -137,16 +137,6 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	originPath, _ := pathOf(b, src)
 	rec := schema.Clone{Origin: src, OriginPath: originPath, Pin: pin, Created: now(),
 		Excludes: o.Excludes, ReadOnly: o.ReadOnly, Lazy: o.Lazy, Stubs: 1}
-	// Where src is in the clone it belongs to, for mapping paths down a
-	// chain of clones (linksInView). A stub moved out of its clone's tree
-	// has no such place.
-	owner := sn.Clone
-	if owner == 0 {
-		owner = vfs.RootIno
-	}
-	if rec.OriginRel, rec.OriginRelKnown, err = relPathAsOf(b, src, owner); err != nil {
-		return pin, err
-	}
 	if err := b.Set(schema.CloneKey(*ino), rec.Encode()); err != nil {
 		return pin, err
 	}

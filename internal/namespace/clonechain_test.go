@@ -95,3 +95,30 @@ func TestCloneOfRemovedCloneKeepsExclusions(t *testing.T) {
 		t.Fatalf("b/sub holds %v, want [kept]", names)
 	}
 }
+
+// TestCloneLinkCountAfterRenameInMiddleClone renames, inside a clone, a
+// directory that still reads through the clone's pin and holds both names
+// of a hard-linked file, then clones the renamed directory: the new clone
+// must count both names (one too few would free the file while a name is
+// left).
+func TestCloneLinkCountAfterRenameInMiddleClone(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+	f := writeFile(t, fs, d, "f", []byte("linked"))
+	must(fs.Link(f, d, "x"))
+	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
+	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	must(0, fs.Rename(a, "d", a, "e", 0)) // a/d stays a stub
+	must(fs.ClonePath("/a/e", "/b", namespace.CloneOptions{Lazy: true}))
+	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
+	bf := must(fs.Lookup(b, "f"))
+	if bf.Nlink != 2 {
+		t.Fatalf("b/f has %d links, want 2 (f and x)", bf.Nlink)
+	}
+	must(0, fs.Unlink(b, "f"))
+	if got := readFile(t, fs, must(fs.Lookup(b, "x")).Ino); string(got) != "linked" {
+		t.Fatalf("b/x reads %q after b/f went", got)
+	}
+}

@@ -85,6 +85,7 @@ type cloneModel struct {
 	inos    map[string]uint64 // tree/path -> ino, checked across remounts
 	// recordInos: the next check records inode numbers into inos.
 	recordInos bool
+	overCounts int // link counts seen too high (see checkLinks)
 }
 
 // TestCloneIsolationModel applies random operations to a tree, its
@@ -123,6 +124,7 @@ func TestCloneIsolationModel(t *testing.T) {
 		m.v.NS.Release(o.h)
 	}
 	m.open = nil
+	m.t.Logf("link counts seen one too high (a clone's conservative count): %d times", m.overCounts)
 	m.fsckClean("after the run")
 	// Removing every clone frees what only it held.
 	for _, tr := range m.trees[1:] {
@@ -152,7 +154,7 @@ func (m *cloneModel) fsckClean(when string) {
 		m.fail("fsck %s: %v", when, err)
 	}
 	for _, p := range rep.Problems {
-		if p.Kind != fsck.KindPendingFree && p.Kind != fsck.KindOrphanSpace {
+		if p.Kind != fsck.KindPendingFree && p.Kind != fsck.KindOrphanSpace && p.Kind != fsck.KindCloneHeld {
 			m.fail("fsck %s: %s %s", when, p.Kind, p.Detail)
 		}
 	}
@@ -472,7 +474,10 @@ func (m *cloneModel) checkOne(tr *modelTree) {
 
 // checkLinks compares the link count of every file of tr with the names
 // it has in the model of tr. Too low would free a file that still has a
-// name; too high keeps it after its last name goes.
+// name: that fails. Too high keeps it after its last name goes, until the
+// clone goes; a clone of a clone may count so where it cannot be sure a
+// name is out of its view (namespace.linksInView), so that is counted,
+// and fsck reports such files as clone-held.
 func (m *cloneModel) checkLinks(tr *modelTree, inos map[*mnode]uint64) {
 	names := map[*mnode]uint32{}
 	var walk func(n *mnode)
@@ -487,8 +492,12 @@ func (m *cloneModel) checkLinks(tr *modelTree, inos map[*mnode]uint64) {
 	}
 	walk(tr.root)
 	for n, want := range names {
-		if got := must(m.v.NS.GetAttr(inos[n])).Nlink; got != want {
+		got := must(m.v.NS.GetAttr(inos[n])).Nlink
+		if got < want {
 			m.fail("%s: inode %d has link count %d, but %d names", tr.name, inos[n], got, want)
+		}
+		if got > want {
+			m.overCounts++
 		}
 	}
 }

@@ -12,14 +12,18 @@ import (
 
 // linksInView counts the names file ident has in clone's view: its link
 // count where its contents are, minus the names it has there that some
-// clone on the way up does not show (outside the subtree that clone pinned,
-// or excluded by it). A chain of clones of clones maps a name level by
-// level, by its path below each clone's origin. Names inside directories
-// that were stubs at that level have no entries yet but are in the link
-// count, which is why it starts from the count; they are taken to be in
-// view. (So a name pending in a stub directory outside the source of a
-// clone of a subdirectory is counted too: the file then outlives its last
-// visible name in the clone, until the clone goes.)
+// clone on the way up certainly does not show (outside the subtree that
+// clone pinned, or excluded by it).
+//
+// Through a chain of clones of clones a name is mapped level by level by
+// its path, which is exact only while the clone in between still reads the
+// directory the next clone copied through its pin: a stub directory has no
+// entries of its own, so nothing below it was renamed or moved there. Where
+// that does not hold (the directory was materialized, and its entries may
+// have moved), the name is counted: one too many keeps a file until the
+// clone goes; one too few would free it while a name is left. Names inside
+// directories that were stubs have no entries yet but are in the link
+// count, which is why it starts from the count; they are counted too.
 func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 	levels, ok, err := v.viewLevels(clone, ident.pin)
 	if err != nil || !ok {
@@ -48,18 +52,21 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 // viewLevel is one clone on the way from a clone down to where contents
 // are.
 type viewLevel struct {
+	pin    uint64
 	origin uint64      // the directory it cloned
 	xs     []exclusion // its exclusions, relative to origin
-	// rel is where origin was below the root of the clone it was in: the
-	// next level down.
-	rel string
+	// rel is the path, relative to the next level's origin, of the
+	// directory the clone's origin read through its pin; known only if
+	// it did (see linksInView).
+	rel      string
+	relKnown bool
 }
 
 // viewLevels lists the clones from clone down to the one whose pin is pin,
-// the clone first. ok is false when the chain does not lead there, or a
-// clone on the way does not know where its origin was.
+// the clone first. ok is false when the chain does not lead there.
 func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
 	var levels []viewLevel
+	var above schema.Inode // the origin of the level above, as of its pin
 	for c := clone; c != 0 && len(levels) < 1<<12; {
 		rec, err := v.cloneRecord(c)
 		if errors.Is(err, meta.ErrNotFound) {
@@ -72,20 +79,44 @@ func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		levels = append(levels, viewLevel{origin: rec.Origin, xs: xs, rel: rec.OriginRel})
+		if i := len(levels) - 1; i >= 0 && above.Stub && above.Origin.Pin == rec.Pin {
+			l := &levels[i]
+			if l.rel, l.relKnown, err = relPathAsOf(versions.AsOf(v.meta, rec.Pin), above.Origin.Base, rec.Origin); err != nil {
+				return nil, false, err
+			}
+		}
+		levels = append(levels, viewLevel{pin: rec.Pin, origin: rec.Origin, xs: xs})
 		if rec.Pin == pin {
 			return levels, true, nil
 		}
-		if !rec.OriginRelKnown {
+		if above, err = loadInode(versions.AsOf(v.meta, rec.Pin), rec.Origin); err != nil {
 			return nil, false, nil
 		}
-		n, err := loadInode(versions.AsOf(v.meta, rec.Pin), rec.Origin)
-		if err != nil {
-			return nil, false, nil
-		}
-		c = n.Clone
+		c = above.Clone
 	}
 	return nil, false, nil
+}
+
+// inView maps path p, relative to the origin of the deepest of levels, up
+// through the levels and reports whether the first one may show it: false
+// only when some level certainly does not.
+func inView(levels []viewLevel, p string) bool {
+	for i := len(levels) - 1; i >= 0; i-- {
+		if i < len(levels)-1 {
+			l := levels[i]
+			if !l.relKnown {
+				return true // the mapping is not exact from here: count it
+			}
+			var ok bool
+			if p, ok = underPath(p, l.rel); !ok {
+				return false
+			}
+		}
+		if excludedPath(levels[i].xs, p, false) {
+			return false
+		}
+	}
+	return true
 }
 
 // cloneRecord reads clone c's record, or the last one it had if it is
@@ -99,23 +130,6 @@ func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
 		return schema.Clone{}, err
 	}
 	return schema.DecodeClone(raw)
-}
-
-// inView maps path p, relative to the origin of the deepest of levels, up
-// through the levels and reports whether the first one shows it.
-func inView(levels []viewLevel, p string) bool {
-	for i := len(levels) - 1; i >= 0; i-- {
-		if i < len(levels)-1 {
-			var ok bool
-			if p, ok = underPath(p, levels[i].rel); !ok {
-				return false
-			}
-		}
-		if excludedPath(levels[i].xs, p, false) {
-			return false
-		}
-	}
-	return true
 }
 
 // underPath returns p relative to dir, if p is dir or below it.

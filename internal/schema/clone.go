@@ -69,18 +69,9 @@ type Clone struct {
 	Removed    bool   // rmclone: its tree is being freed
 	Stubs      uint64 // inodes of it not yet materialized
 	Done       uint64 // inodes of it materialized so far
-	// OriginRel is where Origin was relative to the root of the clone
-	// it was in (or of the volume), if OriginRelKnown: what maps a path
-	// in the clone's view to a path in the clone it came from, even after
-	// the directories above Origin changed. Records of format 1 lack it.
-	OriginRel      string
-	OriginRelKnown bool
 }
 
-const (
-	cloneFormat    = 1
-	cloneFormatRel = 2 // format 1 followed by OriginRel
-)
+const cloneFormat = 1
 
 // CloneKey is the key of the clone whose root is ino.
 func CloneKey(ino uint64) []byte { return u64key(prefixClone, ino, 0) }
@@ -105,11 +96,7 @@ func CloneIno(k []byte) (uint64, error) { return u64Of(k, prefixClone) }
 // Encode returns the record bytes.
 func (c *Clone) Encode() []byte {
 	e := enc{}
-	if c.OriginRelKnown {
-		e.raw([]byte{cloneFormatRel})
-	} else {
-		e.raw([]byte{cloneFormat})
-	}
+	e.raw([]byte{cloneFormat})
 	e.u(c.Origin)
 	e.bytes([]byte(c.OriginPath))
 	e.u(c.Pin)
@@ -123,21 +110,13 @@ func (c *Clone) Encode() []byte {
 	e.u(boolU(c.Removed))
 	e.u(c.Stubs)
 	e.u(c.Done)
-	if c.OriginRelKnown {
-		e.bytes([]byte(c.OriginRel))
-	}
 	return e.b
 }
 
 // DecodeClone parses a clone record.
 func DecodeClone(b []byte) (Clone, error) {
 	d := dec{b: b}
-	withRel := len(b) > 0 && b[0] == cloneFormatRel
-	if withRel {
-		d.format(cloneFormatRel)
-	} else {
-		d.format(cloneFormat)
-	}
+	d.format(cloneFormat)
 	c := Clone{Origin: d.u(), OriginPath: string(d.bytes()), Pin: d.u(), Created: d.i()}
 	n := d.u()
 	if n > uint64(len(d.b)) {
@@ -148,9 +127,6 @@ func DecodeClone(b []byte) (Clone, error) {
 	}
 	c.ReadOnly, c.Lazy, c.Removed = d.bool(), d.bool(), d.bool()
 	c.Stubs, c.Done = d.u(), d.u()
-	if withRel {
-		c.OriginRel, c.OriginRelKnown = string(d.bytes()), true
-	}
 	return c, d.end()
 }
 

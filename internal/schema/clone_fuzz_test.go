@@ -28,8 +28,6 @@ func FuzzDecodePin(f *testing.F) {
 func FuzzDecodeClone(f *testing.F) {
 	f.Add((&Clone{Origin: 7, OriginPath: "/a/b", Pin: 9, Created: 1700000000, Excludes: []string{"x", "b/**"}, ReadOnly: true, Stubs: 3, Done: 4}).Encode())
 	f.Add((&Clone{}).Encode())
-	f.Add((&Clone{Origin: 7, Pin: 9, OriginRel: "x/y", OriginRelKnown: true}).Encode())
-	f.Add((&Clone{OriginRelKnown: true}).Encode())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeClone(b)
 		if err != nil {
