@@ -122,3 +122,37 @@ func TestCloneLinkCountAfterRenameInMiddleClone(t *testing.T) {
 		t.Fatalf("b/x reads %q after b/f went", got)
 	}
 }
+
+// TestCloneLinkCountThroughMaterializedMiddle clones a directory of a lazy
+// clone after that directory, and the one holding the file's other name,
+// got their own entries: the name outside the new clone must not count.
+// (Were a/other still a stub, its pending name would count: see
+// linksInView.)
+func TestCloneLinkCountThroughMaterializedMiddle(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+	other := must(fs.Mkdir(root, top, "other", 0o755)).Ino
+	f := writeFile(t, fs, d, "f", []byte("linked"))
+	must(fs.Link(f, other, "g"))
+	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
+	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	must(fs.ReadDir(must(fs.Lookup(a, "d")).Ino)) // a/d gets its own entries
+	must(fs.ReadDir(must(fs.Lookup(a, "other")).Ino))
+	must(fs.ClonePath("/a/d", "/b", namespace.CloneOptions{Lazy: true}))
+	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
+	if got := must(fs.Lookup(b, "f")).Nlink; got != 1 {
+		t.Fatalf("b/f has %d links, want 1 (a/other/g is outside b)", got)
+	}
+	must(0, fs.Unlink(b, "f"))
+	rep, err := fsck.CheckLive(context.Background(), v.FsckStores(), v.Engine, fsck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		if p.Kind != fsck.KindPendingFree && p.Kind != fsck.KindOrphanSpace {
+			t.Errorf("fsck: %s %s", p.Kind, p.Detail)
+		}
+	}
+}

@@ -13,21 +13,29 @@ import (
 // linksInView counts the names file ident has in clone's view: its link
 // count where its contents are, minus the names it has there that some
 // clone on the way up certainly does not show (outside the subtree that
-// clone pinned, or excluded by it).
+// clone pinned, or excluded by it). near is the file as the clone's source
+// directory shows it, ident where its contents are (the same, unless near
+// is a stub of the clone below).
 //
 // Through a chain of clones of clones a name is mapped level by level by
 // its path, which is exact only while the clone in between still reads the
 // directory the next clone copied through its pin: a stub directory has no
 // entries of its own, so nothing below it was renamed or moved there. Where
 // that does not hold (the directory was materialized, and its entries may
-// have moved), the name is counted: one too many keeps a file until the
-// clone goes; one too few would free it while a name is left. Names inside
-// directories that were stubs have no entries yet but are in the link
-// count, which is why it starts from the count; they are counted too.
-func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
+// have moved), the names near has in the clone below are used instead:
+// its entries there are exact, and its names still pending in stub
+// directories there are counted. Counting a name too many keeps a file
+// until the clone goes; one too few would free it while a name is left.
+// Names inside directories that were stubs have no entries yet but are in
+// the link count, which is why it starts from the count; they are counted
+// too.
+func (v *Volume) linksInView(clone uint64, near, ident source) (uint32, error) {
 	levels, ok, err := v.viewLevels(clone, ident.pin)
 	if err != nil || !ok {
 		return ident.n.Nlink, err // not mapped: count every name
+	}
+	if len(levels) > 1 && !levels[0].relKnown && near.pin == levels[0].pin {
+		return namesBelow(near, levels[0])
 	}
 	deepest := levels[len(levels)-1].origin
 	lower, upper := schema.ParentRange(ident.ino)
@@ -42,6 +50,30 @@ func (v *Volume) linksInView(clone uint64, ident source) (uint32, error) {
 			return err
 		}
 		if !in || !inView(levels, joinRel(dir, name)) {
+			links--
+		}
+		return nil
+	})
+	return uint32(max(links, 1)), err
+}
+
+// namesBelow counts the names file near has as the clone of level l shows
+// them: near's link count, minus its entries (as of l's pin) outside l's
+// origin or excluded by l. Names near has pending in stub directories
+// have no entries and are counted.
+func namesBelow(near source, l viewLevel) (uint32, error) {
+	links := int64(near.n.Nlink)
+	lower, upper := schema.ParentRange(near.ino)
+	err := scan(near.r, lower, upper, func(k, _ []byte) error {
+		_, parent, name, err := schema.ParseParentKey(k)
+		if err != nil {
+			return err
+		}
+		dir, in, err := relPathAsOf(near.r, parent, l.origin)
+		if err != nil {
+			return err
+		}
+		if !in || excludedPath(l.xs, joinRel(dir, name), false) {
 			links--
 		}
 		return nil

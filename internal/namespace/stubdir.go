@@ -62,7 +62,8 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	linked := !isDir(cn.Mode) && cn.Nlink > 1
 	// One file reached through different clones of clones must map to one
 	// inode: key it by where its contents really are.
-	ident := source{r: src.r, pin: src.pin, ino: base, n: cn}
+	near := source{r: src.r, pin: src.pin, ino: base, n: cn}
+	ident := near
 	if linked && cn.Stub {
 		if ident, err = v.sourceOf(&cn); err != nil {
 			return 0, false, err
@@ -90,7 +91,7 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		// Its link count counts every name it has in the clone, also
 		// those in directories not materialized yet: they name this
 		// inode (through the link map) once they are.
-		if stub.Nlink, err = v.linksInView(parent.Clone, ident); err != nil {
+		if stub.Nlink, err = v.linksInView(parent.Clone, near, ident); err != nil {
 			return 0, false, err
 		}
 		if err := b.Set(mapKey, schema.U64(local)); err != nil {
