@@ -7,6 +7,7 @@ import (
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/vfs"
+	"github.com/doppelfs/doppel/internal/volume"
 )
 
 // TestCloneLinkCountsThroughChains checks the link count of a hard-linked
@@ -53,15 +54,7 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 		for _, p := range []string{"c", "b"} {
 			must(0, fs.Unlink(must(fs.Lookup(vfs.RootIno, p)).Ino, "f"))
 		}
-		rep, err := fsck.CheckLive(context.Background(), v.FsckStores(), v.Engine, fsck.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range rep.Problems {
-			if p.Kind != fsck.KindPendingFree && p.Kind != fsck.KindOrphanSpace {
-				t.Errorf("lazy %v: fsck: %s %s", lazy, p.Kind, p.Detail)
-			}
-		}
+		wantFsckClean(t, v)
 	}
 }
 
@@ -104,12 +97,7 @@ func TestCloneOfRemovedCloneKeepsExclusions(t *testing.T) {
 func TestCloneLinkCountAfterRenameInMiddleClone(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
-	f := writeFile(t, fs, d, "f", []byte("linked"))
-	must(fs.Link(f, d, "x"))
-	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
-	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	a := linkedThenCloned(t, v, "d", "x")
 	must(0, fs.Rename(a, "d", a, "e", 0)) // a/d stays a stub
 	must(fs.ClonePath("/a/e", "/b", namespace.CloneOptions{Lazy: true}))
 	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
@@ -131,13 +119,7 @@ func TestCloneLinkCountAfterRenameInMiddleClone(t *testing.T) {
 func TestCloneLinkCountThroughMaterializedMiddle(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
-	other := must(fs.Mkdir(root, top, "other", 0o755)).Ino
-	f := writeFile(t, fs, d, "f", []byte("linked"))
-	must(fs.Link(f, other, "g"))
-	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
-	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	a := linkedThenCloned(t, v, "other", "g")
 	must(fs.ReadDir(must(fs.Lookup(a, "d")).Ino)) // a/d gets its own entries
 	must(fs.ReadDir(must(fs.Lookup(a, "other")).Ino))
 	must(fs.ClonePath("/a/d", "/b", namespace.CloneOptions{Lazy: true}))
@@ -146,6 +128,29 @@ func TestCloneLinkCountThroughMaterializedMiddle(t *testing.T) {
 		t.Fatalf("b/f has %d links, want 1 (a/other/g is outside b)", got)
 	}
 	must(0, fs.Unlink(b, "f"))
+	wantFsckClean(t, v)
+}
+
+// linkedThenCloned makes /t/d/f with a second name dir/name below /t
+// (dir "d" or a new one), then /a, a lazy clone of /t; it returns /a.
+func linkedThenCloned(t *testing.T, v *volume.Volume, dir, name string) uint64 {
+	t.Helper()
+	fs := v.NS
+	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+	f := writeFile(t, fs, d, "f", []byte("linked"))
+	second := d
+	if dir != "d" {
+		second = must(fs.Mkdir(root, top, dir, 0o755)).Ino
+	}
+	must(fs.Link(f, second, name))
+	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
+	return must(fs.Lookup(vfs.RootIno, "a")).Ino
+}
+
+// wantFsckClean fails t on anything fsck finds but reclaimable space.
+func wantFsckClean(t *testing.T, v *volume.Volume) {
+	t.Helper()
 	rep, err := fsck.CheckLive(context.Background(), v.FsckStores(), v.Engine, fsck.Options{})
 	if err != nil {
 		t.Fatal(err)
