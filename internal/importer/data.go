@@ -38,7 +38,7 @@ func (r *sourceReader) next(p []byte) (int64, int, error) {
 		}
 		data, hole, err := r.off, r.size, error(nil)
 		if r.sparse {
-			data, hole, err = nextData(r.fd, r.off, r.size)
+			data, hole, err = NextData(r.fd, r.off, r.size)
 		}
 		if err != nil {
 			return 0, 0, &sourceError{fmt.Errorf("seek at offset %d: %w", r.off, err)}
@@ -61,9 +61,10 @@ func (r *sourceReader) next(p []byte) (int64, int, error) {
 	return off, n, nil
 }
 
-// nextData finds the data range at or after off: [data, hole). Without
-// hole support in the source file system, all of [off, size) is data.
-func nextData(fd int, off, size int64) (data, hole int64, err error) {
+// NextData finds the data range at or after off in the open file fd of
+// the given size: [data, hole). Without hole support in the source file
+// system, all of [off, size) is data.
+func NextData(fd int, off, size int64) (data, hole int64, err error) {
 	data, err = unix.Seek(fd, off, unix.SEEK_DATA)
 	switch {
 	case errors.Is(err, unix.ENXIO):

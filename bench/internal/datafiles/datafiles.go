@@ -1,14 +1,13 @@
 package datafiles
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/doppelfs/doppel/internal/importer"
 )
 
 // Walk calls fn for every regular file below root, each inode once (hard
@@ -40,26 +39,6 @@ func Walk(root string, fn func(path string) error) error {
 	})
 }
 
-// NextData finds the data range at or after off in the open file fd of
-// the given size: [data, hole). Only holes are left when data == size.
-// Without hole support in the file system, all of [off, size) is data.
-func NextData(fd int, off, size int64) (data, hole int64, err error) {
-	data, err = unix.Seek(fd, off, unix.SEEK_DATA)
-	switch {
-	case errors.Is(err, unix.ENXIO):
-		return size, size, nil
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.EOPNOTSUPP):
-		return off, size, nil
-	case err != nil:
-		return 0, 0, err
-	}
-	hole, err = unix.Seek(fd, data, unix.SEEK_HOLE)
-	if err != nil {
-		return 0, 0, err
-	}
-	return data, min(hole, size), nil
-}
-
 // File is an open regular file and its size when it was opened.
 type File struct {
 	*os.File
@@ -83,7 +62,7 @@ func Open(path string) (*File, error) {
 // Ranges calls fn for each data range [start, end) of f, in order.
 func (f *File) Ranges(fn func(start, end int64) error) error {
 	for off := int64(0); off < f.Size; {
-		data, hole, err := NextData(int(f.Fd()), off, f.Size)
+		data, hole, err := importer.NextData(int(f.Fd()), off, f.Size)
 		if err != nil {
 			return err
 		}
