@@ -22,7 +22,7 @@ func (m *model) genOp() *op {
 		{14, m.genWrite}, {4, m.genAppend}, {5, m.genRead}, {5, m.genTruncate},
 		{4, m.genFallocate}, {8, m.genRename}, {3, m.genLink}, {unlinkWeight, m.genUnlink},
 		{2, m.genMkdir}, {2, m.genRmdir}, {2, m.genSymlink}, {2, m.genReadlink},
-		{2, m.genChmod}, {6, m.genXattr}, {4, m.genCopyRange}, {2, m.genSeekData},
+		{2, m.genChmod}, {2, m.genChown}, {6, m.genXattr}, {4, m.genCopyRange}, {2, m.genSeekData},
 		{2, m.genStat}, {3, m.genOpen}, {2, m.genClose}, {6, m.genHandleWrite},
 		{3, m.genHandleRead}, {1, m.genHandleSeek}, {2, m.genHandleTruncate},
 		{2, m.genHandleFallocate}, {1, m.genHandleSync},
@@ -360,6 +360,32 @@ func (m *model) genChmod() *op {
 		paths: []string{p},
 		run: func(s *side) (o outcome) {
 			o.do("chmod", unix.Chmod(s.abs(p), mode))
+			return o
+		},
+	}
+}
+
+// genChown changes owner and group, of an open file (which may have
+// buffered writes) or of a path; a chown also drops set-user-ID.
+func (m *model) genChown() *op {
+	ids := []int{0, 1000, 1234}
+	uid, gid := ids[m.rng.IntN(len(ids))], ids[m.rng.IntN(len(ids))]
+	if h := m.openHandle(); h >= 0 && m.chance(50) {
+		return &op{
+			desc:    fmt.Sprintf("fchown h%d %d:%d", h, uid, gid),
+			handles: []int{h},
+			run: func(s *side) (o outcome) {
+				o.do("fchown", unix.Fchown(s.h[h], uid, gid))
+				return o
+			},
+		}
+	}
+	p := m.anyPath()
+	return &op{
+		desc:  fmt.Sprintf("lchown %q %d:%d", p, uid, gid),
+		paths: []string{p},
+		run: func(s *side) (o outcome) {
+			o.do("lchown", unix.Lchown(s.abs(p), uid, gid))
 			return o
 		},
 	}

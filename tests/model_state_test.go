@@ -24,12 +24,13 @@ type nodeState struct {
 	Errno      syscall.Errno // of lstat/stat/fstat; nothing else is set if nonzero
 	Type       uint32        // S_IFMT bits
 	Perm       uint32        // 07777 bits
-	Size       int64         // not for directories
-	Nlink      uint64        // not for directories
-	Target     string        // symlinks
-	Xattrs     []string      // user.* attributes as name=%q, sorted
-	XattrErr   string        // listing/reading them failed
-	Entries    []string      // directory entries, sorted
+	Uid, Gid   uint32
+	Size       int64    // not for directories
+	Nlink      uint64   // not for directories
+	Target     string   // symlinks
+	Xattrs     []string // user.* attributes as name=%q, sorted
+	XattrErr   string   // listing/reading them failed
+	Entries    []string // directory entries, sorted
 	EntriesErr syscall.Errno
 	Content    []byte // regular files
 	ContentErr string
@@ -98,7 +99,7 @@ func fdState(fd int) *nodeState {
 }
 
 func statState(st *unix.Stat_t) *nodeState {
-	n := &nodeState{Type: st.Mode & unix.S_IFMT, Perm: st.Mode & 0o7777}
+	n := &nodeState{Type: st.Mode & unix.S_IFMT, Perm: st.Mode & 0o7777, Uid: st.Uid, Gid: st.Gid}
 	if n.Type != unix.S_IFDIR {
 		n.Size, n.Nlink = st.Size, uint64(st.Nlink)
 	}

@@ -17,6 +17,9 @@ func (v *Volume) SetAttr(c vfs.Caller, ino uint64, in vfs.SetAttr) (vfs.Attr, er
 	l := v.locks.of(ino)
 	l.Lock()
 	defer l.Unlock()
+	if a, held, err := v.holdAttrs(ino, in); held || err != nil {
+		return a, v.errno("setattr", err)
+	}
 	// Buffered writes are committed first so that their size and times do
 	// not later overwrite what this call sets.
 	if err := v.flushOpenLocked(ino); err != nil {

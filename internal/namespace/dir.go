@@ -117,33 +117,34 @@ func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, 
 	return saveInode(tx, dirIno, dir)
 }
 
-// newNode creates an inode named name in parent inside tx.
-func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (uint64, schema.Inode, error) {
+// newNode creates an inode named name in parent inside tx. policy is the
+// chunking override it inherited (nil: none).
+func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (ino uint64, _ schema.Inode, policy []byte, err error) {
 	if err := checkName(name); err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	if err := v.opt.Headroom.ForMeta(); err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	b := tx.Batch()
 	dir, err := loadInode(b, parent)
 	if err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	if !isDir(dir.Mode) {
-		return 0, n, syscall.ENOTDIR
+		return 0, n, nil, syscall.ENOTDIR
 	}
 	if err := v.checkWritable(&dir); err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	if _, err := entryIn(b, parent, &dir, name); err == nil {
-		return 0, n, syscall.EEXIST
+		return 0, n, nil, syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
-		return 0, n, err
+		return 0, n, nil, err
 	}
-	ino, err := allocIno(tx)
+	ino, err = allocIno(tx)
 	if err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	t := now()
 	n.Uid, n.Gid = c.Uid, c.Gid
@@ -158,16 +159,16 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 		n.Nlink = 1
 	}
 	if err := saveInode(tx, ino, &n); err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
 	tx.AddInodes(1)
 	if err := tx.Journal(ino, schema.OpCreate); err != nil {
-		return 0, n, err
+		return 0, n, nil, err
 	}
-	if err := inheritPolicy(tx, parent, ino); err != nil {
-		return 0, n, err
+	if policy, err = inheritPolicy(tx, parent, ino); err != nil {
+		return 0, n, nil, err
 	}
-	return ino, n, addEntry(tx, &dir, parent, name, ino, n.Mode)
+	return ino, n, policy, addEntry(tx, &dir, parent, name, ino, n.Mode)
 }
 
 // create runs newNode in its own transaction.
@@ -184,7 +185,7 @@ func (v *Volume) createOnce(op string, c vfs.Caller, parent uint64, name string,
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	ino, n, err := v.newNode(tx, c, parent, name, n)
+	ino, n, _, err := v.newNode(tx, c, parent, name, n)
 	if err != nil {
 		tx.Abort()
 		return vfs.Attr{}, err

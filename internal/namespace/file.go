@@ -25,6 +25,8 @@ type openFile struct {
 	chunker   chunker.Chunker // nil: the volume's policy
 	size      int64
 	mtime     int64
+	ctime     int64     // the pending changes' ctime (writes, held attributes)
+	held      heldAttrs // attribute changes waiting for the buffered writes
 	lastWrite time.Time
 	stub      atomic.Bool // a clone's file whose extents are its origin's
 }
@@ -44,7 +46,8 @@ func (v *Volume) isOpen(ino uint64) bool {
 	return v.files[ino] != nil
 }
 
-// overlayPending applies buffered writes' size and mtime to n.
+// overlayPending applies buffered writes' size and times, and held
+// attribute changes, to n.
 func (v *Volume) overlayPending(ino uint64, n *schema.Inode) {
 	v.filesMu.Lock()
 	f := v.files[ino]
@@ -54,20 +57,23 @@ func (v *Volume) overlayPending(ino uint64, n *schema.Inode) {
 	}
 	l := v.locks.of(ino)
 	l.RLock()
-	if f.pending {
-		n.Size = f.size
-		n.Mtime, n.Ctime = f.mtime, f.mtime
-	}
+	f.overlay(n)
 	l.RUnlock()
 }
 
 // openHandle registers a handle on ino.
 func (v *Volume) openHandle(ino uint64, flags uint32) vfs.Handle {
+	return v.registerHandle(ino, flags, func() chunker.Chunker { return v.fileChunker(ino) })
+}
+
+// registerHandle registers a handle on ino; chunker gives the file's
+// chunker if it is not open yet.
+func (v *Volume) registerHandle(ino uint64, flags uint32, chunker func() chunker.Chunker) vfs.Handle {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	f := v.files[ino]
 	if f == nil {
-		f = &openFile{ino: ino, chunker: v.fileChunker(ino)}
+		f = &openFile{ino: ino, chunker: chunker()}
 		v.files[ino] = f
 	}
 	f.opens++
@@ -91,11 +97,12 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 	var tx *content.Tx
 	var ino uint64
 	var n schema.Inode
+	var policy []byte
 	err := v.materializing(func() (err error) {
 		if tx, err = v.begin(); err != nil {
 			return err
 		}
-		ino, n, err = v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
+		ino, n, policy, err = v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
 		if err != nil {
 			tx.Abort()
 		}
@@ -106,12 +113,11 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 	}
 	// Register the handle before the name becomes visible, so that an
 	// unlink racing with create sees the file open.
-	h := v.openHandle(ino, flags)
+	h := v.registerHandle(ino, flags, func() chunker.Chunker { return policyChunker(policy) })
 	if err := tx.Commit(false); err != nil {
 		v.Release(h)
 		return vfs.Attr{}, 0, v.errno("create", err)
 	}
-	v.refreshChunker(ino) // an inherited policy is visible only now
 	return toAttr(ino, &n), h, nil
 }
 
@@ -229,7 +235,7 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 		if err != nil {
 			return 0, v.errno("write", err)
 		}
-		f.size, f.mtime = n.Size, n.Mtime
+		f.size, f.mtime, f.ctime = n.Size, n.Mtime, n.Ctime
 	}
 	if hd.append {
 		off = f.size
@@ -253,6 +259,7 @@ func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	v.dirty.n.Add(f.buf.Bytes() - before)
 	f.size = max(f.size, off+int64(len(data)))
 	f.mtime = now()
+	f.ctime = max(f.ctime, f.mtime)
 	v.setPending(f, true)
 	f.lastWrite = time.Now()
 	v.counters.written.Add(int64(len(data)))

@@ -102,6 +102,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	if err := tx.Commit(false); err != nil {
 		return err
 	}
+	f.held = heldAttrs{}
 	consumed := int64(0)
 	for _, g := range groups {
 		last := g[len(g)-1]
@@ -134,9 +135,15 @@ func (v *Volume) commitFlush(tx *content.Tx, f *openFile, groups [][]*content.Pr
 	} else {
 		n.Size = max(n.Size, min(end, f.size))
 	}
-	n.Mtime, n.Ctime = f.mtime, max(n.Ctime, f.mtime)
+	n.Mtime, n.Ctime = f.mtime, max(n.Ctime, f.ctime)
 	if err := tx.Journal(f.ino, schema.OpData); err != nil {
 		return err
+	}
+	if f.held.any() {
+		f.held.apply(&n)
+		if err := tx.Journal(f.ino, schema.OpAttr); err != nil {
+			return err
+		}
 	}
 	return saveInode(tx, f.ino, &n)
 }
@@ -156,6 +163,7 @@ func (v *Volume) giveUp(f *openFile, err error) {
 func (v *Volume) dropBuffer(f *openFile) {
 	v.dirty.n.Add(-f.buf.Bytes())
 	f.buf = content.Buffer{}
+	f.held = heldAttrs{}
 	v.setPending(f, false)
 }
 

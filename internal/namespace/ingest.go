@@ -156,7 +156,7 @@ func (in *ingest) create(parent uint64, name string, w *window) (schema.Inode, u
 		tx.Adopt(w.chunks)
 	}
 	c := vfs.Caller{Uid: nf.Uid, Gid: nf.Gid}
-	ino, n, err := v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | nf.Mode&0o7777})
+	ino, n, _, err := v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | nf.Mode&0o7777})
 	if err == nil {
 		err = in.setXattrs(tx, ino)
 	}

@@ -23,16 +23,17 @@ func checkPolicyXattr(value []byte) error {
 	return nil
 }
 
-// inheritPolicy copies dir's chunking override to a new child.
-func inheritPolicy(tx *content.Tx, dir, child uint64) error {
+// inheritPolicy copies dir's chunking override to a new child and
+// returns it (nil: none).
+func inheritPolicy(tx *content.Tx, dir, child uint64) ([]byte, error) {
 	v, err := tx.Batch().Get(schema.XattrKey(dir, PolicyXattr))
 	if errors.Is(err, meta.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return tx.Batch().Set(schema.XattrKey(child, PolicyXattr), v)
+	return v, tx.Batch().Set(schema.XattrKey(child, PolicyXattr), v)
 }
 
 // fileChunker returns the chunker for ino's writes: its override, or nil
@@ -40,6 +41,15 @@ func inheritPolicy(tx *content.Tx, dir, child uint64) error {
 func (v *Volume) fileChunker(ino uint64) chunker.Chunker {
 	val, err := v.meta.Get(schema.XattrKey(ino, PolicyXattr))
 	if err != nil {
+		return nil
+	}
+	return policyChunker(val)
+}
+
+// policyChunker returns the chunker of a PolicyXattr value, or nil (the
+// volume default) for none or a bad one.
+func policyChunker(val []byte) chunker.Chunker {
+	if val == nil {
 		return nil
 	}
 	p, err := chunker.ParsePolicy(string(val))

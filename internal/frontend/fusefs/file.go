@@ -101,6 +101,11 @@ func (f *FS) FsyncDir(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
 
 func (f *FS) GetXAttr(_ <-chan struct{}, h *fuse.InHeader, name string, dest []byte) (_ uint32, st fuse.Status) {
 	defer f.track(metrics.OpGetxattr, h.NodeId, time.Now(), &st)
+	if name == capsXattr && f.privs.known(h.NodeId) {
+		// The kernel asks before a new file's first write and before
+		// every chown; a file known to have none needs no lookup.
+		return 0, fuse.ENODATA
+	}
 	val, err := f.v.GetXattr(h.NodeId, name)
 	if name == capsXattr && errors.Is(err, syscall.ENODATA) {
 		f.privs.set(h.NodeId, true) // the kernel's probe before a write: killPriv need not ask again

@@ -1,0 +1,68 @@
+package namespace_test
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// An archive extractor's pattern: write, then set times, owner and mode on
+// the open file, then close. The changes show at once, survive the close,
+// and later writes still move mtime.
+func TestAttrsSetOnBufferedFileShowAndPersist(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o600, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(fs.Write(h, 0, []byte("some data")))
+	old := time.Unix(1_600_000_000, 123)
+	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old, SetAtime: true, Atime: old}))
+	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetUid: true, Uid: 1234, SetGid: true, Gid: 5678}))
+	got := must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o4755}))
+	check := func(what string, got vfs.Attr, wantMtime time.Time) {
+		t.Helper()
+		if got.Mode&0o7777 != 0o4755 || got.Uid != 1234 || got.Gid != 5678 || got.Size != 9 {
+			t.Fatalf("%s: mode %o uid %d gid %d size %d, want 4755 1234 5678 9", what, got.Mode&0o7777, got.Uid, got.Gid, got.Size)
+		}
+		if !got.Mtime.Equal(wantMtime) || !got.Atime.Equal(old) {
+			t.Fatalf("%s: mtime %v atime %v, want %v and %v", what, got.Mtime, got.Atime, wantMtime, old)
+		}
+		if !got.Ctime.After(old) {
+			t.Fatalf("%s: ctime %v went back with mtime", what, got.Ctime)
+		}
+	}
+	check("setattr reply", got, old)
+	check("getattr while open", must(fs.GetAttr(a.Ino)), old)
+	if err := fs.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	v = reopen(t, v, dir)
+	check("after close and remount", must(v.NS.GetAttr(a.Ino)), old)
+
+	// A write after a held mtime moves it again; a truncate commits what is
+	// held together with itself.
+	h = must(v.NS.Open(a.Ino, syscall.O_RDWR))
+	must(v.NS.Write(h, 0, []byte("x")))
+	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old}))
+	must(v.NS.Write(h, 1, []byte("y")))
+	if m := must(v.NS.GetAttr(a.Ino)).Mtime; !m.After(old) {
+		t.Fatalf("mtime %v after a write that followed utimensat, want now", m)
+	}
+	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o640}))
+	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetSize: true, Size: 5}))
+	if err := v.NS.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	v = reopen(t, v, dir)
+	at := must(v.NS.GetAttr(a.Ino))
+	if at.Mode&0o7777 != 0o640 || at.Size != 5 || at.Uid != 1234 {
+		t.Fatalf("after truncate: mode %o size %d uid %d, want 640 5 1234", at.Mode&0o7777, at.Size, at.Uid)
+	}
+	if data := readFile(t, v.NS, a.Ino); string(data) != "xyme " {
+		t.Fatalf("content %q, want %q", data, "xyme ")
+	}
+}
