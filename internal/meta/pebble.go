@@ -126,9 +126,37 @@ type pebbleBatch struct {
 	b      *pebble.Batch
 	p      *Pebble
 	closed bool
+	// written holds the keys the batch has set or deleted, while there
+	// are few (most namespace transactions). A Get of any other key reads
+	// the store itself, which costs about half of a read through the
+	// indexed batch (that one builds an iterator over batch, memtables and
+	// tables) and returns the same: the batch has nothing to add.
+	written map[string]struct{}
+	many    bool // more keys written than tracked: every Get goes through the batch
 }
 
-func (b *pebbleBatch) Get(key []byte) ([]byte, error) { return getCopy(b.b, key) }
+// maxTrackedWrites bounds pebbleBatch.written.
+const maxTrackedWrites = 64
+
+func (b *pebbleBatch) wrote(key []byte) {
+	switch {
+	case b.many:
+	case len(b.written) >= maxTrackedWrites:
+		b.many, b.written = true, nil
+	default:
+		if b.written == nil {
+			b.written = make(map[string]struct{}, 8)
+		}
+		b.written[string(key)] = struct{}{}
+	}
+}
+
+func (b *pebbleBatch) Get(key []byte) ([]byte, error) {
+	if _, ok := b.written[string(key)]; !ok && !b.many {
+		return getCopy(b.p.db, key)
+	}
+	return getCopy(b.b, key)
+}
 
 func (b *pebbleBatch) NewIter(lower, upper []byte) (Iterator, error) {
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -138,8 +166,15 @@ func (b *pebbleBatch) NewIter(lower, upper []byte) (Iterator, error) {
 	return it, nil
 }
 
-func (b *pebbleBatch) Set(key, value []byte) error { return b.b.Set(key, value, nil) }
-func (b *pebbleBatch) Delete(key []byte) error     { return b.b.Delete(key, nil) }
+func (b *pebbleBatch) Set(key, value []byte) error {
+	b.wrote(key)
+	return b.b.Set(key, value, nil)
+}
+
+func (b *pebbleBatch) Delete(key []byte) error {
+	b.wrote(key)
+	return b.b.Delete(key, nil)
+}
 
 // Commit applies the batch. The commit always reaches the OS before it
 // returns (see softWAL), so it survives the daemon being killed; with sync

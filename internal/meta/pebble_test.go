@@ -516,3 +516,37 @@ func TestSnapshotIsFrozen(t *testing.T) {
 		t.Errorf("store scan = %q, want [a c]", got)
 	}
 }
+
+// A batch's reads see its own writes, and the store's committed state for
+// every other key, whether it tracks its writes or has written too many.
+func TestBatchReadsOwnWritesAndCommittedState(t *testing.T) {
+	for _, writes := range []int{1, maxTrackedWrites + 10} {
+		t.Run(fmt.Sprint(writes), func(t *testing.T) {
+			p := openT(t, t.TempDir())
+			defer p.Close()
+			commit(t, p, map[string][]byte{"a": []byte("1"), "gone": []byte("x"), "kept": []byte("k")})
+			b := p.NewBatch()
+			defer b.Close()
+			for i := range writes - 1 {
+				if err := b.Set(fmt.Appendf(nil, "w%03d", i), []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Delete([]byte("gone")); err != nil {
+				t.Fatal(err)
+			}
+			commit(t, p, map[string][]byte{"later": []byte("L")}) // committed after the batch began
+			wantMissing(t, b, "gone")
+			wantValue(t, b, "kept", "k")
+			wantValue(t, b, "later", "L")
+			if err := b.Set([]byte("a"), []byte("2")); err != nil {
+				t.Fatal(err)
+			}
+			wantValue(t, b, "a", "2")
+			wantValue(t, p, "a", "1")
+			if writes > 1 {
+				wantValue(t, b, "w000", "v")
+			}
+		})
+	}
+}
