@@ -27,6 +27,7 @@ import (
 
 func main() {
 	passthrough := flag.Bool("kernel-passthrough", true, "let the kernel do file I/O on the backing files (root, Linux >= 6.9)")
+	debug := flag.Bool("debug", false, "log every FUSE request and reply (go-fuse's debug output)")
 	maxWrite := flag.Int("max-write", 0, "largest read/write request in bytes (0: go-fuse's default, 128 KiB)")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: loopback [-kernel-passthrough=false] [-max-write BYTES] MOUNTPOINT DIR")
@@ -52,6 +53,7 @@ func main() {
 			FsName:   dir,
 			Name:     "loopback",
 			MaxWrite: *maxWrite,
+			Debug:    *debug,
 		},
 	}
 	if *maxWrite > 0 {
