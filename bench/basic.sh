@@ -45,8 +45,8 @@
 set -euo pipefail
 
 LOG_PREFIX=bench
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
 # Remember the exact invocation (BENCH_* overrides included) for the report.
@@ -87,9 +87,7 @@ fi
 
 case $TOOL in fio | dd) ;; *) die "BENCH_TOOL must be fio or dd" ;; esac
 [ "$TOOL" = dd ] || command -v fio >/dev/null 2>&1 || die "fio not installed (scripts/ensure-deps.sh --bench)"
-for n in "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$RAND_MIB" "$CMD_TIMEOUT"; do
-	[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
-done
+positive_ints "$REPS" "$SIZE_MIB" "$NFILES" "$FILE_SIZE" "$RAND_MIB" "$CMD_TIMEOUT"
 command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
 [ -c /dev/fuse ] || die "/dev/fuse missing"
 
@@ -140,35 +138,9 @@ note_rss() { # remember the doppel daemons' peak RSS before they go
 	done
 }
 
-# PIDs of doppel daemons serving our bench mount/store.
-doppel_daemon_pids() {
-	local exe p x
-	exe=$(dirname "$(abspath "$DOPPEL")")/doppel-core # doppel hands mount to it
-	for p in /proc/[0-9]*; do
-		x=$(readlink "$p/exe" 2>/dev/null) || continue
-		[ "${x% (deleted)}" = "$exe" ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$D_MNT" -e "$D_STORE" || continue
-		echo "${p#/proc/}"
-	done
-}
-
 unmount_doppel() {
-	local p
 	note_rss
-	if is_mounted "$D_MNT"; then
-		timeout 120 "$DOPPEL" umount "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-			warn "doppel umount $D_MNT failed (see $LOGS/doppel.log)"
-	fi
-	fuse_force_unmount "$D_MNT" || true
-	for p in "${D_PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$p" 2>/dev/null; then
-			warn "doppel daemon $p still running after unmount; killing it"
-			kill -TERM "$p" 2>/dev/null || true
-			sleep 1
-			kill -KILL "$p" 2>/dev/null || true
-		fi
-	done
+	doppel_down "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"
 	D_PIDS=()
 }
 
@@ -176,6 +148,7 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
+	stop_timed
 	for t in passthrough gofuse; do
 		if [ -n "${LB_PID[$t]:-}" ] || is_mounted "${LB_MNT[$t]}"; then unmount_loopback "$t"; fi
 	done
@@ -204,11 +177,8 @@ mount_loopback() { # mount_loopback TARGET
 }
 
 mount_doppel() {
-	mkdir -p -- "$D_MNT"
-	timeout 120 "$DOPPEL" mount --store "$D_STORE" "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-		die "doppel mount failed (see $LOGS/doppel.log)"
-	wait_mounted "$D_MNT" 20 || die "doppel mount returned but $D_MNT is not mounted"
-	mapfile -t D_PIDS < <(doppel_daemon_pids)
+	doppel_up "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"
+	mapfile -t D_PIDS < <(doppel_daemon_pids "$DOPPEL" "$D_STORE" "$D_MNT")
 	[ ${#D_PIDS[@]} -gt 0 ] || warn "could not identify the doppel daemon process"
 }
 
@@ -244,25 +214,8 @@ drop() {
 	fi
 }
 
-# timed OUTVAR CMD...: run CMD under a timeout, store elapsed seconds in OUTVAR.
-timed() {
-	local -n _out=$1
-	shift
-	local t0 t1
-	t0=$(now_ns)
-	timeout "$CMD_TIMEOUT" "$@"
-	t1=$(now_ns)
-	_out=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-}
-
 record() { RES["$1|$2"]+="$3 "; }
 
-median() {
-	# shellcheck disable=SC2086 # word splitting intended
-	printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {
-		if (NR == 0) exit 1
-		if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
 
 gen_source() { # dd mode: fresh random data for every repetition, so nothing dedups
 	log "  generating ${SIZE_MIB} MiB of random source data in $SRC"
@@ -319,10 +272,6 @@ rand_write() {
 drop_seqfile() { # drop_seqfile TARGET
 	rm -f -- "$(workdir "$1")/seqfile"
 	sync
-}
-
-json_num() { # json_num KEY < JSON
-	sed -n 's/.*"'"$1"'":\([-+0-9.eE]*\).*/\1/p'
 }
 
 file_ops() { # file_ops TARGET REP

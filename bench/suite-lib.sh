@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers of the issue-4 suite (bench/suite.sh; bench/lib.sh serves the
-# other benchmarks). Source it, do not run it; it sources scripts/lib.sh.
+# Helpers of the issue-4 suite (bench/suite.sh), on top of bench/lib.sh,
+# which it sources (timing, medians, doppel daemons). Source it, do not
+# run it.
 #
 # The targets, each a directory the workloads run in (target_dir):
 #   passthrough  go-fuse's example loopback over $LB_ORIG, mounted on $LB_MNT
@@ -12,8 +13,8 @@
 # Call bench_paths once BENCH_DIR is set; bench_teardown (from the caller's
 # EXIT trap) unmounts everything this shell mounted and stops its daemons.
 
-# shellcheck source=scripts/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source=bench/loopfs.sh
 . "$(dirname "${BASH_SOURCE[0]}")/loopfs.sh"
 
@@ -22,17 +23,6 @@ CACHES_DROPPED=1                 # 0 once dropping the caches was refused
 LB_PID=""
 D_PIDS=()
 D_PEAK_KIB=0 # highest VmHWM seen of any doppel daemon this run
-
-# bench_cmdline SCRIPT VAR...: SCRIPT prefixed with the assignments of those
-# VARs that are set, i.e. the command that reproduces this run.
-bench_cmdline() {
-	local script=$1 v line=""
-	shift
-	for v in "$@"; do
-		if [ -n "${!v+x}" ]; then line+="$v=$(printf '%q' "${!v}") "; fi
-	done
-	printf '%s%s\n' "$line" "$script"
-}
 
 bench_paths() {
 	BIN=$DOPPEL_REPO_ROOT/bin
@@ -50,14 +40,6 @@ bench_paths() {
 bench_require_fuse() {
 	command -v fusermount3 >/dev/null 2>&1 || die "fusermount3 missing (scripts/ensure-deps.sh)"
 	[ -c /dev/fuse ] || die "/dev/fuse missing"
-}
-
-# bench_check_numbers VALUE...: dies unless every VALUE is a positive integer.
-bench_check_numbers() {
-	local n
-	for n in "$@"; do
-		[[ $n =~ ^[1-9][0-9]*$ ]] || die "numeric BENCH_* setting expected, got '$n'"
-	done
 }
 
 # bench_build TOOL...: builds the named tools into bin/: doppel, loopback
@@ -96,24 +78,9 @@ unmount_loopback() {
 }
 
 # --- doppel -------------------------------------------------------------------------
-# PIDs of doppel daemons serving our bench mount/store.
-doppel_daemon_pids() {
-	local exe p x
-	exe=$(dirname "$(abspath "$DOPPEL")")/doppel-core # doppel hands mount to it
-	for p in /proc/[0-9]*; do
-		x=$(readlink "$p/exe" 2>/dev/null) || continue
-		[ "${x% (deleted)}" = "$exe" ] || continue
-		tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qF -e "$D_MNT" -e "$D_STORE" || continue
-		echo "${p#/proc/}"
-	done
-}
-
 mount_doppel() {
-	mkdir -p -- "$D_MNT"
-	timeout 120 "$DOPPEL" mount --store "$D_STORE" "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-		die "doppel mount failed (see $LOGS/doppel.log)"
-	wait_mounted "$D_MNT" 20 || die "doppel mount returned but $D_MNT is not mounted"
-	mapfile -t D_PIDS < <(doppel_daemon_pids)
+	doppel_up "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"
+	mapfile -t D_PIDS < <(doppel_daemon_pids "$DOPPEL" "$D_STORE" "$D_MNT")
 	[ ${#D_PIDS[@]} -gt 0 ] || warn "could not identify the doppel daemon process"
 }
 
@@ -130,22 +97,8 @@ doppel_sample_hwm() {
 }
 
 unmount_doppel() {
-	local p
 	doppel_sample_hwm
-	if is_mounted "$D_MNT"; then
-		timeout 120 "$DOPPEL" umount "$D_MNT" >>"$LOGS/doppel.log" 2>&1 ||
-			warn "doppel umount $D_MNT failed (see $LOGS/doppel.log)"
-	fi
-	fuse_force_unmount "$D_MNT" || true
-	for p in "${D_PIDS[@]}"; do
-		for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		if kill -0 "$p" 2>/dev/null; then
-			warn "doppel daemon $p still running after unmount; killing it"
-			kill -TERM "$p" 2>/dev/null || true
-			sleep 1
-			kill -KILL "$p" 2>/dev/null || true
-		fi
-	done
+	doppel_down "$DOPPEL" "$D_STORE" "$D_MNT" "$LOGS/doppel.log"
 	D_PIDS=()
 }
 
@@ -209,31 +162,6 @@ drop() {
 	else
 		sync
 	fi
-}
-
-# timed OUTVAR CMD...: run CMD under a timeout, store elapsed seconds in OUTVAR.
-# --foreground keeps CMD in our process group, so that ^C stops it at once.
-timed() {
-	local -n _out=$1
-	shift
-	local t0 t1
-	t0=$(now_ns)
-	timeout --foreground "$CMD_TIMEOUT" "$@"
-	t1=$(now_ns)
-	_out=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-}
-
-# median "V V V": the median of the numbers.
-median() {
-	# shellcheck disable=SC2086 # word splitting intended
-	printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END {
-		if (NR == 0) exit 1
-		if (NR % 2) print a[(NR + 1) / 2]; else printf "%.6f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
-}
-
-# json_num KEY < JSON: the number stored under KEY (first occurrence).
-json_num() {
-	sed -n 's/.*"'"$1"'": *\([-+0-9.eE]*\).*/\1/p' | head -1
 }
 
 # fileops_run DIR N SIZE JSONLOG: the create / stat / unlink phases of

@@ -64,10 +64,7 @@ LOG_PREFIX=suite
 . "$(dirname "${BASH_SOURCE[0]}")/suite-lib.sh"
 cd "$DOPPEL_REPO_ROOT"
 
-cmdline=$(bench_cmdline bench/suite.sh BENCH_QUICK BENCH_DIR BENCH_REPS BENCH_SIZE_MIB \
-	BENCH_RAND_FILE_MIB BENCH_RAND_IO_MIB BENCH_RAND_ENGINE BENCH_FILES BENCH_FILE_SIZE \
-	BENCH_PM_FILES BENCH_PM_TX BENCH_PM_SIZES BENCH_BUILD_PKGS BENCH_TARGETS BENCH_WORKLOADS \
-	BENCH_REPORT BENCH_SUMMARY BENCH_TIMEOUT BENCH_KEEP)
+cmdline=$(bench_cmdline bench/suite.sh)
 
 # pick FULL QUICK: the default for the current mode.
 QUICK=${BENCH_QUICK:-0}
@@ -92,7 +89,7 @@ SUMMARY=${BENCH_SUMMARY:-$(pick docs/BENCHMARKS.md none)}
 CMD_TIMEOUT=${BENCH_TIMEOUT:-3600}
 KEEP=${BENCH_KEEP:-0}
 
-bench_check_numbers "$REPS" "$SIZE_MIB" "$RAND_FILE_MIB" "$RAND_IO_MIB" "$NFILES" "$FILE_SIZE" \
+positive_ints "$REPS" "$SIZE_MIB" "$RAND_FILE_MIB" "$RAND_IO_MIB" "$NFILES" "$FILE_SIZE" \
 	"$PM_FILES" "$PM_TX" "$PM_MIN" "$PM_MAX" "$CMD_TIMEOUT"
 [ "$RAND_IO_MIB" -le "$RAND_FILE_MIB" ] || die "BENCH_RAND_IO_MIB must not exceed BENCH_RAND_FILE_MIB"
 for t in "${TARGETS[@]}"; do
@@ -116,6 +113,7 @@ cleanup() {
 	local rc=$?
 	set +e
 	trap - EXIT INT TERM
+	stop_timed
 	[ -z "$LOAD_PID" ] || kill "$LOAD_PID" 2>/dev/null
 	bench_teardown
 	[ "$KEEP" = 1 ] || rm -rf -- "$LB_ORIG" "$D_STORE" "$N_DIR"
