@@ -108,6 +108,8 @@ func TestPutManyWriteFailure(t *testing.T) {
 
 // TestPrefetch: a hint over live, freed and impossible locations neither
 // fails nor changes what reads return.
+// TestPrefetch: the hints, WILLNEED and DONTNEED, take bad and freed
+// locations and leave every byte readable.
 func TestPrefetch(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 8 * Align})
 	defer d.Close()
@@ -122,7 +124,14 @@ func TestPrefetch(t *testing.T) {
 		skipNoPunch(t, err)
 		t.Fatal(err)
 	}
-	d.Prefetch(append([]Loc{{Segment: 99, Offset: 0, Length: 10}, {Segment: 0}}, locs...))
+	bad := []Loc{{Segment: 99, Offset: 0, Length: 10}, {Segment: 0}}
+	d.Prefetch(append(bad, locs...))
+	for i, loc := range locs {
+		if i != 3 {
+			checkRead(t, d, loc, all[i])
+		}
+	}
+	d.Forget(append(bad, locs...))
 	for i, loc := range locs {
 		if i != 3 {
 			checkRead(t, d, loc, all[i])

@@ -30,6 +30,10 @@ type Store interface {
 	// page cache in the background, so that reads of them soon after do
 	// not wait for the disk. It is only a hint: errors are ignored.
 	Prefetch(locs []Loc)
+	// Forget tells the host that the stored bytes at locs will not be read
+	// again soon, so that its page cache may drop them (a reader that keeps
+	// its own copy). Only a hint: errors are ignored.
+	Forget(locs []Loc)
 	// Free gives the space of loc back to the host file system at once by
 	// punching a hole (fallocate PUNCH_HOLE|KEEP_SIZE over the Align-rounded
 	// range). When a sealed segment (not the one currently appended to) has

@@ -13,7 +13,13 @@ const prefetchGap = 64 << 10
 
 // Prefetch implements Store with posix_fadvise(WILLNEED) over the
 // locations, sorted and coalesced.
-func (d *Dir) Prefetch(locs []Loc) {
+func (d *Dir) Prefetch(locs []Loc) { d.adviseAll(locs, unix.FADV_WILLNEED) }
+
+// Forget implements Store with posix_fadvise(DONTNEED) over the
+// locations, sorted and coalesced.
+func (d *Dir) Forget(locs []Loc) { d.adviseAll(locs, unix.FADV_DONTNEED) }
+
+func (d *Dir) adviseAll(locs []Loc, advice int) {
 	locs = slices.Clone(locs)
 	slices.SortFunc(locs, func(a, b Loc) int {
 		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
@@ -24,11 +30,11 @@ func (d *Dir) Prefetch(locs []Loc) {
 		for i++; i < len(locs) && locs[i].Segment == seg && locs[i].Offset <= end+prefetchGap; i++ {
 			end = max(end, locs[i].Offset+uint64(locs[i].Length))
 		}
-		d.advise(seg, int64(start), int64(end-start))
+		d.advise(seg, int64(start), int64(end-start), advice)
 	}
 }
 
-func (d *Dir) advise(num uint32, off, n int64) {
+func (d *Dir) advise(num uint32, off, n int64, advice int) {
 	if checkLoc(Loc{Segment: num, Offset: uint64(off) &^ (Align - 1)}) != nil {
 		return
 	}
@@ -36,7 +42,7 @@ func (d *Dir) advise(num uint32, off, n int64) {
 	if err != nil {
 		return
 	}
-	withFd(s.f, func(fd int) error { return unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) })
+	withFd(s.f, func(fd int) error { return unix.Fadvise(fd, off, n, advice) })
 	d.mu.Lock()
 	d.release(s)
 	d.mu.Unlock()

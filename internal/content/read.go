@@ -21,15 +21,20 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 // is not materialized yet reads its origin's extents as of a pin.
 func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
 	end := off + int64(len(buf))
-	pos := off // bytes before pos are filled
+	pos := off            // bytes before pos are filled
+	var direct []blob.Loc // chunks read from the store straight into buf
 	err := scanExtents(r, ino, off, end, func(p Piece) error {
 		p = p.clip(off, end)
 		if p.Off < pos { // only damaged metadata can say so
 			return &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("%w: extent at %d overlaps the one before", schema.ErrBadRecord, p.Off)}
 		}
 		clear(buf[pos-off : p.Off-off]) // a hole
-		if err := e.readPiece(p, buf[p.Off-off:p.End()-off]); err != nil {
+		loc, err := e.readPiece(p, buf[p.Off-off:p.End()-off])
+		if err != nil {
 			return fmt.Errorf("read inode %d at %d: %w", ino, p.Off, err)
+		}
+		if loc.Segment != 0 {
+			direct = append(direct, loc)
 		}
 		pos = p.End()
 		return nil
@@ -38,24 +43,30 @@ func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) er
 		return err
 	}
 	clear(buf[pos-off:])
-	e.noteRead(r, ino, off, end)
+	if e.noteRead(r, ino, off, end) && len(direct) > 0 {
+		// A streaming reader: the kernel keeps these bytes as the file's
+		// own pages (across opens), so the host's copy of the segment
+		// bytes would only cache them twice.
+		e.blobs.Forget(direct)
+	}
 	return nil
 }
 
 // readPiece fills dst with the bytes of piece p. A cached chunk is copied.
 // A piece that is a whole uncompressed chunk is read from the blob store
 // straight into dst and verified there: streaming readers cost no
-// allocation and no extra copy, and do not churn the cache. Other pieces
-// load their whole chunk through the cache, since the hash covers it all.
-func (e *Engine) readPiece(p Piece, dst []byte) error {
+// allocation and no extra copy, and do not churn the cache; its location
+// is returned (else a zero Loc). Other pieces load their whole chunk
+// through the cache, since the hash covers it all.
+func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 	if data, ok := e.cache.get(p.Hash); ok {
 		e.counters.cacheHits.Add(1)
-		return copyPiece(dst, data, p)
+		return blob.Loc{}, copyPiece(dst, data, p)
 	}
 	if p.ChunkOff == 0 {
 		c, cached, err := e.chunkRecord(p.Hash)
 		if err != nil {
-			return err
+			return blob.Loc{}, err
 		}
 		if c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length {
 			e.counters.cacheMiss.Add(1)
@@ -67,14 +78,17 @@ func (e *Engine) readPiece(p Piece, dst []byte) error {
 					err = e.readInto(p.Hash, c, dst)
 				}
 			}
-			return err
+			if err != nil {
+				return blob.Loc{}, err
+			}
+			return chunkLoc(c), nil
 		}
 	}
 	data, err := e.chunkData(p.Hash)
 	if err != nil {
-		return err
+		return blob.Loc{}, err
 	}
-	return copyPiece(dst, data, p)
+	return blob.Loc{}, copyPiece(dst, data, p)
 }
 
 // copyPiece copies piece p's bytes out of its chunk's data.

@@ -75,8 +75,9 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 // their stored bytes into its page cache. The reads then copy and verify
 // them without waiting for the disk. The window is advanced in steps of
 // half its size, so the extents are looked up about once per MiB read
-// rather than on every read.
-func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
+// rather than on every read. It reports whether the read belongs to a
+// sequential stream past its first readahead window.
+func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming bool) {
 	l := e.loads
 	l.mu.Lock()
 	st, seen := l.streams[ino]
@@ -98,13 +99,14 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 	}
 	l.streams[ino] = st
 	l.mu.Unlock()
+	streaming = sequential && off >= readaheadBytes
 	if !start || !e.cfg.VerifyReads {
-		return
+		return streaming
 	}
 	select {
 	case l.slots <- struct{}{}:
 	default:
-		return // readahead is behind already; the reads will wait anyway
+		return streaming // readahead is behind already; the reads will wait anyway
 	}
 	l.running.Add(1)
 	go func() {
@@ -126,4 +128,5 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) {
 		}
 		e.blobs.Prefetch(locs)
 	}()
+	return streaming
 }

@@ -14,6 +14,7 @@ var errNoBlobs = errors.New("no chunk store during init")
 func (nopBlobs) Put([]byte) (blob.Loc, error)          { return blob.Loc{}, errNoBlobs }
 func (nopBlobs) PutMany([][]byte) ([]blob.Loc, error)  { return nil, errNoBlobs }
 func (nopBlobs) Prefetch([]blob.Loc)                   {}
+func (nopBlobs) Forget([]blob.Loc)                     {}
 func (nopBlobs) Read(blob.Loc, []byte) ([]byte, error) { return nil, errNoBlobs }
 func (nopBlobs) Free(blob.Loc) error                   { return errNoBlobs }
 func (nopBlobs) Sync() error                           { return nil }
