@@ -81,10 +81,8 @@ func (in *ingest) chooseXattrs() {
 			continue
 		}
 		if x.Name == PolicyXattr {
-			if p, err := chunker.ParsePolicy(string(x.Value)); err == nil {
-				if c, err := chunker.New(p); err == nil {
-					in.ch = c
-				}
+			if c := policyChunker(x.Value); c != nil {
+				in.ch = c
 			}
 		}
 		in.xattrs = append(in.xattrs, x)
