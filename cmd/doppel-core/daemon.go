@@ -43,6 +43,13 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		}
 		defer stop()
 	}
+	if path := os.Getenv("DOPPEL_TRACE"); path != "" {
+		stop, err := startTrace(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	vol, err := volume.Open(dir, log)
 	if err != nil {
 		return err
