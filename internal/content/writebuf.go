@@ -17,6 +17,13 @@ type Buffer struct {
 type Run struct {
 	Off  int64
 	Data []byte
+
+	// arr, when not nil, is the array Data lies in, from index at: the
+	// bytes before are free, so data written just before the run is
+	// prepended in place (a streaming run's undecided tail coming back in
+	// front of what the writer appended meanwhile; see Detach).
+	arr []byte
+	at  int
 }
 
 // End is the offset just past the run.
@@ -105,7 +112,20 @@ func (b *Buffer) Write(off int64, p []byte) {
 	t := b.tree()
 	if len(rs) == 1 && rs[0].End() == off {
 		r := rs[0]
+		if len(r.Data)+len(p) > cap(r.Data) {
+			r.arr = nil // append moves the run to a new array
+		}
 		r.Data = append(r.Data, p...) // sequential append
+		t.ReplaceOrInsert(r)
+		b.bytes += int64(len(p))
+		return
+	}
+	if len(rs) == 1 && rs[0].Off == end && rs[0].arr != nil && rs[0].at >= len(p) {
+		r := rs[0] // prepended in place
+		t.Delete(r)
+		r.at -= len(p)
+		copy(r.arr[r.at:], p)
+		r.Off, r.Data = off, r.arr[r.at:r.at+len(p)+len(r.Data)]
 		t.ReplaceOrInsert(r)
 		b.bytes += int64(len(p))
 		return
@@ -144,7 +164,8 @@ func (b *Buffer) Discard(start, end int64) {
 		b.t.Delete(r)
 		b.bytes -= int64(len(r.Data))
 		if r.Off < start {
-			left := Run{Off: r.Off, Data: r.Data[:start-r.Off]}
+			left := r
+			left.Data = r.Data[:start-r.Off]
 			b.t.ReplaceOrInsert(left)
 			b.bytes += int64(len(left.Data))
 		}
@@ -173,20 +194,25 @@ func (b *Buffer) Consume(off int64, n, reserve int) {
 	r.Off += int64(n)
 	if rest := r.Data[n:]; cap(rest)-len(rest) >= reserve {
 		r.Data = rest
+		if r.arr != nil {
+			r.at += n // the consumed head is free: room to prepend
+		}
 	} else {
 		rest := make([]byte, len(r.Data)-n, len(r.Data)-n+reserve)
 		copy(rest, r.Data[n:])
-		r.Data = rest
+		r.Data, r.arr = rest, nil
 	}
 	b.t.ReplaceOrInsert(r)
 }
 
 // Detach hands the run starting at off to a background commit: the run as
 // it was is returned, and only its last keep bytes stay buffered, copied
-// into spare (whose capacity should leave the writer room to go on
-// appending). The caller owns the returned memory; Buffer never touches it
+// into spare at index head (spare's capacity should leave the writer room
+// to go on appending). The head bytes before them are left free, so that
+// up to head bytes written just before the kept ones later are prepended
+// in place. The caller owns the returned memory; Buffer never touches it
 // again.
-func (b *Buffer) Detach(off int64, keep int, spare []byte) Run {
+func (b *Buffer) Detach(off int64, keep int, spare []byte, head int) Run {
 	r, ok := b.tree().Delete(Run{Off: off})
 	if !ok {
 		return Run{}
@@ -195,9 +221,23 @@ func (b *Buffer) Detach(off int64, keep int, spare []byte) Run {
 	cut := len(r.Data) - keep
 	b.bytes -= int64(cut)
 	if keep > 0 {
-		b.t.ReplaceOrInsert(Run{Off: r.Off + int64(cut), Data: append(spare[:0], r.Data[cut:]...)})
+		k := Run{Off: r.Off + int64(cut)}
+		if head > 0 && cap(spare) >= head+keep {
+			k.arr, k.at = spare[:cap(spare)], head
+		}
+		k.Data = append(spare[k.at:k.at], r.Data[cut:]...)
+		b.t.ReplaceOrInsert(k)
 	}
 	return r
+}
+
+// Array is the whole array r's data lies in, when known (the head before
+// r.Data included), else r.Data: what to recycle once r is done with.
+func (r *Run) Array() []byte {
+	if r.arr != nil {
+		return r.arr[:0]
+	}
+	return r.Data
 }
 
 // MaxEnd is the offset just past the last buffered byte, or 0.

@@ -165,9 +165,10 @@ func TestBufferModel(t *testing.T) {
 					i := r.IntN(len(runs))
 					run := runs[i]
 					keep := r.IntN(len(run.Data) + 1)
-					ops = append(ops, fmt.Sprintf("Detach(%d, %d) of run [%d,%d)", i, keep, run.Off, run.End()))
+					head := r.IntN(100)
+					ops = append(ops, fmt.Sprintf("Detach(%d, %d, head %d) of run [%d,%d)", i, keep, head, run.Off, run.End()))
 					off, total := run.Off, len(run.Data)
-					got := b.Detach(run.Off, keep, make([]byte, 0, r.IntN(300)))
+					got := b.Detach(run.Off, keep, make([]byte, 0, r.IntN(300)), head)
 					if got.Off != off || len(got.Data) != total {
 						t.Fatalf("Detach returned [%d,%d), want the run [%d,%d)", got.Off, got.End(), off, off+int64(total))
 					}
@@ -192,7 +193,7 @@ func TestBufferModel(t *testing.T) {
 func bufWriteRange(r *rand.Rand, runs []Run, space int64) (int64, int) {
 	if len(runs) > 0 {
 		run := runs[r.IntN(len(runs))]
-		switch r.IntN(4) {
+		switch r.IntN(5) {
 		case 0: // inside the run
 			off := run.Off + r.Int64N(int64(len(run.Data)))
 			n := 1 + r.Int64N(run.End()-off)
@@ -200,6 +201,11 @@ func bufWriteRange(r *rand.Rand, runs []Run, space int64) (int64, int) {
 		case 1: // sequential append
 			if run.End() < space {
 				return run.End(), 1 + r.IntN(int(min(300, space-run.End())))
+			}
+		case 3: // end exactly where the run starts (prepending)
+			if run.Off > 0 {
+				n := 1 + r.Int64N(min(120, run.Off))
+				return run.Off - n, int(n)
 			}
 		case 2: // fill the gap up to the next run exactly
 			for k := range runs {
@@ -364,7 +370,7 @@ func TestBufferDetachKeepsTail(t *testing.T) {
 	var b Buffer
 	b.Write(0, []byte("aaaabbbbcc"))
 	spare := make([]byte, 0, 64)
-	head := b.Detach(0, 2, spare)
+	head := b.Detach(0, 2, spare, 0)
 	if head.Off != 0 || string(head.Data) != "aaaabbbbcc" {
 		t.Fatalf("detached %d:%q, want 0:aaaabbbbcc", head.Off, head.Data)
 	}
@@ -379,8 +385,33 @@ func TestBufferDetachKeepsTail(t *testing.T) {
 	if string(head.Data) != "aaaabbbbcc" {
 		t.Errorf("detached bytes changed to %q", head.Data)
 	}
-	b.Detach(8, 0, nil)
+	b.Detach(8, 0, nil, 0)
 	if len(b.Runs()) != 0 || b.Bytes() != 0 {
 		t.Fatalf("after detaching everything: runs %v, Bytes %d", b.Runs(), b.Bytes())
+	}
+}
+
+func TestBufferPrependsIntoDetachHead(t *testing.T) {
+	// A streaming run's undecided tail comes back in front of the bytes
+	// the writer kept and appended meanwhile: it is copied into the head
+	// Detach left free, not merged into a new array.
+	var b Buffer
+	b.Write(100, []byte("aaaabbbbcc"))
+	spare := make([]byte, 0, 64)
+	b.Detach(100, 2, spare, 8)
+	b.Write(110, []byte("dd"))
+	b.Write(104, []byte("BBBB"))
+	r := b.Runs()
+	if len(r) != 1 || r[0].Off != 104 || string(r[0].Data) != "BBBBccdd" || b.Bytes() != 8 {
+		t.Fatalf("runs %v, Bytes %d; want [104:BBBBccdd], 8", r, b.Bytes())
+	}
+	if &r[0].Data[0] != &spare[:5][4] {
+		t.Error("the prepended bytes are not in the spare array's head")
+	}
+	// More than the head has left: merged into a new array, still right.
+	b.Write(98, []byte("xxxxxx"))
+	r = b.Runs()
+	if len(r) != 1 || r[0].Off != 98 || string(r[0].Data) != "xxxxxxBBBBccdd" || b.Bytes() != 14 {
+		t.Fatalf("runs %v, Bytes %d; want [98:xxxxxxBBBBccdd], 14", r, b.Bytes())
 	}
 }
