@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -32,6 +33,10 @@ var writevAt = func(f *os.File, iovs [][]byte, off int64) (int, error) {
 	total := 0
 	err := withFd(f, func(fd int) error {
 		for len(iovs) > 0 {
+			if len(iovs[0]) == 0 { // an empty chunk
+				iovs = iovs[1:]
+				continue
+			}
 			n, err := unix.Pwritev(fd, iovs, off)
 			if err == unix.EINTR {
 				continue
@@ -62,58 +67,121 @@ var writevAt = func(f *os.File, iovs [][]byte, off int64) (int, error) {
 var zeroPad [Align]byte
 
 // PutMany appends the chunks of data as Put does each and returns their
-// locations in order. Chunks that fit the active segment together are
-// written with one pwritev (their padding written as zeros), so a batch
-// costs a syscall per few hundred chunks rather than one per chunk, and
-// concurrent writers do not contend on the segment file's lock as often.
-// On error, nothing the call wrote is kept.
+// locations in order: StartPutMany, then Wait. On error, nothing the call
+// wrote is kept.
 func (d *Dir) PutMany(data [][]byte) ([]Loc, error) {
-	locs := make([]Loc, 0, len(data))
+	w, err := d.StartPutMany(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Wait(); err != nil {
+		return nil, err
+	}
+	return w.Locs, nil
+}
+
+// StartPutMany implements Store. Chunks that fit the active segment
+// together are written with one write (their padding written as zeros),
+// so a batch costs a syscall per few hundred chunks rather than one per
+// chunk, and concurrent writers do not contend on the segment file's lock
+// as often. Buffered writes are done when it returns; direct ones go on
+// in the background (see direct.go).
+func (d *Dir) StartPutMany(data [][]byte) (*Writing, error) {
+	w := &Writing{d: d, Locs: make([]Loc, 0, len(data))}
 	for len(data) > 0 {
 		batch := data[:batchLen(data)]
 		for _, p := range batch {
 			if uint64(len(p)) > math.MaxUint32 {
-				d.freeAll(locs)
+				w.abandon()
 				return nil, fmt.Errorf("blob: chunk of %d bytes is too large", len(p))
 			}
 		}
 		s, off, n, err := d.reserve(batch)
 		if err != nil {
-			d.freeAll(locs)
+			w.abandon()
 			return nil, err
 		}
-		iovs := make([][]byte, 0, 2*n)
-		pos := off
-		for i, p := range data[:n] {
-			iovs = append(iovs, p)
-			locs = append(locs, Loc{Segment: s.num, Offset: uint64(pos), Length: uint32(len(p))})
-			pos += roundUp(int64(len(p)))
-			if pad := roundUp(int64(len(p))) - int64(len(p)); pad > 0 && i < n-1 {
-				iovs = append(iovs, zeroPad[:pad])
-			}
-		}
-		_, err = writevAt(s.f, iovs, off)
-		if err != nil {
-			err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
-			punchHole(s.f, off, pos-off) // best effort: leave no partial chunk behind
-		} else {
-			d.writeBehind(s, pos)
-		}
-		d.finish(s, err)
-		if err != nil {
-			d.freeAll(locs[:len(locs)-n])
+		var end int64
+		w.Locs, end = appendLocs(w.Locs, s.num, off, data[:n])
+		if s.direct != nil {
+			w.flights = append(w.flights, d.startDirect(s, data[:n], off, end))
+		} else if err := d.writeBuffered(s, data[:n], off, end); err != nil {
+			w.Locs = w.Locs[:len(w.Locs)-n] // punched out already
+			w.abandon()
 			return nil, err
 		}
 		data = data[n:]
 	}
-	return locs, nil
+	return w, nil
 }
 
-// freeAll punches out chunks a failed PutMany had written (best effort).
-func (d *Dir) freeAll(locs []Loc) {
-	for _, l := range locs {
-		d.Free(l)
+// Writing is a StartPutMany whose writes may still be in flight.
+type Writing struct {
+	Locs    []Loc // where the chunks go, in order
+	d       *Dir
+	flights []*directWrite
+}
+
+// Wait waits until the chunks' bytes are in the segment files, so that
+// their locations may be read and referenced. On error nothing the
+// StartPutMany wrote is kept.
+func (w *Writing) Wait() error {
+	var errs []error
+	for _, f := range w.flights {
+		<-f.done
+		if f.err != nil {
+			errs = append(errs, f.err)
+		}
 	}
+	w.flights = nil
+	if len(errs) > 0 {
+		w.abandon()
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// abandon frees what the writes of w stored (best effort: Free waits for
+// writes still in flight, and a failed write's range is a hole already).
+func (w *Writing) abandon() {
+	for _, l := range w.Locs {
+		w.d.Free(l)
+	}
+}
+
+// writeBuffered writes chunks data into the range [off, end) reserved in
+// s with one pwritev whose padding between chunks is zeros (the padding
+// after the last chunk is not written, so it takes no space beyond the
+// chunk's last block), and ends the reservation.
+func (d *Dir) writeBuffered(s *segment, data [][]byte, off, end int64) error {
+	iovs := make([][]byte, 0, 2*len(data))
+	for i, p := range data {
+		iovs = append(iovs, p)
+		if pad := roundUp(int64(len(p))) - int64(len(p)); pad > 0 && i < len(data)-1 {
+			iovs = append(iovs, zeroPad[:pad])
+		}
+	}
+	_, err := writevAt(s.f, iovs, off)
+	if err != nil {
+		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
+		punchHole(s.f, off, end-off) // best effort: leave no partial chunk behind
+	} else {
+		d.writeBehind(s, end)
+	}
+	d.finish(s, err)
+	return err
+}
+
+// appendLocs appends the locations of chunks data written from off in
+// segment num, each at the next Align boundary, and returns them with the
+// end of the range they take.
+func appendLocs(locs []Loc, num uint32, off int64, data [][]byte) ([]Loc, int64) {
+	pos := off
+	for _, p := range data {
+		locs = append(locs, Loc{Segment: num, Offset: uint64(pos), Length: uint32(len(p))})
+		pos += roundUp(int64(len(p)))
+	}
+	return locs, pos
 }
 
 // writeBehindBytes is how much written data of a segment may wait before

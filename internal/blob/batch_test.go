@@ -4,13 +4,16 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
 
 // TestPutMany: a batch lands like a series of Puts (aligned, readable,
 // spread over segments when one fills), and mixes with single Puts.
-func TestPutMany(t *testing.T) {
+func TestPutMany(t *testing.T) { inBothWriteModes(t, testPutMany) }
+
+func testPutMany(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 64 * Align})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(20, 21))
@@ -52,8 +55,11 @@ func TestPutMany(t *testing.T) {
 }
 
 // TestPutManyWriteFailure: a batch whose write fails keeps nothing, not
-// even the parts of earlier segments it had written.
-func TestPutManyWriteFailure(t *testing.T) {
+// even the parts of other segments it had written. (A direct write fails
+// in the background; PutMany's Wait reports it.)
+func TestPutManyWriteFailure(t *testing.T) { inBothWriteModes(t, testPutManyWriteFailure) }
+
+func testPutManyWriteFailure(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 16 * Align})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(22, 23))
@@ -72,10 +78,9 @@ func TestPutManyWriteFailure(t *testing.T) {
 	}
 
 	orig := writevAt
-	calls := 0
+	var calls atomic.Int32
 	writevAt = func(f *os.File, iovs [][]byte, off int64) (int, error) {
-		calls++
-		if calls == 1 {
+		if calls.Add(1) == 1 {
 			return orig(f, iovs, off) // the first segment's part succeeds
 		}
 		n, _ := orig(f, iovs[:1], off) // a partial write, then the disk is full
@@ -88,10 +93,10 @@ func TestPutManyWriteFailure(t *testing.T) {
 	_, err = d.PutMany(batch) // 20 chunks of 2 blocks: more than one segment
 	writevAt = orig
 	if !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("PutMany: %v, want ENOSPC (after %d writes)", err, calls)
+		t.Fatalf("PutMany: %v, want ENOSPC (after %d writes)", err, calls.Load())
 	}
-	if calls < 2 {
-		t.Fatalf("the batch was written in %d write(s); the test needs it to span segments", calls)
+	if calls.Load() < 2 {
+		t.Fatalf("the batch was written in %d write(s); the test needs it to span segments", calls.Load())
 	}
 	checkRead(t, d, la, a)
 	if err := d.Sync(); err != nil {
@@ -143,7 +148,7 @@ func TestPrefetch(t *testing.T) {
 // whose writeback was not started, PutMany starts it (and reads still see
 // every byte).
 func TestWriteBehind(t *testing.T) {
-	d := openT(t, t.TempDir(), Options{})
+	d := openT(t, t.TempDir(), Options{BufferedWrites: true})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(26, 27))
 	var all [][]byte

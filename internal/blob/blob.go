@@ -22,6 +22,12 @@ type Store interface {
 	// as few writes as the segments allow. On error nothing it wrote is
 	// kept.
 	PutMany(data [][]byte) ([]Loc, error)
+	// StartPutMany is PutMany whose writes may go on after it returns:
+	// the locations are known at once, and the bytes are in the store
+	// once the Writing's Wait returns nil (data itself may be reused at
+	// once). The caller must Wait, and before it references the
+	// locations.
+	StartPutMany(data [][]byte) (*Writing, error)
 	// Read reads the stored bytes at loc into buf (len(buf) >= loc.Length)
 	// and returns buf[:loc.Length]. A short read (truncated or missing
 	// segment) is an error wrapping ErrCorrupt or os.ErrNotExist, never zeros.
@@ -64,6 +70,9 @@ var ErrCorrupt = errors.New("blob: corrupt or truncated segment")
 // Options tune a Dir.
 type Options struct {
 	SegmentSize int64 // seal a segment when it would grow past this; default 256 MiB
+	// BufferedWrites writes segments through the host's page cache
+	// instead of with O_DIRECT (see direct.go).
+	BufferedWrites bool
 }
 
 const defaultSegmentSize = 256 << 20

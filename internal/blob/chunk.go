@@ -8,31 +8,14 @@ import (
 	"os"
 )
 
-// writeAt writes chunk bytes; tests replace it to inject failures.
-var writeAt = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
-
-// Put appends data to the active segment and returns its location. The
-// range is reserved under the lock and written outside it, so concurrent
-// Puts proceed in parallel. The padding up to the next Align boundary is
-// never written. On a failed write the reserved range is punched out.
+// Put appends data to the active segment and returns its location: it is
+// PutMany of one chunk.
 func (d *Dir) Put(data []byte) (Loc, error) {
-	if uint64(len(data)) > math.MaxUint32 {
-		return Loc{}, fmt.Errorf("blob: chunk of %d bytes is too large", len(data))
-	}
-	s, off, _, err := d.reserve([][]byte{data})
+	locs, err := d.PutMany([][]byte{data})
 	if err != nil {
 		return Loc{}, err
 	}
-	_, err = writeAt(s.f, data, off)
-	if err != nil {
-		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
-		punchHole(s.f, off, roundUp(int64(len(data)))) // best effort: leave no partial chunk behind
-	}
-	d.finish(s, err)
-	if err != nil {
-		return Loc{}, err
-	}
-	return Loc{Segment: s.num, Offset: uint64(off), Length: uint32(len(data))}, nil
+	return locs[0], nil
 }
 
 // reserve reserves room in the active segment for the first chunks of
@@ -73,6 +56,7 @@ func (d *Dir) finish(s *segment, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s.pending--
+	d.endDirect(s)
 	if err == nil && !d.closed && d.dirty[s.num] == nil {
 		s.refs++
 		d.dirty[s.num] = s
@@ -99,12 +83,21 @@ func (d *Dir) rotate() error {
 	if err != nil {
 		return fmt.Errorf("blob: create segment: %w", err)
 	}
-	s := &segment{num: num, f: f, refs: 1} // the reference of the active role
+	var direct *os.File
+	if d.direct {
+		if direct, err = openDirect(d.segPath(num)); err != nil {
+			f.Close()
+			return fmt.Errorf("blob: open segment for direct writes: %w", err)
+		}
+		d.direct = direct != nil // not supported here: stop trying
+	}
+	s := &segment{num: num, f: f, direct: direct, refs: 1} // the reference of the active role
 	d.segs[num] = s
 	d.dirDirty = true
 	old := d.active
 	d.active = s
 	if old != nil {
+		d.endDirect(old)
 		d.cache(old)
 		d.maybeRemove(old) // everything in it may have been freed already
 		d.release(old)     // drop the reference of the active role
@@ -127,6 +120,7 @@ func (d *Dir) Read(loc Loc, buf []byte) ([]byte, error) {
 	if err := checkLoc(loc); err != nil {
 		return nil, err
 	}
+	d.waitWrites(loc.Segment, int64(loc.Offset), int64(loc.Offset)+int64(loc.Length))
 	s, err := d.use(loc.Segment)
 	if err != nil {
 		return nil, err
@@ -156,6 +150,7 @@ func (d *Dir) Free(loc Loc) error {
 	if err := checkLoc(loc); err != nil {
 		return err
 	}
+	d.waitWrites(loc.Segment, int64(loc.Offset), int64(loc.Offset)+roundUp(int64(loc.Length)))
 	s, err := d.use(loc.Segment)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 type Dir struct {
 	path    string
 	segSize int64
+	direct  bool     // write the active segment with O_DIRECT where the host allows
 	dirf    *os.File // the directory: lock holder and fsync target
 
 	syncMu sync.Mutex // serialises Sync and Close
@@ -31,6 +32,9 @@ type Dir struct {
 	next     uint32              // highest segment number ever used, as in the "next" file
 	dirty    map[uint32]*segment // written since the last Sync; each holds a reference
 	dirDirty bool                // a segment file was created or removed since the last Sync
+	// Direct writes in flight (direct.go): a slot each, and their ranges.
+	directSlots chan struct{}
+	inflight    []*directWrite
 	// sessionStart is the first segment number this open may create.
 	sessionStart uint32
 }
@@ -68,9 +72,12 @@ func OpenDir(dir string, opt Options) (*Dir, error) {
 	d := &Dir{
 		path:    dir,
 		segSize: segSize,
+		direct:  !opt.BufferedWrites,
 		dirf:    dirf,
 		segs:    make(map[uint32]*segment),
 		dirty:   make(map[uint32]*segment),
+
+		directSlots: make(chan struct{}, maxDirectWrites),
 	}
 	if err := d.load(); err != nil {
 		dirf.Close()
@@ -196,6 +203,7 @@ func (d *Dir) Sync() error {
 
 // syncLocked does the work of Sync; d.syncMu must be held.
 func (d *Dir) syncLocked() error {
+	d.drain() // every write started is in its file before the fdatasync
 	d.mu.Lock()
 	dirty, dirDirty := d.dirty, d.dirDirty
 	d.dirty, d.dirDirty = make(map[uint32]*segment), false
@@ -278,6 +286,7 @@ func (d *Dir) Close() error {
 	}
 	if a := d.active; a != nil {
 		d.active = nil
+		d.endDirect(a)
 		d.release(a)
 	}
 	d.mu.Unlock()

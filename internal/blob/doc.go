@@ -17,8 +17,9 @@
 //     A segment is raw chunk bytes with no header, footer or index: chunk
 //     Loc{Segment, Offset, Length} is bytes [Offset, Offset+Length) of its
 //     file, and Offset is a multiple of Align (4096). The padding up to the
-//     next Align boundary is never written, so it costs no space beyond the
-//     chunk's last block; freed chunks are punched out as holes. A segment
+//     next Align boundary holds zeros or is a hole (direct writes write
+//     it, buffered ones do not), so it costs no space beyond the chunk's
+//     last block; freed chunks are punched out as holes. A segment
 //     is sealed once the next chunk would take it past Options.SegmentSize
 //     (256 MiB by default); a chunk larger than that goes alone into a
 //     fresh segment.

@@ -38,6 +38,7 @@ func (d *Dir) advise(num uint32, off, n int64, advice int) {
 	if checkLoc(Loc{Segment: num, Offset: uint64(off) &^ (Align - 1)}) != nil {
 		return
 	}
+	d.waitWrites(num, off, off+n)
 	s, err := d.use(num)
 	if err != nil {
 		return

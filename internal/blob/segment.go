@@ -18,6 +18,7 @@ const maxOpen = 64
 type segment struct {
 	num     uint32
 	f       *os.File      // nil while not open
+	direct  *os.File      // O_DIRECT write handle of the active segment; nil if none
 	refs    int           // holders of f: the active role, ongoing calls, the dirty set
 	elem    *list.Element // position in Dir.lru while cached
 	end     int64         // reserved end (active segment only)
@@ -94,6 +95,15 @@ func (d *Dir) closeIfIdle(s *segment) {
 	if s.refs == 0 && s.elem == nil && s.f != nil {
 		s.f.Close() // read/punch handle, or already synced or given up on
 		s.f = nil
+	}
+}
+
+// endDirect closes the direct write handle of s once s is no longer the
+// active segment and no Put into it is in flight. d.mu must be held.
+func (d *Dir) endDirect(s *segment) {
+	if s.direct != nil && s != d.active && s.pending == 0 {
+		s.direct.Close() // the data is written; syncs go through s.f
+		s.direct = nil
 	}
 }
 

@@ -15,11 +15,27 @@ import (
 
 func openT(t testing.TB, dir string, opt Options) *Dir {
 	t.Helper()
+	opt.BufferedWrites = opt.BufferedWrites || testBuffered
 	d, err := OpenDir(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// testBuffered makes openT open stores with BufferedWrites.
+var testBuffered bool
+
+// inBothWriteModes runs test once with direct segment writes (where the
+// host allows them) and once with buffered ones.
+func inBothWriteModes(t *testing.T, test func(t *testing.T)) {
+	for _, buffered := range []bool{false, true} {
+		t.Run(map[bool]string{false: "direct", true: "buffered"}[buffered], func(t *testing.T) {
+			testBuffered = buffered
+			defer func() { testBuffered = false }()
+			test(t)
+		})
+	}
 }
 
 func randBytes(r *rand.Rand, n int) []byte {
@@ -58,7 +74,9 @@ func skipNoPunch(t *testing.T, err error) {
 	}
 }
 
-func TestRoundTripConcurrent(t *testing.T) {
+func TestRoundTripConcurrent(t *testing.T) { inBothWriteModes(t, testRoundTripConcurrent) }
+
+func testRoundTripConcurrent(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 4 << 20})
 	defer d.Close()
 
@@ -122,7 +140,9 @@ func TestRoundTripConcurrent(t *testing.T) {
 	}
 }
 
-func TestEdgeSizes(t *testing.T) {
+func TestEdgeSizes(t *testing.T) { inBothWriteModes(t, testEdgeSizes) }
+
+func testEdgeSizes(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 64 << 10})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(7, 7))
@@ -147,7 +167,9 @@ func TestEdgeSizes(t *testing.T) {
 	}
 }
 
-func TestFreePunchesHoles(t *testing.T) {
+func TestFreePunchesHoles(t *testing.T) { inBothWriteModes(t, testFreePunchesHoles) }
+
+func testFreePunchesHoles(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -198,7 +220,9 @@ func TestFreePunchesHoles(t *testing.T) {
 	}
 }
 
-func TestSealedSegmentDeleted(t *testing.T) {
+func TestSealedSegmentDeleted(t *testing.T) { inBothWriteModes(t, testSealedSegmentDeleted) }
+
+func testSealedSegmentDeleted(t *testing.T) {
 	dir := t.TempDir()
 	opt := Options{SegmentSize: 1 << 20}
 	d := openT(t, dir, opt)
@@ -271,7 +295,9 @@ func TestSealedSegmentDeleted(t *testing.T) {
 	}
 }
 
-func TestReopen(t *testing.T) {
+func TestReopen(t *testing.T) { inBothWriteModes(t, testReopen) }
+
+func testReopen(t *testing.T) {
 	dir := t.TempDir()
 	d := openT(t, dir, Options{})
 	if _, err := OpenDir(dir, Options{}); err == nil {
@@ -334,7 +360,9 @@ func TestReadTruncatedOrMissing(t *testing.T) {
 	}
 }
 
-func TestPutWriteFailure(t *testing.T) {
+func TestPutWriteFailure(t *testing.T) { inBothWriteModes(t, testPutWriteFailure) }
+
+func testPutWriteFailure(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(10, 11))
@@ -345,13 +373,13 @@ func TestPutWriteFailure(t *testing.T) {
 	a := randBytes(r, 3*Align)
 	la := put(t, d, a)
 
-	orig := writeAt
-	writeAt = func(f *os.File, b []byte, off int64) (int, error) {
-		n, _ := f.WriteAt(b[:len(b)/2], off) // a partial write, then the disk is full
+	orig := writevAt
+	writevAt = func(f *os.File, iovs [][]byte, off int64) (int, error) {
+		n, _ := orig(f, [][]byte{iovs[0][:len(iovs[0])/2]}, off) // a partial write, then the disk is full
 		return n, syscall.ENOSPC
 	}
 	_, err := d.Put(randBytes(r, 8*Align))
-	writeAt = orig
+	writevAt = orig
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("put: %v, want ENOSPC", err)
 	}
@@ -403,7 +431,9 @@ func TestManySegmentsCache(t *testing.T) {
 
 // TestConcurrentChurn puts, reads and frees from several goroutines with
 // small segments, so that sealing and deletion race with I/O.
-func TestConcurrentChurn(t *testing.T) {
+func TestConcurrentChurn(t *testing.T) { inBothWriteModes(t, testConcurrentChurn) }
+
+func testConcurrentChurn(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 64 << 10})
 	defer d.Close()
 	var wg sync.WaitGroup

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"cmp"
 	"errors"
 	"runtime"
 	"sync"
@@ -65,18 +66,82 @@ func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, i
 // Store is the second half of PrepareWith: it hashes the chunks and
 // stores those the volume does not hold yet, on several goroutines. On
 // error nothing it stored is kept.
+//
+// It goes through the chunks in groups of about storeGroupBytes: while
+// the blob store writes one group's new chunks (a direct write waits for
+// the disk), the next group is hashed. The chunks count as stored only
+// once every write is done, so that no commit references bytes still in
+// flight.
 func (e *Engine) Store(out []*Prepared) error {
-	parallel(len(out), func(i int) {
-		p := out[i]
+	seen := map[schema.Hash]*Prepared{} // the first copy of each new hash is stored; later ones share it
+	var started []startedWrite
+	var err error
+	for i := 0; i < len(out) && err == nil; {
+		j, bytes := i, 0
+		for j < len(out) && (j == i || bytes+out[j].Len <= storeGroupBytes) {
+			bytes += out[j].Len
+			j++
+		}
+		var toStore []*Prepared
+		if toStore, err = e.hashGroup(out[i:j], seen); err == nil && len(toStore) > 0 {
+			var w *blob.Writing
+			var bytes int64
+			if w, bytes, err = e.startStore(toStore); err == nil {
+				started = append(started, startedWrite{w, toStore, bytes})
+			}
+		}
+		i = j
+	}
+	for _, s := range started {
+		if werr := s.w.Wait(); werr != nil {
+			err = cmp.Or(err, werr) // Wait kept nothing of s
+			continue
+		}
+		for _, p := range s.ps {
+			p.written = true
+		}
+		e.counters.stored.Add(s.bytes)
+	}
+	if err != nil {
+		e.discard(out)
+		return err
+	}
+	for _, p := range out {
+		if first := seen[p.Hash]; !p.Zero && first != p {
+			p.loc, p.comp = first.loc, first.comp
+		}
+	}
+	return nil
+}
+
+// storeGroupBytes is about the bytes of chunks Store hashes before it
+// starts writing them: one blob store write.
+const storeGroupBytes = 1 << 20
+
+// startedWrite is a group of chunks whose write Store started.
+type startedWrite struct {
+	w     *blob.Writing
+	ps    []*Prepared
+	bytes int64 // stored (after compression)
+}
+
+// hashGroup hashes the chunks of group and returns those that neither an
+// earlier chunk of the same Store (in seen, which it extends) nor the
+// volume holds.
+func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) ([]*Prepared, error) {
+	parallel(len(group), func(i int) {
+		p := group[i]
 		if p.Zero = isZero(p.data); !p.Zero {
 			p.Hash = schema.Sum(p.data)
 		}
 	})
-	// The first copy of each new hash is stored; later ones share it.
 	var toStore []*Prepared
-	seen := map[schema.Hash]*Prepared{}
 	var dedup, zero int64
-	for _, p := range out {
+	defer func() {
+		e.counters.dedup.Add(dedup)
+		e.counters.zero.Add(zero)
+	}()
+	for _, p := range group {
 		if p.Zero {
 			zero += int64(p.Len)
 			continue
@@ -90,21 +155,11 @@ func (e *Engine) Store(out []*Prepared) error {
 			dedup += int64(p.Len) // already stored
 			continue
 		} else if !errors.Is(err, meta.ErrNotFound) {
-			return err
+			return nil, err
 		}
 		toStore = append(toStore, p)
 	}
-	if err := e.storeMany(toStore); err != nil {
-		return err
-	}
-	for _, p := range out {
-		if first := seen[p.Hash]; !p.Zero && first != p {
-			p.loc, p.comp = first.loc, first.comp
-		}
-	}
-	e.counters.dedup.Add(dedup)
-	e.counters.zero.Add(zero)
-	return nil
+	return toStore, nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
@@ -145,12 +200,11 @@ func (e *Engine) store(p *Prepared) error {
 	return nil
 }
 
-// storeMany compresses ps's bytes on several goroutines and writes them to
-// the blob store in one batch. On error nothing is stored.
-func (e *Engine) storeMany(ps []*Prepared) error {
-	if len(ps) == 0 {
-		return nil
-	}
+// startStore compresses ps's bytes on several goroutines and starts
+// writing them to the blob store in one batch; the Writing's Wait says
+// when they are stored. It returns the bytes written. On error nothing is
+// stored.
+func (e *Engine) startStore(ps []*Prepared) (*blob.Writing, int64, error) {
 	stored := make([][]byte, len(ps))
 	comps := make([]uint8, len(ps))
 	var total int64
@@ -165,17 +219,16 @@ func (e *Engine) storeMany(ps []*Prepared) error {
 		total += int64(len(b))
 	}
 	if err := e.cfg.Headroom.ForData(total); err != nil {
-		return err
+		return nil, 0, err
 	}
-	locs, err := e.blobs.PutMany(stored)
+	w, err := e.blobs.StartPutMany(stored)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	for i, p := range ps {
-		p.loc, p.comp, p.written = locs[i], comps[i], true
+		p.loc, p.comp = w.Locs[i], comps[i]
 	}
-	e.counters.stored.Add(total)
-	return nil
+	return w, total, nil
 }
 
 // discard frees chunks stored by a Prepare whose result will not be used.

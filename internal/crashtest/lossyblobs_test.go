@@ -85,6 +85,22 @@ func (l *lossyBlobs) PutMany(data [][]byte) ([]blob.Loc, error) {
 	return locs, err
 }
 
+func (l *lossyBlobs) StartPutMany(data [][]byte) (*blob.Writing, error) {
+	if l.powerIsOff() {
+		return nil, errPowerLost
+	}
+	w, err := l.Dir.StartPutMany(data)
+	if err == nil {
+		l.mu.Lock()
+		for _, loc := range w.Locs {
+			l.puts++
+			l.unsynced = append(l.unsynced, putRecord{l.puts, loc})
+		}
+		l.mu.Unlock()
+	}
+	return w, err
+}
+
 // Sync covers the Puts that returned before it started.
 func (l *lossyBlobs) Sync() error {
 	l.mu.Lock()

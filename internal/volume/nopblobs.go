@@ -11,8 +11,11 @@ type nopBlobs struct{}
 
 var errNoBlobs = errors.New("no chunk store during init")
 
-func (nopBlobs) Put([]byte) (blob.Loc, error)          { return blob.Loc{}, errNoBlobs }
-func (nopBlobs) PutMany([][]byte) ([]blob.Loc, error)  { return nil, errNoBlobs }
+func (nopBlobs) Put([]byte) (blob.Loc, error)         { return blob.Loc{}, errNoBlobs }
+func (nopBlobs) PutMany([][]byte) ([]blob.Loc, error) { return nil, errNoBlobs }
+func (nopBlobs) StartPutMany([][]byte) (*blob.Writing, error) {
+	return nil, errNoBlobs
+}
 func (nopBlobs) Prefetch([]blob.Loc)                   {}
 func (nopBlobs) Forget([]blob.Loc)                     {}
 func (nopBlobs) Read(blob.Loc, []byte) ([]byte, error) { return nil, errNoBlobs }
