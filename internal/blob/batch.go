@@ -103,7 +103,7 @@ func (d *Dir) StartPutMany(data [][]byte) (*Writing, error) {
 		}
 		var end int64
 		w.Locs, end = appendLocs(w.Locs, s.num, off, data[:n])
-		if s.direct != nil {
+		if s.direct != nil && end-off >= directMinBytes {
 			w.flights = append(w.flights, d.startDirect(s, data[:n], off, end))
 		} else if err := d.writeBuffered(s, data[:n], off, end); err != nil {
 			w.Locs = w.Locs[:len(w.Locs)-n] // punched out already

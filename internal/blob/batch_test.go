@@ -60,7 +60,8 @@ func testPutMany(t *testing.T) {
 func TestPutManyWriteFailure(t *testing.T) { inBothWriteModes(t, testPutManyWriteFailure) }
 
 func testPutManyWriteFailure(t *testing.T) {
-	d := openT(t, t.TempDir(), Options{SegmentSize: 16 * Align})
+	const chunk = 16 * Align // segments of 8 chunks: writes large enough to go direct
+	d := openT(t, t.TempDir(), Options{SegmentSize: 8 * chunk})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(22, 23))
 	if err := d.Free(put(t, d, []byte("probe"))); err != nil {
@@ -88,9 +89,9 @@ func testPutManyWriteFailure(t *testing.T) {
 	}
 	var batch [][]byte
 	for range 20 {
-		batch = append(batch, randBytes(r, 2*Align))
+		batch = append(batch, randBytes(r, chunk))
 	}
-	_, err = d.PutMany(batch) // 20 chunks of 2 blocks: more than one segment
+	_, err = d.PutMany(batch) // 20 chunks: more than one segment
 	writevAt = orig
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("PutMany: %v, want ENOSPC (after %d writes)", err, calls.Load())

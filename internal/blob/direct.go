@@ -39,9 +39,20 @@ import (
 // bytes it references. A read, free or hint over a range still being
 // written waits for its write; Sync waits for every write in flight.
 //
+// Writes smaller than directMinBytes go through the page cache even into
+// a segment with a direct handle: ranges never share a page, so the two
+// kinds do not disturb each other.
+//
 // Where the host file system refuses O_DIRECT (EINVAL on open, as some
 // do, or on the first write), segments are written through the buffered
 // descriptor instead.
+
+// directMinBytes is the least a write must hold to go direct. A small
+// file's flush waits for its chunk's write before it commits; through the
+// page cache that is a copy, directly it is a round trip to the disk
+// (measured: creating 10,000 files of 1 KiB took 20-25 % longer with
+// every write direct). Streams write 1 MiB at a time.
+const directMinBytes = 256 << 10
 
 // maxDirectWrites bounds the direct writes in flight, and with them the
 // staging memory (maxDirectWrites * stageBytes).

@@ -66,8 +66,8 @@ func TestDirectWritesBypassPageCache(t *testing.T) {
 		}
 		r := rand.New(rand.NewPCG(40, 41))
 		var all [][]byte
-		for range 40 {
-			all = append(all, randBytes(r, 1+r.IntN(64<<10)))
+		for range 64 {
+			all = append(all, randBytes(r, 64<<10)) // 1 MiB writes: direct
 		}
 		locs, err := d.PutMany(all)
 		if err != nil {
@@ -115,7 +115,7 @@ func TestReadWaitsForDirectWrite(t *testing.T) {
 		return orig(f, iovs, off)
 	}
 	defer func() { writevAt = orig }()
-	data := randBytes(rand.New(rand.NewPCG(42, 43)), 3*Align+5)
+	data := randBytes(rand.New(rand.NewPCG(42, 43)), directMinBytes+5) // large enough to go direct
 	w, err := d.StartPutMany([][]byte{data})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestReadWaitsForDirectWrite(t *testing.T) {
 // refuses the writes (EINVAL) gets the bytes through the page cache, and
 // later segments are written buffered.
 func TestDirectWriteRefused(t *testing.T) {
-	d := openDirectT(t, Options{SegmentSize: 4 * Align})
+	d := openDirectT(t, Options{SegmentSize: 2 * directMinBytes})
 	defer d.Close()
 	var refused atomic.Int32
 	orig := writevAt
@@ -162,7 +162,7 @@ func TestDirectWriteRefused(t *testing.T) {
 	}
 	defer func() { writevAt = orig }()
 	r := rand.New(rand.NewPCG(46, 47))
-	a, b := randBytes(r, 3*Align), randBytes(r, 3*Align)
+	a, b := randBytes(r, directMinBytes), randBytes(r, directMinBytes)
 	la := put(t, d, a)
 	if err := d.Sync(); err != nil { // the refusal is known from here on
 		t.Fatal(err)

@@ -378,7 +378,7 @@ func testPutWriteFailure(t *testing.T) {
 		n, _ := orig(f, [][]byte{iovs[0][:len(iovs[0])/2]}, off) // a partial write, then the disk is full
 		return n, syscall.ENOSPC
 	}
-	_, err := d.Put(randBytes(r, 8*Align))
+	_, err := d.Put(randBytes(r, directMinBytes)) // large enough to go direct
 	writevAt = orig
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("put: %v, want ENOSPC", err)
