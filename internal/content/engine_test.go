@@ -795,6 +795,46 @@ func TestVerifyReadsDetectsCorruption(t *testing.T) {
 	}
 }
 
+// TestReadsVerifyChecks: new chunk records carry a check of the bytes,
+// which reads verify; damage under a check, or under an old record
+// without one (verified by the hash), is reported; a wrong check over
+// intact bytes does not make them unreadable.
+func TestReadsVerifyChecks(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
+	data := randBytes(rand.New(rand.NewPCG(47, 48)), 3*16<<10)
+	v.write(1, 0, data)
+	chunks := v.allChunks()
+	piece := func(i int) []byte { return data[i*16<<10 : (i+1)*16<<10] }
+	recs := make([]schema.Chunk, 3)
+	hashes := make([]schema.Hash, 3)
+	for i := range 3 {
+		hashes[i] = schema.Sum(piece(i))
+		c, ok := chunks[hashes[i]]
+		if !ok || !c.HasCheck || c.Check != schema.CheckSum(piece(i)) {
+			t.Fatalf("chunk %d: record %+v (found %v), want a check of %016x", i, c, ok, schema.CheckSum(piece(i)))
+		}
+		recs[i] = c
+	}
+	legacy := recs[0]
+	legacy.Check, legacy.HasCheck = 0, false
+	v.setChunk(hashes[0], legacy) // as written before checks existed
+	wrong := recs[1]
+	wrong.Check++
+	v.setChunk(hashes[1], wrong)
+	v.reopen()
+	v.checkContent(1, data)
+
+	v.flipByte(recs[0], 100)
+	v.flipByte(recs[2], 200)
+	v.reopen()
+	for i, want := range []bool{true, false, true} {
+		err := v.e.ReadAt(1, int64(i*16<<10), make([]byte, 16<<10))
+		if got := errors.Is(err, ErrCorrupt); got != want {
+			t.Errorf("chunk %d: read error %v, want damage reported: %v", i, err, want)
+		}
+	}
+}
+
 func TestUnverifiedReadsReturnDamage(t *testing.T) {
 	// Without VerifyReads a flipped byte goes unnoticed (documents the cost
 	// of turning verification off, and that the test damage is real).

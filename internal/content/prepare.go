@@ -24,7 +24,8 @@ type Prepared struct {
 	data    []byte // raw bytes; valid until the Tx commits
 	loc     blob.Loc
 	comp    uint8
-	written bool // this Prepare stored the bytes
+	written bool   // this Prepare stored the bytes
+	check   uint64 // schema.CheckSum of data, for a new chunk's record
 }
 
 // Prepare cuts data, which starts at file offset off, into chunks and
@@ -133,6 +134,7 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) ([
 		p := group[i]
 		if p.Zero = isZero(p.data); !p.Zero {
 			p.Hash = schema.Sum(p.data)
+			p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
 		}
 	})
 	var toStore []*Prepared

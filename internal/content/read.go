@@ -107,10 +107,22 @@ func (e *Engine) readInto(h schema.Hash, c schema.Chunk, dst []byte) error {
 	if _, err := e.blobs.Read(loc, dst); err != nil {
 		return &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
 	}
-	if e.cfg.VerifyReads && schema.Sum(dst) != h {
-		return &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their hash", ErrCorrupt)}
+	if e.cfg.VerifyReads && !intact(h, c, dst) {
+		return &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their check", ErrCorrupt)}
 	}
 	return nil
+}
+
+// intact reports whether raw, read for chunk h whose record is c, is that
+// chunk's content: by the record's check (schema.Chunk.Check) where it
+// has one, else, or if the check fails, by the hash. Bytes that fail the
+// check are nearly always damaged, and the hash then says so too; but a
+// damaged check must not make intact data unreadable.
+func intact(h schema.Hash, c schema.Chunk, raw []byte) bool {
+	if c.HasCheck && schema.CheckSum(raw) == c.Check {
+		return true
+	}
+	return schema.Sum(raw) == h
 }
 
 // ChunkError says which chunk could not be loaded and where it is stored,
@@ -173,8 +185,8 @@ func (e *Engine) loadFrom(h schema.Hash, c schema.Chunk) ([]byte, error) {
 	if err != nil {
 		return nil, &ChunkError{Hash: h, Loc: loc, Err: err}
 	}
-	if e.cfg.VerifyReads && schema.Sum(raw) != h {
-		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their hash", ErrCorrupt)}
+	if e.cfg.VerifyReads && !intact(h, c, raw) {
+		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their check", ErrCorrupt)}
 	}
 	return raw, nil
 }

@@ -227,7 +227,8 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 		t.adopted[p] = struct{}{} // so that an abort frees it
 
 	}
-	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d)}
+	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d),
+		Check: p.check, HasCheck: true}
 	t.delta.PhysicalBytes += int64(c.Stored)
 	t.delta.RawBytes += int64(c.Raw)
 	t.delta.Chunks++

@@ -213,6 +213,8 @@ func (v *verifier) verify(l located) {
 		c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d holds %d bytes, its record says %d", l.h[:8], l.c.Segment, l.c.Offset, len(raw), l.c.Raw)
 	case schema.Sum(raw) != l.h:
 		c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d fails its hash", l.h[:8], l.c.Segment, l.c.Offset)
+	case l.c.HasCheck && schema.CheckSum(raw) != l.c.Check:
+		c.report(KindBadCheck, noIno, "chunk %x: its record's check %016x does not match its bytes, which match the hash (reads fall back to the hash)", l.h[:8], l.c.Check)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -32,6 +33,27 @@ func TestFlippedByteNeedsVerifyData(t *testing.T) {
 	}
 	r := e.check(true)
 	want(t, r, fsck.KindBadHash, "/solo")
+	if len(r.Problems) != 1 {
+		t.Fatalf("want exactly one problem, got %v", r.Problems)
+	}
+}
+
+// TestWrongCheckNeedsVerifyData: a chunk record whose read check
+// disagrees with intact bytes is found by --verify-data only, and the
+// file still reads (reads fall back to the hash).
+func TestWrongCheckNeedsVerifyData(t *testing.T) {
+	e := newEnv(t, volume.InitOptions{})
+	h, c := e.chunkOf("/solo")
+	if !c.HasCheck {
+		t.Fatalf("chunk record %+v has no check", c)
+	}
+	c.Check ^= 1
+	e.commit(schema.ChunkKey(h), c.Encode())
+	if r := e.check(false); len(r.Problems) != 0 {
+		t.Fatalf("without --verify-data the check is not read, yet: %v", r.Kinds())
+	}
+	r := e.check(true)
+	want(t, r, fsck.KindBadCheck, "")
 	if len(r.Problems) != 1 {
 		t.Fatalf("want exactly one problem, got %v", r.Problems)
 	}

@@ -44,6 +44,7 @@ const (
 	KindShortChunk        = "short-chunk"          // chunk reaches past its segment's end
 	KindChunkOverlap      = "chunk-overlap"        // two chunks share segment bytes
 	KindBadHash           = "bad-hash"             // chunk bytes do not match their hash
+	KindBadCheck          = "bad-check"            // chunk record's check does not match its (intact) bytes
 	KindReadError         = "read-error"           // chunk bytes cannot be read (I/O error)
 	KindOrphanSpace       = "orphan-chunk-space"   // segment data no chunk uses (reclaimable)
 	KindPendingFree       = "pending-free"         // a freed chunk not punched yet (reclaimable)

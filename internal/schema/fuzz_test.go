@@ -94,6 +94,8 @@ func FuzzDecodeChunk(f *testing.F) {
 		{Segment: 1, Stored: 100, Raw: 100, Refs: 1},
 		{Segment: 3, Offset: 1 << 30, Stored: 17, Raw: 65536, Comp: CompZstd, Refs: 1 << 40},
 		{Segment: math.MaxUint32, Offset: math.MaxUint64, Stored: math.MaxUint32, Raw: math.MaxUint32, Comp: CompZstd, Refs: math.MaxUint64},
+		{Segment: 2, Offset: 4096, Stored: 65536, Raw: 65536, Refs: 2, Check: 0x0123456789abcdef, HasCheck: true},
+		{Segment: 1, Stored: 5, Raw: 9, Comp: CompZstd, Refs: 1, HasCheck: true}, // a check of 0
 	} {
 		f.Add(c.Encode())
 	}
@@ -102,7 +104,7 @@ func FuzzDecodeChunk(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Raw == 0 || c.Comp > CompZstd {
+		if c.Raw == 0 || c.Comp > CompZstd || (c.Check != 0 && !c.HasCheck) {
 			t.Fatalf("DecodeChunk(%x) accepted invalid %+v", b, c)
 		}
 		enc := c.Encode()
