@@ -29,13 +29,23 @@ func checkName(name string) error {
 
 // lookupEntry reads entry name of dir; a missing entry is ENOENT.
 func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) {
-	v, err := r.Get(schema.DirentKey(dir, name))
+	key := schema.DirentKey(dir, name)
+	v, err := r.Get(key)
 	if errors.Is(err, meta.ErrNotFound) {
 		// A stub directory has no entries of its own yet.
-		if n, err := loadInode(r, dir); err == nil && n.Stub {
+		n, lerr := loadInode(r, dir)
+		if lerr == nil && n.Stub {
 			return schema.Dirent{}, &stubError{dir}
 		}
-		return schema.Dirent{}, syscall.ENOENT
+		if lerr == nil {
+			// It may have been materialized between the two reads (the
+			// background materializer): once it is no stub, its entries
+			// are there, so look once more.
+			v, err = r.Get(key)
+		}
+		if errors.Is(err, meta.ErrNotFound) {
+			return schema.Dirent{}, syscall.ENOENT
+		}
 	}
 	if err != nil {
 		return schema.Dirent{}, err
