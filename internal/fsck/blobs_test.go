@@ -28,19 +28,26 @@ func TestFlippedByteNeedsVerifyData(t *testing.T) {
 	b[0] ^= 0x20
 	must(f.WriteAt(b, off+100))
 
+	wantOnlyWithVerifyData(t, e, fsck.KindBadHash, "/solo")
+}
+
+// wantOnlyWithVerifyData fails unless a check of e finds nothing without
+// --verify-data and exactly one problem, of kind at path, with it.
+func wantOnlyWithVerifyData(t *testing.T, e *env, kind, path string) {
+	t.Helper()
 	if r := e.check(false); len(r.Problems) != 0 {
-		t.Fatalf("without --verify-data the flip is invisible, yet: %v", r.Kinds())
+		t.Fatalf("without --verify-data the damage is invisible, yet: %v", r.Kinds())
 	}
 	r := e.check(true)
-	want(t, r, fsck.KindBadHash, "/solo")
+	want(t, r, kind, path)
 	if len(r.Problems) != 1 {
 		t.Fatalf("want exactly one problem, got %v", r.Problems)
 	}
 }
 
 // TestWrongCheckNeedsVerifyData: a chunk record whose read check
-// disagrees with intact bytes is found by --verify-data only, and the
-// file still reads (reads fall back to the hash).
+// disagrees with intact bytes is found by --verify-data only. (Reads fall
+// back to the hash: content's TestReadsVerifyChecks.)
 func TestWrongCheckNeedsVerifyData(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
 	h, c := e.chunkOf("/solo")
@@ -49,14 +56,7 @@ func TestWrongCheckNeedsVerifyData(t *testing.T) {
 	}
 	c.Check ^= 1
 	e.commit(schema.ChunkKey(h), c.Encode())
-	if r := e.check(false); len(r.Problems) != 0 {
-		t.Fatalf("without --verify-data the check is not read, yet: %v", r.Kinds())
-	}
-	r := e.check(true)
-	want(t, r, fsck.KindBadCheck, "")
-	if len(r.Problems) != 1 {
-		t.Fatalf("want exactly one problem, got %v", r.Problems)
-	}
+	wantOnlyWithVerifyData(t, e, fsck.KindBadCheck, "")
 }
 
 func TestGarbageAfterLastChunkIsReclaimable(t *testing.T) {
