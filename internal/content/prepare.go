@@ -76,6 +76,7 @@ func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, i
 func (e *Engine) Store(out []*Prepared) error {
 	seen := map[schema.Hash]*Prepared{} // the first copy of each new hash is stored; later ones share it
 	var started []startedWrite
+	var dedup, zero int64
 	var err error
 	for i := 0; i < len(out) && err == nil; {
 		j, bytes := i, 0
@@ -84,13 +85,15 @@ func (e *Engine) Store(out []*Prepared) error {
 			j++
 		}
 		var toStore []*Prepared
-		if toStore, err = e.hashGroup(out[i:j], seen); err == nil && len(toStore) > 0 {
+		var d, z int64
+		if toStore, d, z, err = e.hashGroup(out[i:j], seen); err == nil && len(toStore) > 0 {
 			var w *blob.Writing
-			var bytes int64
-			if w, bytes, err = e.startStore(toStore); err == nil {
-				started = append(started, startedWrite{w, toStore, bytes})
+			var stored int64
+			if w, stored, err = e.startStore(toStore); err == nil {
+				started = append(started, startedWrite{w, toStore, stored})
 			}
 		}
+		dedup, zero = dedup+d, zero+z
 		i = j
 	}
 	for _, s := range started {
@@ -112,6 +115,8 @@ func (e *Engine) Store(out []*Prepared) error {
 			p.loc, p.comp = first.loc, first.comp
 		}
 	}
+	e.counters.dedup.Add(dedup)
+	e.counters.zero.Add(zero)
 	return nil
 }
 
@@ -128,8 +133,8 @@ type startedWrite struct {
 
 // hashGroup hashes the chunks of group and returns those that neither an
 // earlier chunk of the same Store (in seen, which it extends) nor the
-// volume holds.
-func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) ([]*Prepared, error) {
+// volume holds, with the bytes of the others: held already, and zeros.
+func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (toStore []*Prepared, dedup, zero int64, err error) {
 	parallel(len(group), func(i int) {
 		p := group[i]
 		if p.Zero = isZero(p.data); !p.Zero {
@@ -137,12 +142,6 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) ([
 			p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
 		}
 	})
-	var toStore []*Prepared
-	var dedup, zero int64
-	defer func() {
-		e.counters.dedup.Add(dedup)
-		e.counters.zero.Add(zero)
-	}()
 	for _, p := range group {
 		if p.Zero {
 			zero += int64(p.Len)
@@ -157,11 +156,11 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) ([
 			dedup += int64(p.Len) // already stored
 			continue
 		} else if !errors.Is(err, meta.ErrNotFound) {
-			return nil, err
+			return nil, 0, 0, err
 		}
 		toStore = append(toStore, p)
 	}
-	return toStore, nil
+	return toStore, dedup, zero, nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.
