@@ -248,13 +248,12 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	if err := checkName(name); err != nil {
 		return vfs.Attr{}, err
 	}
-	var n schema.Inode
 	err := v.materializing(func() error {
 		tx, err := v.begin()
 		if err != nil {
 			return err
 		}
-		if n, err = v.link(tx, ino, parent, name); err != nil {
+		if _, err = v.link(tx, ino, parent, name); err != nil {
 			tx.Abort()
 			return err
 		}
@@ -263,10 +262,10 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	if err != nil {
 		return vfs.Attr{}, v.errno("link", err)
 	}
-	// Only now: the inode's lock may be held by a writer waiting for the
-	// transaction lock.
-	v.overlayPending(ino, &n)
-	return toAttr(ino, &n), nil
+	// Read again, with any buffered changes, only now: the inode's lock
+	// may be held by a writer waiting for the transaction lock.
+	a, err := v.attr(ino)
+	return a, v.errno("link", err)
 }
 
 func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.Inode, error) {

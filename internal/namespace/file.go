@@ -46,19 +46,26 @@ func (v *Volume) isOpen(ino uint64) bool {
 	return v.files[ino] != nil
 }
 
-// overlayPending applies buffered writes' size and times, and held
-// attribute changes, to n.
-func (v *Volume) overlayPending(ino uint64, n *schema.Inode) {
+// loadPending loads ino's record with its open file's buffered writes'
+// size and times and held attribute changes applied. An open file's record
+// is read under its lock: a flush between the read and the overlay would
+// commit and clear the pending changes after the read, and the result would
+// have neither (a held chmod seen undone).
+func (v *Volume) loadPending(ino uint64) (schema.Inode, error) {
 	v.filesMu.Lock()
 	f := v.files[ino]
 	v.filesMu.Unlock()
 	if f == nil {
-		return
+		return loadInode(v.meta, ino)
 	}
 	l := v.locks.of(ino)
 	l.RLock()
-	f.overlay(n)
-	l.RUnlock()
+	defer l.RUnlock()
+	n, err := loadInode(v.meta, ino)
+	if err == nil {
+		f.overlay(&n)
+	}
+	return n, err
 }
 
 // openHandle registers a handle on ino.

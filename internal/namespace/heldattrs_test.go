@@ -1,6 +1,7 @@
 package namespace_test
 
 import (
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -64,5 +65,51 @@ func TestAttrsSetOnBufferedFileShowAndPersist(t *testing.T) {
 	}
 	if data := readFile(t, v.NS, a.Ino); string(data) != "xyme " {
 		t.Fatalf("content %q, want %q", data, "xyme ")
+	}
+}
+
+// A held chmod never shows undone: GetAttr racing the flush that commits
+// it sees the new mode either held or committed. (It once loaded the
+// record before the flush and overlaid the open file after it, and saw
+// neither.) Each round writes, holds mode k and flushes; a reader checks
+// the modes it sees never go back.
+func TestHeldModeNeverShowsUndoneDuringFlush(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	a, h, err := fs.Create(root, vfs.RootIno, "f", 0, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Release(h)
+	const rounds = 0o777
+	done := make(chan struct{})
+	bad := make(chan string, 1)
+	go func() {
+		defer close(bad)
+		last := uint32(0)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			m := must(fs.GetAttr(a.Ino)).Mode & 0o777
+			if m < last {
+				bad <- fmt.Sprintf("mode went back from %04o to %04o", last, m)
+				return
+			}
+			last = m
+		}
+	}()
+	for k := uint32(1); k <= rounds; k++ {
+		must(fs.Write(h, int64(k), []byte{byte(k)}))
+		must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: k}))
+		if err := fs.Flush(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	if msg, ok := <-bad; ok {
+		t.Fatal(msg)
 	}
 }

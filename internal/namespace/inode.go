@@ -103,11 +103,10 @@ func toAttr(ino uint64, n *schema.Inode) vfs.Attr {
 
 // attr returns the inode's attributes including writes still buffered.
 func (v *Volume) attr(ino uint64) (vfs.Attr, error) {
-	n, err := loadInode(v.meta, ino)
+	n, err := v.loadPending(ino)
 	if err != nil {
 		return vfs.Attr{}, err
 	}
-	v.overlayPending(ino, &n)
 	return toAttr(ino, &n), nil
 }
 
