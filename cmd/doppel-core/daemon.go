@@ -36,20 +36,11 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 	log := slog.Default() // parse installed it at --log-level
 	started := time.Now()
 	limitMemory()
-	if path := os.Getenv("DOPPEL_CPUPROFILE"); path != "" {
-		stop, err := startCPUProfile(path)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	stopProfiles, err := recordProfiles()
+	if err != nil {
+		return err
 	}
-	if path := os.Getenv("DOPPEL_TRACE"); path != "" {
-		stop, err := startTrace(path)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer stopProfiles()
 	vol, err := volume.Open(dir, log)
 	if err != nil {
 		return err

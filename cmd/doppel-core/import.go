@@ -71,6 +71,11 @@ func runImport(args []string) error {
 			return err
 		},
 		func(v *volume.Volume) (err error) {
+			stopProfiles, err := recordProfiles()
+			if err != nil {
+				return err
+			}
+			defer stopProfiles()
 			opt := importer.Options{Jobs: *jobs, OnProgress: show.progress, ProgressInterval: show.interval()}
 			sum, err = v.Import(ctx, src, dst.Path, opt)
 			return err

@@ -1,11 +1,41 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
 )
+
+// recordProfiles starts what DOPPEL_CPUPROFILE and DOPPEL_TRACE ask for
+// (each a file path) in this process: the daemon, or a command that works
+// on an unmounted volume in-process (import). The returned function stops
+// both.
+func recordProfiles() (func(), error) {
+	stops := []func(){}
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+	for _, r := range []struct {
+		env   string
+		start func(string) (func(), error)
+	}{{"DOPPEL_CPUPROFILE", startCPUProfile}, {"DOPPEL_TRACE", startTrace}} {
+		path := os.Getenv(r.env)
+		if path == "" {
+			continue
+		}
+		stop, err := r.start(path)
+		if err != nil {
+			stopAll()
+			return nil, fmt.Errorf("%s: %w", r.env, err)
+		}
+		stops = append(stops, stop)
+	}
+	return stopAll, nil
+}
 
 // startCPUProfile writes a CPU profile of the daemon to path until the
 // returned function runs (set DOPPEL_CPUPROFILE to use it).
