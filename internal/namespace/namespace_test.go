@@ -12,7 +12,7 @@ import (
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
-func openVolume(t *testing.T) (*volume.Volume, string) {
+func openVolume(t testing.TB) (*volume.Volume, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
