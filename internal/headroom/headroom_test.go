@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestGuard(t *testing.T) {
@@ -49,5 +50,37 @@ func TestNewAsksTheFileSystem(t *testing.T) {
 	avail, reserve, ok := New(t.TempDir(), nil).Avail()
 	if !ok || avail <= 0 || reserve != BaseReserve {
 		t.Errorf("Avail() = %d, %d, %v", avail, reserve, ok)
+	}
+}
+
+// A statfs-backed guard reuses a recent answer while it leaves plenty of
+// room, and asks every time near the reserve or once the answer is old.
+func TestFreeSpaceCachedOnlyFarFromFull(t *testing.T) {
+	asks, free := 0, int64(100<<30)
+	g := WithFree(func() (int64, error) { asks++; return free, nil }, nil)
+	g.freeMaxAge = time.Hour
+	for range 3 {
+		if err := g.ForData(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if asks != 1 {
+		t.Fatalf("asked %d times with 100 GiB free, want 1", asks)
+	}
+	free = g.Reserve() + freeSlack/2 // the cached answer still says 100 GiB
+	g.freeAsked = time.Time{}        // too old: asked again
+	g.ForData(0)
+	if asks != 2 {
+		t.Fatalf("asked %d times after the answer aged, want 2", asks)
+	}
+	free = g.Reserve() + 4096 // near the reserve: every call asks
+	for range 2 {
+		err := g.ForData(1 << 20)
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("ForData near full = %v, want ENOSPC", err)
+		}
+	}
+	if asks != 4 {
+		t.Fatalf("asked %d times near the reserve, want 4", asks)
 	}
 }
