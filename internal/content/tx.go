@@ -145,9 +145,15 @@ func (t *Tx) Commit(sync bool) error {
 	return nil
 }
 
+// iterRefs is how many chunks' refcounts a transaction changes before it
+// reads their records with one iterator rather than a point lookup each:
+// opening an iterator costs several lookups, and most transactions of
+// small files touch one or two chunks.
+const iterRefs = 8
+
 // applyRefs writes the refcount deltas into the chunk table, in hash order
 // so that one iterator walks the table forward instead of a point lookup
-// per chunk.
+// per chunk (or, for a few chunks, with point lookups).
 func (t *Tx) applyRefs() error {
 	for p := range t.adopted {
 		if t.fresh[p.Hash] != p {
@@ -164,6 +170,21 @@ func (t *Tx) applyRefs() error {
 		hashes = append(hashes, h)
 	}
 	slices.SortFunc(hashes, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if len(hashes) <= iterRefs {
+		for _, h := range hashes {
+			rec, err := t.b.Get(schema.ChunkKey(h))
+			if errors.Is(err, meta.ErrNotFound) {
+				rec, err = nil, nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := t.applyRef(h, t.refs[h], rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	it, err := t.b.NewIter(schema.ChunkRange())
 	if err != nil {
 		return err
