@@ -62,18 +62,38 @@ wl_seq() { # wl_seq TARGET REP
 	timed sec fio "${SEQ_ARGS[@]}"
 	record seqread "$t" "$r" "$sec"
 	log "rep $r seq $t: read $(mibps "$SIZE_MIB" "$sec")"
-	if [ "$t" = doppel ]; then
-		read -r p0 m0 <<<"$(doppel_space)"
-		seq_args "$d/seq-b" write $((1000 + r)) "$LOGS/rewrite-$t-$r.json"
-		timed sec fio "${SEQ_ARGS[@]}"
-		read -r p1 m1 <<<"$(doppel_space)"
-		record rewrite "$t" "$r" "$sec"
-		record rewrite_growth "$t" "$r" $((p1 - p0))
-		record rewrite_meta_growth "$t" "$r" $((m1 - m0))
-		log "rep $r seq $t: same data again $(mibps "$SIZE_MIB" "$sec"), growth: chunk data $(human_bytes $((p1 - p0))), metadata $(human_bytes $((m1 - m0)))"
+	if [ "$t" = doppel ] || [ "$t" = native ]; then
+		# The same data again under another name, twice: right after the
+		# read, whose pages are still cached, and after dropping the
+		# caches, as before the first write. On this project's VMs a
+		# write into the page cache costs two to three times the CPU while
+		# another 4 GiB of pages stay cached (new memory is faulted in
+		# from the host), on any file system: native is the control.
+		seq_again "$t" "$r" "$d/seq-b" rewrite_after_read "right after the read"
+		rm -f -- "$d/seq-b" # doppel's space growth is measured on seq-c
+		drop
+		seq_again "$t" "$r" "$d/seq-c" rewrite "caches dropped"
 	fi
-	rm -f -- "$d/seq-a" "$d/seq-b"
+	rm -f -- "$d/seq-a" "$d/seq-b" "$d/seq-c"
 	rss_end seq "$t" "$r"
+}
+
+# seq_again TARGET REP FILE KEY WHEN: writes seq-a's data again as FILE and
+# records it as KEY; on doppel also the space it took (KEY_growth,
+# KEY_meta_growth).
+seq_again() {
+	local t=$1 r=$2 f=$3 key=$4 when=$5 sec p0 p1 m0 m1 growth=""
+	[ "$t" != doppel ] || read -r p0 m0 <<<"$(doppel_space)"
+	seq_args "$f" write $((1000 + r)) "$LOGS/$key-$t-$r.json"
+	timed sec fio "${SEQ_ARGS[@]}"
+	record "$key" "$t" "$r" "$sec"
+	if [ "$t" = doppel ]; then
+		read -r p1 m1 <<<"$(doppel_space)"
+		record "${key}_growth" "$t" "$r" $((p1 - p0))
+		record "${key}_meta_growth" "$t" "$r" $((m1 - m0))
+		growth=", growth: chunk data $(human_bytes $((p1 - p0))), metadata $(human_bytes $((m1 - m0)))"
+	fi
+	log "rep $r seq $t: same data again, $when: $(mibps "$SIZE_MIB" "$sec")$growth"
 }
 
 wl_rand() { # wl_rand TARGET REP

@@ -61,7 +61,13 @@ func workloads() []workload {
 		{key: "seqread", short: "seq read cold", kind: rateMiB, amount: seqMiB, target: goal{0.85, "≥ 0.85×"},
 			label: func(r *run) string { return "Sequential read of it, remounted, caches dropped" }},
 		{key: "rewrite", short: "same data again (vs own 1st write)", kind: rateMiB, amount: seqMiB, ref: "seqwrite", target: goal{1.0, "≥ 1.0× doppel's first write"},
-			label: func(r *run) string { return "The same data written again under another name (vs doppel's first write)" }},
+			label: func(r *run) string {
+				return "The same data written again under another name, caches dropped first as for the first write (vs doppel's first write)"
+			}},
+		{key: "rewrite_after_read", short: "same again, right after the read", kind: rateMiB, amount: seqMiB, ref: "seqwrite",
+			label: func(r *run) string {
+				return "… and right after reading the first copy, its pages still cached (vs doppel's first write)"
+			}},
 		{key: "rewrite_growth", short: "growth of the copy", kind: growth, target: goal{1.0, "< 1 %"},
 			label: func(r *run) string { return "Physical growth of that second copy: chunk data (`doppel df`)" }},
 		{key: "rewrite_meta_growth", short: "metadata growth of the copy", kind: growth,
