@@ -143,12 +143,13 @@ drop_caches() {
 	return 1
 }
 
-# Pretty-print a byte count.
+# Pretty-print a byte count (a negative one too: a store can shrink).
 human_bytes() {
 	awk -v b="$1" 'BEGIN {
-		split("B KiB MiB GiB TiB PiB", u, " "); i = 1
+		split("B KiB MiB GiB TiB PiB", u, " "); i = 1; sign = ""
+		if (b < 0) { sign = "-"; b = -b }
 		while (b >= 1024 && i < 6) { b /= 1024; i++ }
-		if (i == 1) printf "%d %s\n", b, u[i]; else printf "%.1f %s\n", b, u[i]
+		if (i == 1) printf "%s%d %s\n", sign, b, u[i]; else printf "%s%.1f %s\n", sign, b, u[i]
 	}'
 }
 
