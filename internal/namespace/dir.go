@@ -253,7 +253,7 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 		if err != nil {
 			return err
 		}
-		if _, err = v.link(tx, ino, parent, name); err != nil {
+		if err = v.link(tx, ino, parent, name); err != nil {
 			tx.Abort()
 			return err
 		}
@@ -268,45 +268,45 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	return a, v.errno("link", err)
 }
 
-func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) (schema.Inode, error) {
+func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) error {
 	if err := v.opt.Headroom.ForMeta(); err != nil {
-		return schema.Inode{}, err
+		return err
 	}
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {
-		return n, err
+		return err
 	}
 	if isDir(n.Mode) {
-		return n, syscall.EPERM
+		return syscall.EPERM
 	}
 	if n.Nlink == 0 {
-		return n, syscall.ENOENT
+		return syscall.ENOENT
 	}
 	if err := needOwn(ino, &n); err != nil {
-		return n, err // a stub's names mirror its origin's: see needOwnNames
+		return err // a stub's names mirror its origin's: see needOwnNames
 	}
 	dir, err := loadInode(b, parent)
 	if err != nil {
-		return n, err
+		return err
 	}
 	if err := v.checkWritable(&dir); err != nil {
-		return n, err
+		return err
 	}
 	if _, err := entryIn(b, parent, &dir, name); err == nil {
-		return n, syscall.EEXIST
+		return syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
-		return n, err
+		return err
 	}
 	n.Nlink++
 	n.Ctime = now()
 	if err := saveInode(tx, ino, &n); err != nil {
-		return n, err
+		return err
 	}
 	if err := tx.Journal(ino, schema.OpLink); err != nil {
-		return n, err
+		return err
 	}
-	return n, addEntry(tx, &dir, parent, name, ino, n.Mode)
+	return addEntry(tx, &dir, parent, name, ino, n.Mode)
 }
 
 // Unlink implements vfs.FS.
