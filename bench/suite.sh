@@ -7,15 +7,16 @@
 #   BENCH_QUICK=1 bench/suite.sh    small sizes, a few minutes; report under BENCH_DIR
 #
 # As root (it drops caches and mounts loop devices). At full size one
-# repetition takes 13-22 minutes on 2 shared cores; the three default ones
-# took an hour.
+# repetition takes 6-22 minutes on 2 shared cores (the three default ones:
+# 19 minutes on a quiet AMD EPYC VM, an hour on a loaded Xeon one).
 #
 # Workloads (each repetition runs every workload on every target in turn,
 # so that the machine's noise falls on all of them alike; medians reported):
 #   seq       fio, 1 MiB I/O: write SIZE of unique random data with a final
-#             fsync; remount + drop caches; read it back; on doppel, write
-#             the same data again under another name (time and physical
-#             growth from `doppel df --json`)
+#             fsync; remount + drop caches; read it back; on doppel and
+#             native, write the same data again under another name, right
+#             after the read and again after dropping the caches (the
+#             target row; doppel's physical growth from `doppel df --json`)
 #   rand      fio, random 4 KiB writes into a RAND_FILE file (laid out
 #             first, untimed), iodepth 1 and 16, buffered (see below),
 #             final fsync [passthrough, doppel, native]
