@@ -64,7 +64,7 @@ func workloads() []workload {
 			label: func(r *run) string {
 				return "The same data written again under another name, caches dropped first as for the first write (vs doppel's first write)"
 			}},
-		{key: "rewrite_after_read", short: "same again, right after the read", kind: rateMiB, amount: seqMiB, ref: "seqwrite",
+		{key: "rewrite_after_read", short: "same again after the read (vs own 1st write)", kind: rateMiB, amount: seqMiB, ref: "seqwrite",
 			label: func(r *run) string {
 				return "… and right after reading the first copy, its pages still cached (vs doppel's first write)"
 			}},
