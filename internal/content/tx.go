@@ -170,31 +170,31 @@ func (t *Tx) applyRefs() error {
 		hashes = append(hashes, h)
 	}
 	slices.SortFunc(hashes, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
-	if len(hashes) <= iterRefs {
-		for _, h := range hashes {
-			rec, err := t.b.Get(schema.ChunkKey(h))
-			if errors.Is(err, meta.ErrNotFound) {
-				rec, err = nil, nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := t.applyRef(h, t.refs[h], rec); err != nil {
-				return err
-			}
+	// record reads a chunk's record, nil if the table does not hold it.
+	record := func(key []byte) ([]byte, error) {
+		rec, err := t.b.Get(key)
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil, nil
 		}
-		return nil
+		return rec, err
 	}
-	it, err := t.b.NewIter(schema.ChunkRange())
-	if err != nil {
-		return err
+	if len(hashes) > iterRefs {
+		it, err := t.b.NewIter(schema.ChunkRange())
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		record = func(key []byte) ([]byte, error) {
+			if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
+				return it.Value(), nil
+			}
+			return nil, nil
+		}
 	}
-	defer it.Close()
 	for _, h := range hashes {
-		key := schema.ChunkKey(h)
-		var rec []byte
-		if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
-			rec = it.Value()
+		rec, err := record(schema.ChunkKey(h))
+		if err != nil {
+			return err
 		}
 		if err := t.applyRef(h, t.refs[h], rec); err != nil {
 			return err
