@@ -29,6 +29,9 @@ var (
 func TestMain(m *testing.M) { os.Exit(runMain(m)) }
 
 func runMain(m *testing.M) int {
+	if creds := os.Getenv(asUserEnv); creds != "" {
+		return runAsUserHelper(creds, os.Args[1:]) // a child of runAsUser
+	}
 	var err error
 	if moduleRoot, err = findModuleRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, "tests:", err)

@@ -63,14 +63,15 @@ func (p *privs) set(ino uint64, none bool) {
 // leaves to the file system under FUSE_HANDLE_KILLPRIV_V2: file
 // capabilities always go; with suidgid (the caller lacks CAP_FSETID, or it
 // is a chown) set-user-ID goes, and set-group-ID when group execute is on.
-// That is the VFS's own rule (file_remove_privs).
+// That is the VFS's own rule (file_remove_privs, and chown_common for every
+// type but directories: fifos, sockets and device nodes lose them too).
 func (f *FS) killPriv(c vfs.Caller, ino uint64, suidgid bool) error {
 	if suidgid {
 		a, err := f.v.GetAttr(ino)
 		if err != nil {
 			return err
 		}
-		if a.Mode&syscall.S_IFMT == syscall.S_IFREG {
+		if a.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 			kill := uint32(syscall.S_ISUID)
 			if a.Mode&syscall.S_IXGRP != 0 {
 				kill |= syscall.S_ISGID
@@ -103,7 +104,18 @@ func (f *FS) killPriv(c vfs.Caller, ino uint64, suidgid bool) error {
 // setAttrKills reports whether a SETATTR must drop privileges, and
 // whether set-user/group-ID go too: the kernel flags truncates by callers
 // without CAP_FSETID and every chown of a non-directory.
+//
+// chown(path, -1, -1) changes no owner but still drops them on Linux
+// (chown_common asks for it on every non-directory); FUSE strips that
+// request and sends a SETATTR that sets nothing, which nothing else sends
+// but the kernel's own removal of file capabilities before a privileged
+// write (and that one, on a file that is also set-user-ID, is the only
+// case this reading gets wrong: it drops the bit ext4 would keep). On a
+// directory killPriv keeps the bits.
 func setAttrKills(in *fuse.SetAttrIn) (kill, suidgid bool) {
+	if in.Valid&^(fuse.FATTR_FH|fuse.FATTR_LOCKOWNER|fuse.FATTR_CTIME|fuse.FATTR_KILL_SUIDGID) == 0 {
+		return true, true // chown(path, -1, -1)
+	}
 	suidgid = in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && in.Valid&fuse.FATTR_MODE == 0
 	return suidgid || in.Valid&(fuse.FATTR_SIZE|fuse.FATTR_UID|fuse.FATTR_GID) != 0, suidgid
 }
