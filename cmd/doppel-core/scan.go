@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	pathpkg "path"
+	"path/filepath"
 	"strings"
 
 	"github.com/doppelfs/doppel/internal/control"
@@ -14,14 +18,22 @@ import (
 )
 
 const scanAbout = `Run CMD once per distinct file content found below the DIRs (trees of one
-mounted volume), and report every path that shares each result: a file
-shared by eight clones is scanned once (Prism's central virus scan). In
-ARGS, {} stands for the path of one file with that content (appended if no
-argument has {}). Contents are told apart by their chunks, without reading
-them; clones are not materialized.
+volume), and report every path that shares each result: a file shared by
+eight clones is scanned once (Prism's central virus scan). In ARGS, {}
+stands for the path of one file with that content (appended if no argument
+has {}). Contents are told apart by their chunks, without reading them;
+clones are not materialized.
 
 With --since SNAPSHOT, content that SNAPSHOT (any tree of the volume) also
 holds is skipped: only what is new since then is scanned.
+
+The DIRs are paths under a mounted doppel volume or, when it is not mounted
+(or with --store), paths inside the volume of the store. On a mounted
+volume CMD gets the file's path in the mount. On an unmounted one, scan
+opens the store itself and CMD gets a temporary copy of the file with the
+same name and permission bits (in a directory of its own under $TMPDIR,
+removed afterwards); the copy is read through clones' pins, so nothing is
+materialized.
 
 Output: one block per content: the command's exit status and output, then
 the paths. --json prints a list of {id, size, paths, exit_code, output}.
@@ -34,8 +46,9 @@ type scanResult struct {
 }
 
 func runScan(args []string) error {
-	fs := newFlags("scan", "[--json] [--since SNAPSHOT] DIR... -- CMD [ARGS with {}]", scanAbout)
+	fs := newFlags("scan", "[--json] [--store DIR] [--since SNAPSHOT] DIR... -- CMD [ARGS with {}]", scanAbout)
 	asJSON := fs.Bool("json", false, "print JSON")
+	store := storeFlag(fs)
 	since := fs.String("since", "", "skip content that this tree (a snapshot) also holds")
 	dashes := -1
 	for i, a := range args {
@@ -60,12 +73,9 @@ func runScan(args []string) error {
 		if p == "" {
 			continue
 		}
-		vp, err := resolveVolumePath(p, "")
+		vp, err := resolveVolumePath(p, *store)
 		if err != nil {
 			return err
-		}
-		if vp.Mountpoint == "" {
-			return fmt.Errorf("%s: not below a mounted doppel volume (scan runs CMD on the mounted files)", p)
 		}
 		if len(vps) > 0 && vp.Store != vps[0].Store {
 			return fmt.Errorf("%s is not in the same volume as %s", p, pos[0])
@@ -79,27 +89,34 @@ func runScan(args []string) error {
 	if *since != "" {
 		req.Since = vps[len(vps)-1].Path
 	}
-	var groups []namespace.ContentGroup
+	sc := scanner{args: cmdArgs, progress: newProgressLine(os.Stderr, !*asJSON)}
 	err = onVolume(vps[0].Store,
-		func(c *control.Client) (err error) { groups, err = c.Scan(req); return err },
-		func(v *volume.Volume) error { return errors.New("the volume is not mounted") })
+		func(c *control.Client) error {
+			groups, err := c.Scan(req)
+			if err != nil {
+				return err
+			}
+			mp, err := mountpointOf(vps[0])
+			if err != nil {
+				return err
+			}
+			return sc.run(groups, func(path string) (string, func(), error) {
+				return filepath.Join(mp, filepath.FromSlash(path)), func() {}, nil
+			})
+		},
+		func(v *volume.Volume) error {
+			groups, err := v.NS.ScanGroups(context.Background(), req.Paths, req.Since)
+			if err != nil {
+				return err
+			}
+			return sc.run(groups, func(path string) (string, func(), error) {
+				return copyOut(v.NS, path)
+			})
+		})
 	if err != nil {
 		return err
 	}
-	mp := vps[0].Mountpoint
-	var results []scanResult
-	failed := 0
-	progress := newProgressLine(os.Stderr, !*asJSON)
-	for i, g := range groups {
-		progress.show(func() string { return fmt.Sprintf("scanning %d/%d contents", i+1, len(groups)) })
-		r := scanResult{ContentGroup: g}
-		r.ExitCode, r.Output = runOn(cmdArgs, mp+g.Paths[0])
-		if r.ExitCode != 0 {
-			failed++
-		}
-		results = append(results, r)
-	}
-	progress.done()
+	results := sc.results
 	if *asJSON {
 		if results == nil {
 			results = []scanResult{} // [], not null, when there is nothing to scan
@@ -121,10 +138,81 @@ func runScan(args []string) error {
 		}
 		fmt.Printf("%d files, %d distinct contents scanned\n", files, len(results))
 	}
-	if failed > 0 {
-		return fmt.Errorf("%s failed for %d of %d contents", cmdArgs[0], failed, len(results))
+	if sc.failed > 0 {
+		return fmt.Errorf("%s failed for %d of %d contents", cmdArgs[0], sc.failed, len(results))
 	}
 	return nil
+}
+
+// scanner runs the command once per content group.
+type scanner struct {
+	args     []string
+	progress *progressLine
+	results  []scanResult
+	failed   int
+}
+
+// run runs the command on one file of each group; fileOf gives the host
+// path of a volume path and what to do once the command is done with it.
+func (s *scanner) run(groups []namespace.ContentGroup, fileOf func(path string) (string, func(), error)) error {
+	defer s.progress.done()
+	for i, g := range groups {
+		s.progress.show(func() string { return fmt.Sprintf("scanning %d/%d contents", i+1, len(groups)) })
+		host, done, err := fileOf(g.Paths[0])
+		if err != nil {
+			return fmt.Errorf("%s: %w", g.Paths[0], err)
+		}
+		r := scanResult{ContentGroup: g}
+		r.ExitCode, r.Output = runOn(s.args, host)
+		done()
+		if r.ExitCode != 0 {
+			s.failed++
+		}
+		s.results = append(s.results, r)
+	}
+	return nil
+}
+
+// mountpointOf is where vp's volume is mounted: the mount the argument
+// went through, else (with --store) any mount of the store.
+func mountpointOf(vp volumePath) (string, error) {
+	if vp.Mountpoint != "" {
+		return vp.Mountpoint, nil
+	}
+	ms, err := mounts()
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if m.FSType == fuseType && m.Source == vp.Store {
+			return m.Point, nil
+		}
+	}
+	return "", fmt.Errorf("volume %s is in use by a daemon but not mounted: scan needs its files", vp.Store)
+}
+
+// copyOut copies the volume file at path into a new private directory,
+// under the same name and permission bits (readable by its owner), for
+// the command to read.
+func copyOut(ns *namespace.Volume, path string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "doppel-scan-")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	host := filepath.Join(dir, pathpkg.Base(path))
+	f, err := os.OpenFile(host, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		var mode uint32
+		w := bufio.NewWriterSize(f, 1<<20)
+		mode, err = ns.CopyFile(context.Background(), path, w)
+		err = errors.Join(err, w.Flush(), f.Chmod(os.FileMode(mode&0o777|0o400)), f.Close())
+	}
+	if err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return host, cleanup, nil
 }
 
 // runOn runs the command with {} replaced by path.
