@@ -8,6 +8,9 @@
 // what is live. Checksums, if wanted, belong to that layer too: a hole or a
 // torn write inside a segment's length reads back as zeros, undetected here.
 //
+// Every backend passes the conformance suite in blob/storetest
+// (conformance_test.go runs it for Dir, in both write modes).
+//
 // # On-disk format
 //
 // A store is one directory (mode 0700) holding:

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 )
@@ -71,72 +70,6 @@ func skipNoPunch(t *testing.T, err error) {
 	t.Helper()
 	if errors.Is(err, errors.ErrUnsupported) {
 		t.Skipf("file system does not support punching holes: %v", err)
-	}
-}
-
-func TestRoundTripConcurrent(t *testing.T) { inBothWriteModes(t, testRoundTripConcurrent) }
-
-func testRoundTripConcurrent(t *testing.T) {
-	d := openT(t, t.TempDir(), Options{SegmentSize: 4 << 20})
-	defer d.Close()
-
-	type item struct {
-		loc  Loc
-		data []byte
-	}
-	const workers, perWorker = 8, 24
-	items := make([][]item, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 1))
-			for range perWorker {
-				data := randBytes(r, 1+r.IntN(1<<20))
-				loc, err := d.Put(data)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if loc.Segment == 0 || loc.Offset%Align != 0 || int(loc.Length) != len(data) {
-					t.Errorf("bad loc %+v for %d bytes", loc, len(data))
-				}
-				items[w] = append(items[w], item{loc, data})
-			}
-		})
-	}
-	wg.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	// No two chunks overlap.
-	type span struct {
-		seg      uint32
-		from, to uint64
-	}
-	var spans []span
-	for _, its := range items {
-		for _, it := range its {
-			checkRead(t, d, it.loc, it.data)
-			spans = append(spans, span{it.loc.Segment, it.loc.Offset, it.loc.Offset + uint64(it.loc.Length)})
-		}
-	}
-	slices.SortFunc(spans, func(a, b span) int {
-		if a.seg != b.seg {
-			return int(a.seg) - int(b.seg)
-		}
-		return int(a.from) - int(b.from)
-	})
-	for i := 1; i < len(spans); i++ {
-		if spans[i].seg == spans[i-1].seg && spans[i].from < spans[i-1].to {
-			t.Fatalf("overlap: %+v %+v", spans[i-1], spans[i])
-		}
-	}
-	segs, err := d.Segments()
-	if err != nil || len(segs) < 2 {
-		t.Fatalf("segments %v, %v: want several", segs, err)
 	}
 }
 
@@ -426,66 +359,6 @@ func TestManySegmentsCache(t *testing.T) {
 	}
 	if segs, _ := d.Segments(); len(segs) != 1 {
 		t.Fatalf("%d segments left, want 1", len(segs))
-	}
-}
-
-// TestConcurrentChurn puts, reads and frees from several goroutines with
-// small segments, so that sealing and deletion race with I/O.
-func TestConcurrentChurn(t *testing.T) { inBothWriteModes(t, testConcurrentChurn) }
-
-func testConcurrentChurn(t *testing.T) {
-	d := openT(t, t.TempDir(), Options{SegmentSize: 64 << 10})
-	defer d.Close()
-	var wg sync.WaitGroup
-	for w := range 8 {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 99))
-			type item struct {
-				loc  Loc
-				data []byte
-			}
-			var live []item
-			for i := range 300 {
-				data := randBytes(r, 1+r.IntN(20000))
-				loc, err := d.Put(data)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				live = append(live, item{loc, data})
-				if i%50 == 0 {
-					if err := d.Sync(); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-				if len(live) > 4 {
-					k := r.IntN(len(live))
-					it := live[k]
-					got, err := d.Read(it.loc, nil)
-					if err != nil || !bytes.Equal(got, it.data) {
-						t.Errorf("read %+v: %v", it.loc, err)
-						return
-					}
-					if err := d.Free(it.loc); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-						t.Error(err)
-						return
-					}
-					live = slices.Delete(live, k, k+1)
-				}
-			}
-			for _, it := range live {
-				got, err := d.Read(it.loc, nil)
-				if err != nil || !bytes.Equal(got, it.data) {
-					t.Errorf("final read %+v: %v", it.loc, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := d.Sync(); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -5,4 +5,7 @@
 //
 // The store knows nothing of what keys mean: package schema defines the key
 // layout and record encodings.
+//
+// Every backend passes the conformance suite in meta/storetest
+// (pebble_test.go runs it for Pebble).
 package meta

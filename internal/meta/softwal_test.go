@@ -1,4 +1,4 @@
-package meta
+package meta_test
 
 import (
 	"fmt"
@@ -8,19 +8,22 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/storetest"
 )
 
 // TestCommitSurvivesKill commits in a child process that then kills itself
 // without closing the store: every commit that returned must be there.
 func TestCommitSurvivesKill(t *testing.T) {
 	if dir := os.Getenv("DOPPEL_META_KILL_DIR"); dir != "" {
-		p, err := OpenPebble(dir)
+		p, err := meta.OpenPebble(dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		for i := range 100 {
-			commit(t, p, map[string][]byte{fmt.Sprintf("k%03d", i): []byte("v")})
+			storetest.Commit(t, p, map[string][]byte{fmt.Sprintf("k%03d", i): []byte("v")})
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
@@ -35,7 +38,7 @@ func TestCommitSurvivesKill(t *testing.T) {
 	p := openT(t, dir)
 	defer p.Close()
 	for i := range 100 {
-		wantValue(t, p, fmt.Sprintf("k%03d", i), "v")
+		storetest.WantValue(t, p, fmt.Sprintf("k%03d", i), "v")
 	}
 }
 
@@ -48,7 +51,7 @@ func TestSyncSurvivesPowerLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncDir(t, fs)
-	p, err := OpenPebbleFS("/db", fs)
+	p, err := meta.OpenPebbleFS("/db", fs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestSyncSurvivesPowerLoss(t *testing.T) {
 	n := 0
 	for round := range 5 {
 		for range 50 {
-			commit(t, p, map[string][]byte{fmt.Sprintf("k%05d", n): big})
+			storetest.Commit(t, p, map[string][]byte{fmt.Sprintf("k%05d", n): big})
 			n++
 		}
 		if round%2 == 0 {
@@ -75,7 +78,7 @@ func TestSyncSurvivesPowerLoss(t *testing.T) {
 	}
 	durable := n
 	for range 30 { // never synced: may or may not survive
-		commit(t, p, map[string][]byte{fmt.Sprintf("k%05d", n): big})
+		storetest.Commit(t, p, map[string][]byte{fmt.Sprintf("k%05d", n): big})
 		n++
 	}
 	fs.SetIgnoreSyncs(true)
@@ -83,7 +86,7 @@ func TestSyncSurvivesPowerLoss(t *testing.T) {
 	fs.ResetToSyncedState()
 	fs.SetIgnoreSyncs(false)
 
-	p, err = OpenPebbleFS("/db", fs)
+	p, err = meta.OpenPebbleFS("/db", fs)
 	if err != nil {
 		t.Fatal(err)
 	}

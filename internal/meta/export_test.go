@@ -1,0 +1,4 @@
+package meta
+
+// MaxTrackedWrites is exported for the external tests.
+const MaxTrackedWrites = maxTrackedWrites
