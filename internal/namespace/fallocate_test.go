@@ -2,11 +2,17 @@ package namespace_test
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -177,4 +183,77 @@ func TestFallocateShiftKeepsClones(t *testing.T) {
 		wantContent(t, fs, c, old, "the clone, origin deleted")
 		wantFsckClean(t, v)
 	}
+}
+
+// TestFallocateShiftMatchesHost replays random collapses, inserts,
+// punches and writes on a volume file and on a file of the host file
+// system (ext4 or XFS collapse and insert; others skip), and requires the
+// same errnos, sizes and content after each step. Mode combinations are
+// left out: kernels since 6.13 refuse them with EOPNOTSUPP before the file
+// system is asked, older ones with EINVAL, as doppel does.
+func TestFallocateShiftMatchesHost(t *testing.T) {
+	host, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	hfd := int(host.Fd())
+	if err := unix.Fallocate(hfd, unix.FALLOC_FL_INSERT_RANGE, 0, 4096); err == unix.EOPNOTSUPP {
+		t.Skip("the host file system cannot insert ranges")
+	}
+	v, _ := openVolume(t)
+	fs := v.NS
+	data := randomData(6, 256<<10)
+	f := writeFile(t, fs, vfs.RootIno, "f", data)
+	h := must(fs.Open(f, syscall.O_RDWR))
+	defer fs.Release(h)
+	must(0, host.Truncate(0))
+	must(host.WriteAt(data, 0))
+
+	r := rand.New(rand.NewPCG(7, 0))
+	var log []string
+	outcomes := map[string]int{} // "op errno", logged to show the mix
+	for step := range 300 {
+		size := must(fs.GetAttr(f)).Size
+		block := func(limit int64) int64 { return r.Int64N(limit/4096+2) * 4096 }
+		var desc string
+		var errD, errH error
+		switch k := r.IntN(10); {
+		case k < 7:
+			mode, name := uint32(collapse), "collapse"
+			if k >= 4 {
+				mode, name = insert, "insert"
+			}
+			off, n := block(size), 4096+block(64<<10)
+			if r.IntN(10) == 0 {
+				off += int64(1 + r.IntN(4095)) // misaligned
+			}
+			desc = fmt.Sprintf("%s [%d,+%d) of %d", name, off, n, size)
+			errD, errH = fs.Fallocate(h, mode, off, n), unix.Fallocate(hfd, mode, off, n)
+		case k < 8:
+			off, n := r.Int64N(size+1), 1+r.Int64N(50000)
+			desc = fmt.Sprintf("punch [%d,+%d)", off, n)
+			mode := uint32(vfs.FallocPunchHole | vfs.FallocKeepSize)
+			errD, errH = fs.Fallocate(h, mode, off, n), unix.Fallocate(hfd, mode, off, n)
+		default:
+			off, p := r.Int64N(size+1), randomData(uint64(step), 1+r.IntN(40000))
+			desc = fmt.Sprintf("write [%d,+%d)", off, len(p))
+			_, errD = fs.Write(h, off, p)
+			_, errH = host.WriteAt(p, off)
+		}
+		log = append(log, desc)
+		outcomes[strings.Fields(desc)[0]+" "+fmt.Sprint(errH)]++
+		if errD != errH {
+			t.Fatalf("step %d, %s: doppel %v, host %v\n%s", step, desc, errD, errH, strings.Join(log, "\n"))
+		}
+		want, err := os.ReadFile(host.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readFile(t, fs, f); !bytes.Equal(got, want) {
+			t.Fatalf("step %d, %s: content differs (%d bytes, host %d)\n%s", step, desc, len(got), len(want), strings.Join(log, "\n"))
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
+	wantFsckClean(t, v)
 }
