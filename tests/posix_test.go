@@ -48,6 +48,7 @@ func TestPOSIX(t *testing.T) {
 	t.Run("MmapShared", func(t *testing.T) { testMmapShared(t, dir(t)) })
 	t.Run("Statfs", func(t *testing.T) { testStatfs(t, v.Mnt) })
 	t.Run("Sync", func(t *testing.T) { testSync(t, dir(t)) })
+	t.Run("FallocateShift", func(t *testing.T) { testFallocateShift(t, dir(t)) })
 }
 
 // wantErrno fails unless err carries the errno want.

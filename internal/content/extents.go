@@ -3,6 +3,7 @@ package content
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -171,4 +172,42 @@ func (t *Tx) Copy(src uint64, srcOff int64, dst uint64, dstOff, n int64) (int64,
 func (t *Tx) DropAll(ino uint64) error {
 	_, err := t.Punch(ino, 0, math.MaxInt64)
 	return err
+}
+
+// Shift moves every extent of ino at or past from by delta bytes: the
+// metadata-only half of collapsing (delta < 0) or inserting (delta > 0) a
+// range. An extent straddling from is split there and only its right part
+// moves. With delta < 0 the caller has emptied [from+delta, from) first
+// (Punch), so nothing lands on an extent that stays. Mapped bytes do not
+// change; a split adds a chunk reference, as Punch's do.
+func (t *Tx) Shift(ino uint64, from, delta int64) error {
+	var pieces []Piece
+	if err := scanExtents(t.b, ino, from, math.MaxInt64, func(p Piece) error {
+		pieces = append(pieces, p)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if delta > 0 {
+		// Highest first, so that no moved extent is set on a key that is
+		// deleted after (moving down, the scan order is that already).
+		slices.Reverse(pieces)
+	}
+	for _, p := range pieces {
+		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
+			return err
+		}
+		t.refs[p.Hash]--
+		if p.Off < from {
+			if err := t.put(ino, p.clip(p.Off, from)); err != nil {
+				return err
+			}
+			p = p.clip(from, p.End())
+		}
+		p.Off += delta
+		if err := t.put(ino, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -91,11 +91,45 @@ func (m *engineModel) prepare(off int64, data []byte) []*Prepared {
 	return ps
 }
 
+// shift collapses a range of ino (punch, then move the rest down) or
+// inserts a hole (move the rest up), at any offsets: alignment is the
+// namespace's rule, not the extent map's.
+func (m *engineModel) shift(ino uint64, size int64) {
+	r, f := m.r, m.files[ino]
+	if r.IntN(2) == 0 && size > 1 {
+		off := r.Int64N(size - 1)
+		n := 1 + r.Int64N(size-off-1)
+		m.logf("collapse ino %d [%d,%d)", ino, off, off+n)
+		m.v.do(func(tx *Tx) error {
+			d, err := tx.Punch(ino, off, off+n)
+			m.mapped[ino] += d
+			if err != nil {
+				return err
+			}
+			return tx.Shift(ino, off+n, -n)
+		})
+		m.files[ino] = append(f[:off:off], f[off+n:]...)
+		return
+	}
+	if size >= m.max {
+		return
+	}
+	off := r.Int64N(size + 1)
+	n := 1 + r.Int64N(min(30000, m.max-size))
+	m.logf("insert ino %d [%d,%d)", ino, off, off+n)
+	m.v.do(func(tx *Tx) error { return tx.Shift(ino, off, n) })
+	g := append(f[:off:off], make([]byte, n)...)
+	m.files[ino] = append(g, f[off:]...)
+}
+
 func (m *engineModel) step() {
 	t, v, r := m.t, m.v, m.r
 	ino := m.inos[r.IntN(len(m.inos))]
 	size := int64(len(m.files[ino]))
 	switch op := r.IntN(100); {
+	case op < 5: // collapse or insert a range: extents move, data does not
+		m.shift(ino, size)
+
 	case op < 30: // one write, as a flush of one run
 		off, n := m.writeRange(size)
 		data := m.content(n)

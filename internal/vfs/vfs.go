@@ -68,9 +68,12 @@ const (
 
 // Fallocate modes, as fallocate takes them.
 const (
-	FallocKeepSize  = 0x01
-	FallocPunchHole = 0x02
-	FallocZeroRange = 0x10
+	FallocKeepSize      = 0x01
+	FallocPunchHole     = 0x02
+	FallocCollapseRange = 0x08
+	FallocZeroRange     = 0x10
+	FallocInsertRange   = 0x20
+	FallocUnshareRange  = 0x40
 )
 
 // Xattr flags, as setxattr takes them.
