@@ -44,6 +44,13 @@ func (e *Engine) Begin() (*Tx, error) {
 	return t, nil
 }
 
+// AwaitTransactions returns once every transaction begun before the call
+// has committed or aborted.
+func (e *Engine) AwaitTransactions() {
+	e.txMu.Lock()
+	e.txMu.Unlock() //nolint:staticcheck // an empty critical section is the point
+}
+
 // Batch is the metadata batch of the transaction.
 func (t *Tx) Batch() meta.Batch { return t.b }
 
