@@ -24,10 +24,10 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc        // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc        // stored bytes nobody references; punch at once
-	after   []func()          // run once committed
-	trees   map[uint64]uint64 // ino -> clone, of inodes saved in this tx
+	freed   []blob.Loc                         // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc                         // stored bytes nobody references; punch at once
+	after   []func()                           // run once committed
+	trees   func(meta.Reader, uint64) []uint64 // clones an inode lies in
 	done    bool
 }
 

@@ -26,7 +26,6 @@ func loadInode(r meta.Reader, ino uint64) (schema.Inode, error) {
 // saveInode writes an inode record, stamped with the transaction's version.
 func saveInode(tx *content.Tx, ino uint64, n *schema.Inode) error {
 	n.Version = tx.Version()
-	tx.SetTree(ino, n.Clone)
 	return tx.Batch().Set(schema.InodeKey(ino), n.Encode())
 }
 
