@@ -11,3 +11,10 @@ func (v *Volume) DebugPins() string {
 	}
 	return s
 }
+
+// SetJournalKeep changes how many versions the pruner keeps regardless.
+func (v *Volume) SetJournalKeep(n uint64) {
+	v.pruneMu.Lock()
+	v.opt.JournalKeep = n
+	v.pruneMu.Unlock()
+}
