@@ -24,9 +24,10 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc // stored bytes nobody references; punch at once
-	after   []func()   // run once committed
+	freed   []blob.Loc                         // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc                         // stored bytes nobody references; punch at once
+	after   []func()                           // run once committed
+	trees   func(meta.Reader, uint64) []uint64 // clones an inode lies in
 	done    bool
 }
 
@@ -65,16 +66,6 @@ func (t *Tx) Adopt(chunks []*Prepared) {
 			t.adopted[c] = struct{}{}
 		}
 	}
-}
-
-// Journal records that ino changed in this transaction.
-func (t *Tx) Journal(ino uint64, op uint8) error {
-	return t.b.Set(schema.JournalKey(t.version, ino), schema.JournalEntry{Op: op}.Encode())
-}
-
-// JournalName records that entry name of directory dir changed.
-func (t *Tx) JournalName(dir uint64, name string) error {
-	return t.b.Set(schema.JournalNameKey(t.version, dir, name), schema.JournalEntry{Op: schema.OpDirents}.Encode())
 }
 
 // AddInodes counts created (positive) or deleted (negative) inodes.

@@ -9,7 +9,7 @@ import (
 )
 
 // keyPrefixes are the first bytes of every key the schema defines, sorted.
-var keyPrefixes = []byte{0x00, 'C', 'G', 'P', 'R', 'd', 'e', 'f', 'h', 'i', 'j', 'k', 'o', 'p', 'r', 'x'}
+var keyPrefixes = []byte{0x00, 'C', 'G', 'J', 'P', 'R', 'd', 'e', 'f', 'h', 'i', 'j', 'k', 'o', 'p', 'q', 'r', 'x'}
 
 // scanSingletons decodes the volume's singleton records.
 func (c *checker) scanSingletons() error {
@@ -46,6 +46,7 @@ func (c *checker) scanSingletons() error {
 				c.report(KindDecode, noIno, "session record: %v", err)
 				c.deleteEarly(KindDecode, k, "deleted the session record (the next open starts a new session)")
 			}
+		case c.journalSingleton(k, v):
 		default:
 			c.report(KindUnknownKey, noIno, "singleton key %q", k)
 		}
@@ -56,23 +57,6 @@ func (c *checker) scanSingletons() error {
 		}
 	}
 	return err
-}
-
-// scanJournal decodes every journal entry.
-func (c *checker) scanJournal() error {
-	return c.scan([]byte{'j'}, []byte{'j' + 1}, func(k, v []byte) {
-		ver, ino, _, err := schema.ParseJournalKey(k)
-		if err != nil {
-			c.report(KindDecode, noIno, "journal key %x: %v", k, err)
-			c.deleteKey(KindDecode, noIno, k, "deleted a malformed journal key")
-			return
-		}
-		c.maxVersion = max(c.maxVersion, ver)
-		if _, err := schema.DecodeJournalEntry(v); err != nil {
-			c.report(KindDecode, ino, "journal entry of inode %d at version %d: %v", ino, ver, err)
-			c.deleteKey(KindDecode, ino, k, fmt.Sprintf("deleted the journal entry of inode %d at version %d", ino, ver))
-		}
-	})
 }
 
 // scanFree collects the free records: chunk space whose last reference is

@@ -70,3 +70,15 @@ type Store interface {
 type DurabilityHook interface {
 	SetBeforeDurable(fn func() error)
 }
+
+// RangeDeleter is implemented by batches that delete a key range with one
+// record (Pebble's range tombstone) instead of one per key.
+type RangeDeleter interface {
+	DeleteRange(lower, upper []byte) error
+}
+
+// Compacter is implemented by stores that can rewrite their files to drop
+// deleted keys now rather than when their own compactions get to them.
+type Compacter interface {
+	Compact() error
+}

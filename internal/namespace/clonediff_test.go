@@ -18,6 +18,12 @@ func (m *cloneModel) checkDiff() {
 	a := m.trees[m.diffRng.IntN(len(m.trees))]
 	b := m.trees[m.diffRng.IntN(len(m.trees))]
 	ctx := context.Background()
+	// Prune as far as anything allows before every diff: what a diff
+	// needs must survive it.
+	m.v.NS.SetJournalKeep(1)
+	if _, err := m.v.NS.PruneJournal(); err != nil {
+		m.fail("prune the journal: %v", err)
+	}
 	fast, err := m.v.NS.Diff(ctx, "/"+a.name, "/"+b.name, namespace.DiffOptions{})
 	if err != nil {
 		m.fail("diff %s %s: %v", a.name, b.name, err)

@@ -33,6 +33,8 @@ type DiffResult struct {
 	Since  uint64 `json:"since_version,omitempty"`
 	// Compared counts the entries compared: what the diff cost.
 	Compared int `json:"compared"`
+	// JournalRead counts the journal keys a journal diff read.
+	JournalRead int `json:"journal_read,omitempty"`
 }
 
 // DiffOptions shape a diff.
@@ -89,6 +91,17 @@ func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffRe
 		} else if len(xs) > 0 || inside {
 			related = false
 		}
+	}
+	// The pruner must not raise the floor between this check and the
+	// journal reads.
+	v.journalMu.RLock()
+	defer v.journalMu.RUnlock()
+	if related && !opt.Full {
+		floor, err := v.JournalFloor()
+		if err != nil {
+			return DiffResult{}, err
+		}
+		related = since+1 >= floor // else the entries it needs are pruned
 	}
 	if !related || opt.Full {
 		d.res.Method = "walk"

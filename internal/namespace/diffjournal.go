@@ -26,26 +26,32 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 	}
 	paths := &pathCache{v: d.v, roots: isRoot, memo: map[uint64][]string{}}
 	cands := map[string]bool{} // rel -> deep
-	lower, upper := schema.JournalRange(since+1, ^uint64(0))
-	err := scan(d.v.meta, lower, upper, func(k, _ []byte) error {
-		if err := d.ctx.Err(); err != nil {
-			return err
-		}
-		_, ino, name, err := schema.ParseJournalKey(k)
+	ranges, err := d.v.journalRanges(roots, since)
+	if err != nil {
+		return err
+	}
+	for _, r := range ranges {
+		err := scan(d.v.meta, r[0], r[1], func(k, _ []byte) error {
+			if err := d.ctx.Err(); err != nil {
+				return err
+			}
+			d.res.JournalRead++
+			ino, name, err := parseAnyJournalKey(k)
+			if err != nil {
+				return err
+			}
+			for _, rel := range paths.of(ino) {
+				if name != "" {
+					cands[joinRel(rel, name)] = true
+				} else if !cands[rel] {
+					cands[rel] = false
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		for _, rel := range paths.of(ino) {
-			if name != "" {
-				cands[joinRel(rel, name)] = true
-			} else if !cands[rel] {
-				cands[rel] = false
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	rels := make([]string, 0, len(cands))
 	for rel := range cands {
@@ -66,6 +72,47 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 		}
 	}
 	return nil
+}
+
+// journalRanges are the journal key ranges that name every change after
+// since below roots. A root inside a clone (it carries the clone) reads
+// only that clone's entries: its inodes are the clone's, or lie below an
+// entry a name change in a directory of the clone made since the clone
+// (journaled there, and compared with everything below it). Any other
+// root needs the volume's journal, which holds every entry.
+func (v *Volume) journalRanges(roots []uint64, since uint64) ([][2][]byte, error) {
+	treeSince, err := readU64(v.meta, schema.KeyTreeJournalSince, ^uint64(0))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uint64]bool{}
+	var out [][2][]byte
+	for _, r := range roots {
+		n, err := loadInode(v.meta, r)
+		if err != nil {
+			return nil, err
+		}
+		if n.Clone == 0 || since+1 < treeSince {
+			lower, upper := schema.JournalRange(since+1, ^uint64(0))
+			return [][2][]byte{{lower, upper}}, nil
+		}
+		if !seen[n.Clone] {
+			seen[n.Clone] = true
+			lower, upper := schema.TreeJournalRange(n.Clone, since+1, ^uint64(0))
+			out = append(out, [2][]byte{lower, upper})
+		}
+	}
+	return out, nil
+}
+
+// parseAnyJournalKey reads the inode and name of a volume or clone
+// journal key.
+func parseAnyJournalKey(k []byte) (uint64, string, error) {
+	if _, _, ino, name, err := schema.ParseTreeJournalKey(k); err == nil {
+		return ino, name, nil
+	}
+	_, ino, name, err := schema.ParseJournalKey(k)
+	return ino, name, err
 }
 
 // walkRel finds rel below n, or nil if it does not exist there.

@@ -11,3 +11,13 @@ func (v *Volume) DebugPins() string {
 	}
 	return s
 }
+
+// SetJournalKeep changes how many versions the pruner keeps regardless.
+func (v *Volume) SetJournalKeep(n uint64) {
+	v.pruneMu.Lock()
+	if n == 0 {
+		n = defaultJournalKeep
+	}
+	v.opt.JournalKeep = n
+	v.pruneMu.Unlock()
+}

@@ -30,6 +30,11 @@ type Options struct {
 	SyncInterval time.Duration
 	// StoreDir is the host directory whose free space statfs reports.
 	StoreDir string
+	// JournalKeep is how many of the latest versions' journal entries are
+	// kept even when nothing needs them (0: 4096).
+	JournalKeep uint64
+	// JournalPruneEvery is how often the journal pruner runs (0: 30s).
+	JournalPruneEvery time.Duration
 	// Headroom keeps free space for metadata (nil: no reserve; a volume
 	// opened by package volume always has one).
 	Headroom *headroom.Guard
@@ -66,7 +71,11 @@ type Volume struct {
 
 	materializeWake chan struct{}
 	reapWake        chan struct{}
-	excludes        sync.Map // clone root ino -> []exclusion
+	pruneWake       chan struct{}
+	hasClones       atomic.Bool  // a clone record exists (or did since open)
+	pruneMu         sync.Mutex   // one journal pruning pass at a time
+	journalMu       sync.RWMutex // diffs (read) against the journal floor rising
+	excludes        sync.Map     // clone root ino -> []exclusion
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
@@ -89,11 +98,18 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	if opt.SyncInterval <= 0 {
 		opt.SyncInterval = 5 * time.Second
 	}
+	if opt.JournalKeep == 0 {
+		opt.JournalKeep = defaultJournalKeep
+	}
+	if opt.JournalPruneEvery <= 0 {
+		opt.JournalPruneEvery = defaultPruneEvery
+	}
 	v := &Volume{
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
 		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1), pinReads: newPinReads(),
 		materializeWake: make(chan struct{}, 1), reapWake: make(chan struct{}, 1),
+		pruneWake: make(chan struct{}, 1),
 		// Room for a run to grow from its kept tail to StreamFlush bytes
 		// plus one more write, whatever its array lost to committed heads.
 		runBufs: content.NewBufPool(opt.StreamFlush+(6<<20), opt.StreamFlush+(2<<20)),
@@ -107,11 +123,18 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
 	}
-	v.wg.Add(4)
+	if err := v.startTreeJournal(); err != nil {
+		return nil, err
+	}
+	if err := v.noteClones(); err != nil {
+		return nil, err
+	}
+	v.wg.Add(5)
 	go v.flusher()
 	go v.releaser()
 	go v.materializer()
 	go v.reaper()
+	go v.journalPruner() // its first pass runs now: a long journal shrinks
 	v.queueFreePins()
 	return v, nil
 }
@@ -147,6 +170,9 @@ func (v *Volume) begin() (*content.Tx, error) {
 	tx, err := v.eng.Begin()
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	if v.hasClones.Load() {
+		tx.SetTrees(journalTrees)
 	}
 	return tx, nil
 }

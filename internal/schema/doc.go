@@ -10,7 +10,9 @@
 //	"e" + ino + offset        extent: file range -> part of a chunk
 //	"x" + ino + name          extended attribute value
 //	"k" + hash                chunk record: location, sizes, refcount
-//	"j" + version + ino       change journal entry
+//	"j" + version + ino       change journal entry [+ name: a directory entry]
+//	"J" + clone + version + ino  the same, again per clone, for diff
+//	"q" + consumer name       journal cursor: oldest version it still needs
 //	"o" + ino                 orphan: unlinked inode still open
 //
 // Every record starts with a format byte so that the encoding can evolve;

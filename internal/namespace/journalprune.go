@@ -1,0 +1,249 @@
+package namespace
+
+import (
+	"errors"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// The journal pruner deletes the journal entries nothing can read any
+// more, in the background and at every open. A journal diff between
+// trees related through a pin at E reads the entries after E, so the
+// journal floor (the oldest version kept) is the lowest of: one past
+// every pin, and past the pin of every clone record (live or gone: a
+// clone's diff with its origin reads the journal since its pin, also
+// after the pin is let go), the version every consumer cursor still
+// needs, and the last JournalKeep versions. The floor only rises. It is
+// written before anything below it is deleted, so a crash leaves entries
+// below the floor that the next run deletes; a diff whose pin lies below
+// the floor walks both trees instead.
+
+const (
+	defaultJournalKeep = 4096
+	defaultPruneEvery  = 30 * time.Second
+	pruneBatch         = 4096 // keys per batch where ranges cannot be deleted at once
+)
+
+// JournalPrune says what a pruning pass did.
+type JournalPrune struct {
+	Floor  uint64 // entries below it are gone
+	Ranges int    // key ranges deleted
+}
+
+func (v *Volume) journalPruner() {
+	defer v.wg.Done()
+	t := time.NewTicker(v.opt.JournalPruneEvery)
+	defer t.Stop()
+	for {
+		if _, err := v.PruneJournal(); err != nil && !errors.Is(err, errQuit) {
+			v.log.Error("pruning the change journal failed; it is retried", "err", err)
+		}
+		select {
+		case <-v.quit:
+			return
+		case <-t.C:
+		case <-v.pruneWake:
+		}
+	}
+}
+
+// wakeJournalPruner runs a pass soon (a clone went: what it held can go).
+func (v *Volume) wakeJournalPruner() {
+	select {
+	case v.pruneWake <- struct{}{}:
+	default:
+	}
+}
+
+// PruneJournal raises the journal floor as far as nothing needs what
+// lies below it and deletes the entries below.
+func (v *Volume) PruneJournal() (JournalPrune, error) {
+	v.pruneMu.Lock() // one pass at a time (background and callers)
+	defer v.pruneMu.Unlock()
+	// Diffs and cursors read the floor under journalMu: none is between
+	// its check and its reads while the floor is decided and moved.
+	v.journalMu.Lock()
+	f, err := v.raiseFloor()
+	v.journalMu.Unlock()
+	if err != nil {
+		return JournalPrune{}, err
+	}
+	ranges, err := v.prunableRanges(f)
+	if err != nil {
+		return JournalPrune{}, err
+	}
+	for _, r := range ranges {
+		if err := v.deleteKeys(r[0], r[1]); err != nil {
+			return JournalPrune{}, err
+		}
+	}
+	return JournalPrune{Floor: f, Ranges: len(ranges)}, nil
+}
+
+// raiseFloor writes the needed floor if it is above the current one and
+// returns the floor.
+func (v *Volume) raiseFloor() (uint64, error) {
+	f, err := v.neededFloor()
+	if err != nil {
+		return 0, err
+	}
+	old, err := readU64(v.meta, schema.KeyJournalFloor, 0)
+	if err != nil || f <= old {
+		return old, err
+	}
+	b := v.meta.NewBatch()
+	defer b.Close()
+	if err := b.Set(schema.KeyJournalFloor, schema.U64(f)); err != nil {
+		return 0, err
+	}
+	return f, b.Commit(false)
+}
+
+// neededFloor is the highest floor that keeps what pins, clones, cursors
+// and the retention need. A clone made while it is computed pins at least
+// the version read here, so it needs nothing below the answer.
+func (v *Volume) neededFloor() (uint64, error) {
+	cur, err := readU64(v.meta, schema.KeyVersion, 0)
+	if err != nil {
+		return 0, err
+	}
+	f := uint64(0)
+	if cur+1 > v.opt.JournalKeep {
+		f = cur + 1 - v.opt.JournalKeep
+	}
+	for _, p := range v.ret.Pins() {
+		f = min(f, p.Version+1)
+	}
+	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
+		lower, upper := bounds()
+		err := scan(v.meta, lower, upper, func(_, val []byte) error {
+			if rec, err := schema.DecodeClone(val); err == nil {
+				f = min(f, rec.Pin+1)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	cursors, err := v.JournalCursors()
+	if err != nil {
+		return 0, err
+	}
+	for _, c := range cursors {
+		f = min(f, c)
+	}
+	return f, nil
+}
+
+// prunableRanges lists the key ranges below floor that hold entries: the
+// volume's journal and each clone's.
+func (v *Volume) prunableRanges(floor uint64) ([][2][]byte, error) {
+	var out [][2][]byte
+	lower, upper := schema.JournalRange(0, floor)
+	if any, err := hasKey(v.meta, lower, upper); err != nil {
+		return nil, err
+	} else if any {
+		out = append(out, [2][]byte{lower, upper})
+	}
+	lower, upper = schema.TreeJournalAll()
+	it, err := v.meta.NewIter(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; {
+		c, ver, _, _, err := schema.ParseTreeJournalKey(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if ver < floor {
+			lo, hi := schema.TreeJournalRange(c, 0, floor)
+			out = append(out, [2][]byte{lo, hi})
+		}
+		if c == ^uint64(0) {
+			break
+		}
+		next, _ := schema.TreeJournalRange(c+1, 0, 0)
+		ok = it.SeekGE(next)
+	}
+	return out, nil
+}
+
+// deleteKeys deletes [lower, upper): with one range tombstone where the
+// store has them, else a bounded batch at a time, pausing as long as
+// each batch took so that foreground work keeps most of the time.
+func (v *Volume) deleteKeys(lower, upper []byte) error {
+	b := v.meta.NewBatch()
+	if rd, ok := b.(meta.RangeDeleter); ok {
+		defer b.Close()
+		if err := rd.DeleteRange(lower, upper); err != nil {
+			return err
+		}
+		return b.Commit(false)
+	}
+	b.Close()
+	for {
+		select {
+		case <-v.quit:
+			return errQuit
+		default:
+		}
+		start := time.Now()
+		var keys [][]byte
+		err := scanLimit(v.meta, lower, upper, pruneBatch, func(k []byte) { keys = append(keys, k) })
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		b := v.meta.NewBatch()
+		for _, k := range keys {
+			if err = b.Delete(k); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = b.Commit(false)
+		}
+		b.Close()
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Since(start))
+	}
+}
+
+// scanLimit calls fn with copies of at most n keys of [lower, upper).
+func scanLimit(r meta.Reader, lower, upper []byte, n int, fn func(k []byte)) error {
+	it, err := r.NewIter(lower, upper)
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok && n > 0; ok = it.Next() {
+		fn(append([]byte(nil), it.Key()...))
+		n--
+	}
+	return it.Close()
+}
+
+func hasKey(r meta.Reader, lower, upper []byte) (bool, error) {
+	it, err := r.NewIter(lower, upper)
+	if err != nil {
+		return false, err
+	}
+	ok := it.First()
+	return ok, it.Close()
+}
+
+// readU64 reads a counter record, def if it is missing.
+func readU64(r meta.Reader, key []byte, def uint64) (uint64, error) {
+	raw, err := r.Get(key)
+	if errors.Is(err, meta.ErrNotFound) {
+		return def, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return schema.ParseU64(raw)
+}

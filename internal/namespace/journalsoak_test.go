@@ -1,0 +1,103 @@
+package namespace_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// TestJournalSoak churns files in rounds and checks that the metadata's
+// size on disk (synced and compacted) stays within 1.5x of its size
+// after the first round. DOPPEL_JOURNAL_SOAK=files,rounds sizes it
+// (100000,10 is the figure); without it a small run.
+func TestJournalSoak(t *testing.T) {
+	files, rounds := 2000, 5
+	if s := os.Getenv("DOPPEL_JOURNAL_SOAK"); s != "" {
+		var err error
+		f, r, _ := cut(s)
+		if files, err = strconv.Atoi(f); err != nil {
+			t.Fatal(err)
+		}
+		if rounds, err = strconv.Atoi(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, dir := openPruned(t)
+	v.NS.SetJournalKeep(0) // the default retention, as a mounted volume has
+	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
+	var first int64
+	for r := 1; r <= rounds; r++ {
+		churn(t, v, work, files)
+		must(v.NS.PruneJournal())
+		if err := v.NS.SyncFS(); err != nil { // doppel sync
+			t.Fatal(err)
+		}
+		// The reclaimer punches freed chunks once their frees are durable.
+		for i := 0; i < 100; i++ {
+			it := must(v.Meta.NewIter([]byte{'f'}, []byte{'g'}))
+			left := it.First()
+			it.Close()
+			if !left {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := v.Meta.(meta.Compacter).Compact(); err != nil {
+			t.Fatal(err)
+		}
+		// Tables only: the write-ahead log is a fixed few MiB (preallocated
+		// and recycled) that DiskUsage counts too.
+		time.Sleep(time.Second) // Pebble deletes obsolete tables in the background
+		size, usage := tableBytes(t, dir), v.Meta.DiskUsage()
+		if r == 1 {
+			first = size
+		}
+		t.Logf("round %d: metadata tables %d bytes (%.2fx round 1), store %d bytes with its log, %d journal keys",
+			r, size, float64(size)/float64(first), usage, journalKeys(t, v))
+		if os.Getenv("DOPPEL_SOAK_KEYS") != "" {
+			cnt := map[byte]int{}
+			it := must(v.Meta.NewIter(nil, []byte{0xff}))
+			for ok := it.First(); ok; ok = it.Next() {
+				cnt[it.Key()[0]]++
+			}
+			it.Close()
+			t.Logf("keys by prefix: %v", cnt)
+		}
+		if float64(size) > 1.5*float64(first) {
+			t.Fatalf("round %d: metadata %d bytes, round 1 %d", r, size, first)
+		}
+	}
+}
+
+// tableBytes sums the metadata store's table files below dir.
+func tableBytes(t *testing.T, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".sst") {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func cut(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == ',' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
