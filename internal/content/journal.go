@@ -14,10 +14,7 @@ func (t *Tx) Journal(ino uint64, op uint8) error {
 	if err := t.b.Set(schema.JournalKey(t.version, ino), schema.JournalEntry{Op: op}.Encode()); err != nil {
 		return err
 	}
-	if t.trees == nil {
-		return nil
-	}
-	for _, c := range t.trees(t.b, ino) {
+	for _, c := range t.treesOf(ino) {
 		if err := t.b.Set(schema.TreeJournalKey(c, t.version, ino), schema.JournalEntry{Op: op}.Encode()); err != nil {
 			return err
 		}
@@ -30,10 +27,7 @@ func (t *Tx) JournalName(dir uint64, name string) error {
 	if err := t.b.Set(schema.JournalNameKey(t.version, dir, name), schema.JournalEntry{Op: schema.OpDirents}.Encode()); err != nil {
 		return err
 	}
-	if t.trees == nil {
-		return nil
-	}
-	for _, c := range t.trees(t.b, dir) {
+	for _, c := range t.treesOf(dir) {
 		if err := t.b.Set(schema.TreeJournalNameKey(c, t.version, dir, name), schema.JournalEntry{Op: schema.OpDirents}.Encode()); err != nil {
 			return err
 		}
@@ -41,6 +35,13 @@ func (t *Tx) JournalName(dir uint64, name string) error {
 	return nil
 }
 
+func (t *Tx) treesOf(ino uint64) []uint64 {
+	if t.trees == nil {
+		return nil
+	}
+	return t.trees(t.b, ino)
+}
+
 // SetTrees sets how the transaction finds the clones whose journals an
-// inode's changes go to (nil: none, only the volume's journal).
+// inode's changes also go to (nil: none, only the volume's journal).
 func (t *Tx) SetTrees(fn func(r meta.Reader, ino uint64) []uint64) { t.trees = fn }

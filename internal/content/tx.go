@@ -27,7 +27,7 @@ type Tx struct {
 	freed   []blob.Loc                         // chunks whose last reference went; punch once durable
 	dupes   []blob.Loc                         // stored bytes nobody references; punch at once
 	after   []func()                           // run once committed
-	trees   func(meta.Reader, uint64) []uint64 // clones an inode lies in
+	trees   func(meta.Reader, uint64) []uint64 // the clones an inode lies in
 	done    bool
 }
 

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -16,8 +17,27 @@ import (
 // stores a new chunk.
 func BenchmarkSmallFile(b *testing.B) {
 	v, _ := openVolume(b)
+	benchSmallFiles(b, v.NS, must(v.NS.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino)
+}
+
+// BenchmarkSmallFileInClone is BenchmarkSmallFile four directories deep
+// in a clone: every change is journaled in the clone's journal too.
+func BenchmarkSmallFileInClone(b *testing.B) {
+	v, _ := openVolume(b)
 	fs := v.NS
-	dir := must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
+	dir := uint64(vfs.RootIno)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		dir = must(fs.Mkdir(root, dir, name, 0o755)).Ino
+	}
+	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
+	dir = must(fs.Clone(a, vfs.RootIno, "clone", namespace.CloneOptions{})).Ino
+	for _, name := range []string{"b", "c", "d"} {
+		dir = must(fs.Lookup(dir, name)).Ino
+	}
+	benchSmallFiles(b, fs, dir)
+}
+
+func benchSmallFiles(b *testing.B, fs *namespace.Volume, dir uint64) {
 	data := make([]byte, 1024)
 	var names []string // created, not yet unlinked
 	b.Run("create", func(b *testing.B) {

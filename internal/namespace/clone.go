@@ -102,8 +102,8 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 		}
 	}
 	v.hasClones.Store(true)
-	tx.SetTrees(journalTrees) // this transaction's entries too
-	pin := tx.Version() - 1   // the state every committed transaction left
+	tx.SetTrees(v.trees.forTx(tx)) // this transaction's entries too
+	pin := tx.Version() - 1        // the state every committed transaction left
 	raw, err := b.Get(schema.KeyNextIno)
 	if err != nil {
 		return 0, err

@@ -95,6 +95,7 @@ type cloneModel struct {
 // each clone, snapshots refuse changes. fsck must be clean at the end,
 // after the clones are removed too.
 func TestCloneIsolationModel(t *testing.T) {
+	namespace.CheckTreeCache(t)
 	seed := *cloneSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -76,10 +76,10 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 
 // journalRanges are the journal key ranges that name every change after
 // since below roots. A root inside a clone (it carries the clone) reads
-// only that clone's entries: its inodes are the clone's, or lie below an
-// entry a name change in a directory of the clone made since the clone
-// (journaled there, and compared with everything below it). Any other
-// root needs the volume's journal, which holds every entry.
+// only that clone's entries: its inodes lay in the clone when they changed,
+// or lie below an entry a name change in a directory of the clone made
+// since the clone (journaled there, and compared with everything below
+// it). Any other root needs the volume's journal, which holds every entry.
 func (v *Volume) journalRanges(roots []uint64, since uint64) ([][2][]byte, error) {
 	treeSince, err := readU64(v.meta, schema.KeyTreeJournalSince, ^uint64(0))
 	if err != nil {

@@ -1,6 +1,9 @@
 package namespace
 
-import "fmt"
+import (
+	"fmt"
+	"testing"
+)
 
 // DebugPins describes the pins, for failing tests.
 func (v *Volume) DebugPins() string {
@@ -20,4 +23,11 @@ func (v *Volume) SetJournalKeep(n uint64) {
 	}
 	v.opt.JournalKeep = n
 	v.pruneMu.Unlock()
+}
+
+// CheckTreeCache makes every answer of the journal's tree cache checked
+// against a walk until t ends.
+func CheckTreeCache(t testing.TB) {
+	checkTreeCache.Store(true)
+	t.Cleanup(func() { checkTreeCache.Store(false) })
 }

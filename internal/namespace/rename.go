@@ -69,6 +69,9 @@ func (v *Volume) rename(tx *content.Tx, op uint64, on string, np uint64, nn stri
 			return syscall.EINVAL
 		}
 	}
+	if op != np && (src.Type == syscall.S_IFDIR || flags&vfs.RenameExchange != 0 && dst.Type == syscall.S_IFDIR) {
+		v.trees.moved() // the clones above its subtree may change
+	}
 	if flags&vfs.RenameExchange != 0 {
 		if dst.Type == syscall.S_IFDIR && op != np {
 			if inside, err := isAncestor(b, dst.Ino, op); err != nil {

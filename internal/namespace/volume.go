@@ -73,6 +73,7 @@ type Volume struct {
 	reapWake        chan struct{}
 	pruneWake       chan struct{}
 	hasClones       atomic.Bool  // a clone record exists (or did since open)
+	trees           treeCache    // the clones each directory lies in
 	pruneMu         sync.Mutex   // one journal pruning pass at a time
 	journalMu       sync.RWMutex // diffs (read) against the journal floor rising
 	excludes        sync.Map     // clone root ino -> []exclusion
@@ -172,7 +173,7 @@ func (v *Volume) begin() (*content.Tx, error) {
 		return nil, fmt.Errorf("begin transaction: %w", err)
 	}
 	if v.hasClones.Load() {
-		tx.SetTrees(journalTrees)
+		tx.SetTrees(v.trees.forTx(tx))
 	}
 	return tx, nil
 }
