@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestChownDropsSetIDBits checks pjdfstest's chown rule on every file
@@ -24,12 +26,12 @@ func TestChownDropsSetIDBits(t *testing.T) {
 	}
 	t.Run("native", func(t *testing.T) { // a control: the rule is the kernel's
 		d := t.TempDir()
-		must(t, os.Chmod(d, 0o777))
+		testutil.Check(t, os.Chmod(d, 0o777))
 		checkChownSetID(t, func(name string) string { return filepath.Join(d, name) })
 	})
 	t.Run("doppel", func(t *testing.T) {
 		v := newVolume(t)
-		must(t, os.Chmod(v.path(), 0o777))
+		testutil.Check(t, os.Chmod(v.path(), 0o777))
 		checkChownSetID(t, func(name string) string { return v.path(name) })
 	})
 }
@@ -70,8 +72,8 @@ func checkChownSetID(t *testing.T, path func(name string) string) {
 					name := fmt.Sprintf("%s-%04o-%s-%s", typ.name, perm, via, c.name)
 					p := path(name)
 					makeNode(t, p, typ.mode)
-					must(t, os.Lchown(p, 65534, 65533))
-					must(t, syscall.Chmod(p, perm))
+					testutil.Check(t, os.Lchown(p, 65534, 65533))
+					testutil.Check(t, syscall.Chmod(p, perm))
 					if got := lstat(t, p).Mode & 0o7777; got != perm {
 						t.Fatalf("%s: mode %04o after chmod, want %04o", name, got, perm)
 					}
@@ -79,7 +81,7 @@ func checkChownSetID(t *testing.T, path func(name string) string) {
 					switch via {
 					case "symlink": // chown follows it
 						target = p + ".link"
-						must(t, os.Symlink(name, target))
+						testutil.Check(t, os.Symlink(name, target))
 					case "lchown":
 						op = "lchown"
 					}
@@ -101,8 +103,8 @@ func checkChownSetID(t *testing.T, path func(name string) string) {
 	// A chown that fails changes nothing: not a group the caller is in.
 	p := path("denied")
 	makeNode(t, p, syscall.S_IFIFO)
-	must(t, os.Lchown(p, 65534, 65533))
-	must(t, syscall.Chmod(p, 0o6555))
+	testutil.Check(t, os.Lchown(p, 65534, 65533))
+	testutil.Check(t, syscall.Chmod(p, 0o6555))
 	if err := runAsUser(t, nobody, "chown", p, -1, 1234); err != syscall.EPERM {
 		t.Errorf("chown to a group the caller is not in: %v, want EPERM", err)
 	}
@@ -116,11 +118,11 @@ func makeNode(t *testing.T, p string, typ uint32) {
 	t.Helper()
 	switch typ {
 	case syscall.S_IFDIR:
-		must(t, os.Mkdir(p, 0o755))
+		testutil.Check(t, os.Mkdir(p, 0o755))
 	case syscall.S_IFREG:
-		must(t, os.WriteFile(p, nil, 0o644))
+		testutil.Check(t, os.WriteFile(p, nil, 0o644))
 	default:
-		must(t, syscall.Mknod(p, typ|0o644, int(unix.Mkdev(1, 3))))
+		testutil.Check(t, syscall.Mknod(p, typ|0o644, int(unix.Mkdev(1, 3))))
 	}
 	if _, err := os.Lstat(filepath.Clean(p)); err != nil {
 		t.Fatal(err)

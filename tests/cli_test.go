@@ -13,6 +13,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestCLI checks the command-line contract the other tests rely on.
@@ -63,7 +64,7 @@ func TestCLI(t *testing.T) {
 		v := newVolume(t)
 		second := &volume{Store: v.Store, Mnt: realTempDir(t), logPath: filepath.Join(realTempDir(t), "log")}
 		t.Cleanup(func() { second.cleanup(t) })
-		data := randomBytes(34, MiB)
+		data := testutil.SeededBytes(34, MiB)
 		writeFileSync(t, v.path("f"), data)
 		wantFailure(t, "in use", "mount", "--store", v.Store, second.Mnt)
 		if isMounted(second.Mnt) || len(daemonPIDs(second.Mnt)) > 0 {
@@ -80,7 +81,7 @@ func TestCLI(t *testing.T) {
 
 	t.Run("DfOnUnmountedStore", func(t *testing.T) {
 		v := newVolume(t)
-		writeFileSync(t, v.path("f"), randomBytes(30, MiB))
+		writeFileSync(t, v.path("f"), testutil.SeededBytes(30, MiB))
 		mounted := v.df(t)
 		v.umount(t)
 		offline := v.df(t) // --store
@@ -94,7 +95,7 @@ func TestCLI(t *testing.T) {
 
 	t.Run("SigtermUnmountsCleanly", func(t *testing.T) {
 		v := newVolume(t)
-		data := randomBytes(33, 3*MiB)
+		data := testutil.SeededBytes(33, 3*MiB)
 		if err := os.WriteFile(v.path("f"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +174,7 @@ func TestCLI(t *testing.T) {
 
 	t.Run("NewerFormatRefused", func(t *testing.T) {
 		v := newVolume(t)
-		data := randomBytes(35, 2*MiB)
+		data := testutil.SeededBytes(35, 2*MiB)
 		writeFileSync(t, v.path("f"), data)
 		v.umount(t)
 		commands := [][]string{{"mount", "--store", v.Store, v.Mnt}, {"df", "--store", v.Store},

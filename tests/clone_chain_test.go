@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestCloneOfClones clones clones (lazy ones and materialized ones, and a
@@ -19,7 +21,7 @@ import (
 func TestCloneOfClones(t *testing.T) {
 	v := newVolume(t)
 	src := v.path("src")
-	must(t, os.Mkdir(src, 0o755))
+	testutil.Check(t, os.Mkdir(src, 0o755))
 	buildTree(t, src)
 	c1, c2, c3, s3 := v.path("c1"), v.path("c2"), v.path("c3"), v.path("s3")
 
@@ -36,7 +38,7 @@ func TestCloneOfClones(t *testing.T) {
 	doppelOK(t, "clone", c2, c3)
 	doppelOK(t, "snapshot", c2, s3)
 	for _, root := range []string{c3, ref3} {
-		must(t, os.RemoveAll(filepath.Join(root, "dir")))
+		testutil.Check(t, os.RemoveAll(filepath.Join(root, "dir")))
 		writeFile(t, filepath.Join(root, "size-1"), []byte("third generation\n"))
 	}
 	refSrc := copyOut(t, src)
@@ -90,7 +92,7 @@ func TestCloneOfClones(t *testing.T) {
 func TestCloneSnapshot(t *testing.T) {
 	v := newVolume(t)
 	src, snap := v.path("src"), v.path("snap")
-	must(t, os.Mkdir(src, 0o755))
+	testutil.Check(t, os.Mkdir(src, 0o755))
 	buildTree(t, src)
 	stampTimes(t, src)
 	doppelOK(t, "snapshot", src, snap)
@@ -125,7 +127,7 @@ func TestCloneSnapshot(t *testing.T) {
 
 	// The source moves on; the snapshot does not.
 	mutateTree(t, src)
-	must(t, os.RemoveAll(filepath.Join(src, "dir")))
+	testutil.Check(t, os.RemoveAll(filepath.Join(src, "dir")))
 	compareDirs(t, ref, snap)
 
 	// Cloning the snapshot back gives the source as it was, writable.
@@ -153,8 +155,8 @@ func TestCloneInodesStable(t *testing.T) {
 	v := newVolume(t)
 	src := v.path("src")
 	makeFiles(t, src, 5, 200, 2)
-	must(t, os.Link(filepath.Join(src, "d00", "f00000"), filepath.Join(src, "d01", "hard")))
-	must(t, os.Symlink("d00/f00000", filepath.Join(src, "sym")))
+	testutil.Check(t, os.Link(filepath.Join(src, "d00", "f00000"), filepath.Join(src, "d01", "hard")))
+	testutil.Check(t, os.Symlink("d00/f00000", filepath.Join(src, "sym")))
 	doppelOK(t, "clone", "--lazy", src, v.path("lazy"))
 	doppelOK(t, "clone", src, v.path("full"))
 	doppelOK(t, "snapshot", src, v.path("snap"))
@@ -172,11 +174,11 @@ func TestCloneInodesStable(t *testing.T) {
 	}
 	// A change materializes the lazy clone's path to the file.
 	f, err := os.OpenFile(v.path("lazy", "d03", "f00003"), os.O_WRONLY|os.O_APPEND, 0)
-	must(t, err)
+	testutil.Check(t, err)
 	_, err = f.Write([]byte("more"))
-	must(t, err)
-	must(t, f.Close())
-	must(t, os.Chmod(v.path("lazy2", "d01", "hard"), 0o600))
+	testutil.Check(t, err)
+	testutil.Check(t, f.Close())
+	testutil.Check(t, os.Chmod(v.path("lazy2", "d01", "hard"), 0o600))
 	same("after changes in lazy clones")
 	v.waitMaterialized(t)
 	same("after the background materialization")
@@ -196,15 +198,15 @@ func TestCloneInodesStable(t *testing.T) {
 func TestCloneLazyHardLinks(t *testing.T) {
 	v := newVolume(t)
 	src, dst := v.path("src"), v.path("dst")
-	must(t, os.MkdirAll(filepath.Join(src, "d", "e"), 0o755))
-	must(t, os.MkdirAll(filepath.Join(src, "ex"), 0o755))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "d", "e"), 0o755))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "ex"), 0o755))
 	writeFile(t, filepath.Join(src, "a"), []byte("orig\n"))
-	must(t, os.Link(filepath.Join(src, "a"), filepath.Join(src, "d", "b")))
-	must(t, os.Link(filepath.Join(src, "a"), filepath.Join(src, "d", "e", "c")))
+	testutil.Check(t, os.Link(filepath.Join(src, "a"), filepath.Join(src, "d", "b")))
+	testutil.Check(t, os.Link(filepath.Join(src, "a"), filepath.Join(src, "d", "e", "c")))
 	writeFile(t, filepath.Join(src, "x"), []byte("linked outside\n"))
-	must(t, os.Link(filepath.Join(src, "x"), v.path("outside")))
+	testutil.Check(t, os.Link(filepath.Join(src, "x"), v.path("outside")))
 	writeFile(t, filepath.Join(src, "w"), []byte("linked into an excluded directory\n"))
-	must(t, os.Link(filepath.Join(src, "w"), filepath.Join(src, "ex", "z")))
+	testutil.Check(t, os.Link(filepath.Join(src, "w"), filepath.Join(src, "ex", "z")))
 	doppelOK(t, "clone", "--lazy", "--exclude", "ex", src, dst)
 
 	for name, want := range map[string]uint64{"a": 3, "x": 1, "w": 1} {
@@ -213,7 +215,7 @@ func TestCloneLazyHardLinks(t *testing.T) {
 		}
 	}
 	writeFile(t, filepath.Join(dst, "a"), []byte("new\n"))
-	must(t, os.Remove(filepath.Join(dst, "a")))
+	testutil.Check(t, os.Remove(filepath.Join(dst, "a")))
 	checkFile(t, filepath.Join(dst, "d", "b"), []byte("new\n"))
 	checkFile(t, filepath.Join(dst, "d", "e", "c"), []byte("new\n"))
 	if a, b := inodeOf(t, filepath.Join(dst, "d", "b")), inodeOf(t, filepath.Join(dst, "d", "e", "c")); a != b {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestCloneErrors checks that refused clone commands say why, exit
@@ -20,7 +22,7 @@ func TestCloneErrors(t *testing.T) {
 	other := newVolume(t)
 	src := v.path("src")
 	makeFiles(t, src, 2, 4, 3)
-	must(t, os.Mkdir(v.path("exists"), 0o755))
+	testutil.Check(t, os.Mkdir(v.path("exists"), 0o755))
 	before := treeDigest(t, v.Mnt)
 	for _, c := range []struct {
 		want string
@@ -63,7 +65,7 @@ func TestCloneList(t *testing.T) {
 	doppelOK(t, "clone", src, v.path("full"))
 	doppelOK(t, "snapshot", src, v.path("snap"))
 	t1 := time.Now()
-	writeFileSync(t, v.path("lz", "own"), randomBytes(700, MiB))
+	writeFileSync(t, v.path("lz", "own"), testutil.SeededBytes(700, MiB))
 	v.waitMaterialized(t)
 
 	list := v.clones(t)
@@ -137,16 +139,16 @@ func TestCloneRemove(t *testing.T) {
 	src := v.path("src")
 	makeFiles(t, src, 3, 100, 6)
 	for i, name := range []string{"f0", "f1", "f2"} {
-		writeFileSync(t, filepath.Join(src, name), randomBytes(uint64(500+i), MiB+i))
+		writeFileSync(t, filepath.Join(src, name), testutil.SeededBytes(uint64(500+i), MiB+i))
 	}
 	base := v.df(t)
 	doppelOK(t, "clone", src, v.path("c1"))
-	writeFileSync(t, v.path("c1", "own"), randomBytes(600, 4*MiB))
+	writeFileSync(t, v.path("c1", "own"), testutil.SeededBytes(600, 4*MiB))
 	doppelOK(t, "clone", "--lazy", src, v.path("c2"))
-	writeFileSync(t, filepath.Join(src, "f0"), randomBytes(601, MiB)) // the old f0 stays for c2
-	writeFileSync(t, v.path("c2", "own"), randomBytes(602, 2*MiB))
+	writeFileSync(t, filepath.Join(src, "f0"), testutil.SeededBytes(601, MiB)) // the old f0 stays for c2
+	writeFileSync(t, v.path("c2", "own"), testutil.SeededBytes(602, 2*MiB))
 	doppelOK(t, "snapshot", src, v.path("s3"))
-	writeFileSync(t, filepath.Join(src, "f1"), randomBytes(603, MiB)) // the old f1 stays for c2 and s3
+	writeFileSync(t, filepath.Join(src, "f1"), testutil.SeededBytes(603, MiB)) // the old f1 stays for c2 and s3
 	if grown := v.df(t); grown.PhysicalBytes < base.PhysicalBytes+8*MiB {
 		t.Fatalf("physical bytes grew from %d to %d only, with 8 MiB of new data", base.PhysicalBytes, grown.PhysicalBytes)
 	}
@@ -166,7 +168,7 @@ func TestCloneRemove(t *testing.T) {
 	compareDirs(t, ref, src)
 
 	doppelOK(t, "clone", src, v.path("c4"))
-	writeFileSync(t, v.path("c4", "own"), randomBytes(604, 3*MiB))
+	writeFileSync(t, v.path("c4", "own"), testutil.SeededBytes(604, 3*MiB))
 	if out, err := exec.Command("rm", "-rf", v.path("c4")).CombinedOutput(); err != nil {
 		t.Fatalf("rm -rf of a clone: %v\n%s", err, out)
 	}
@@ -185,7 +187,7 @@ func (v *volume) waitSpaceOf(t *testing.T, name string) {
 		Chunks   int64 `json:"chunks"`
 	}
 	out := doppelOK(t, "df", "--json", v.path(name))
-	must(t, json.Unmarshal([]byte(out), &sub))
+	testutil.Check(t, json.Unmarshal([]byte(out), &sub))
 	waitFor(t, "the volume to hold only the chunks of "+name, func() (bool, string) {
 		st := v.df(t)
 		return st.PhysicalBytes == sub.Physical && st.Chunks == sub.Chunks,

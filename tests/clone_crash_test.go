@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,9 +22,9 @@ func bigSource(t *testing.T, v *volume) string {
 	makeFiles(t, host, 30, 3000, 9)
 	for i := range 30 {
 		d := filepath.Join(host, fmt.Sprintf("d%02d", i))
-		must(t, os.Link(filepath.Join(d, fmt.Sprintf("f%05d", i)), filepath.Join(host, fmt.Sprintf("hard%02d", i))))
-		must(t, os.Symlink(fmt.Sprintf("../d%02d", (i+1)%30), filepath.Join(d, "next")))
-		must(t, unix.Setxattr(d, "user.dir", []byte(d), 0))
+		testutil.Check(t, os.Link(filepath.Join(d, fmt.Sprintf("f%05d", i)), filepath.Join(host, fmt.Sprintf("hard%02d", i))))
+		testutil.Check(t, os.Symlink(fmt.Sprintf("../d%02d", (i+1)%30), filepath.Join(d, "next")))
+		testutil.Check(t, unix.Setxattr(d, "user.dir", []byte(d), 0))
 	}
 	importOK(t, host, v.path("src"))
 	return host
@@ -47,7 +48,7 @@ func TestCloneCrashMaterialize(t *testing.T) {
 		}
 		for _, root := range []string{big, refClone} {
 			writeFile(t, filepath.Join(root, file(i*7)+"-new"), []byte(fmt.Sprintf("clone change %d\n", i)))
-			must(t, os.Remove(filepath.Join(root, file(i*13+100))))
+			testutil.Check(t, os.Remove(filepath.Join(root, file(i*13+100))))
 		}
 	}
 	kills := 0
@@ -94,14 +95,14 @@ func TestCloneCrashRemove(t *testing.T) {
 	src := v.path("src")
 	names := []string{"c1", "c2", "c3"}
 	doppelOK(t, "clone", src, v.path("c1"))
-	writeFileSync(t, v.path("c1", "own"), randomBytes(900, MiB))
+	writeFileSync(t, v.path("c1", "own"), testutil.SeededBytes(900, MiB))
 	doppelOK(t, "clone", "--lazy", src, v.path("c2"))
-	writeFileSync(t, v.path("c2", "own"), randomBytes(901, MiB))
-	writeFileSync(t, filepath.Join(src, "own"), randomBytes(902, MiB))
+	writeFileSync(t, v.path("c2", "own"), testutil.SeededBytes(901, MiB))
+	writeFileSync(t, filepath.Join(src, "own"), testutil.SeededBytes(902, MiB))
 	doppelOK(t, "snapshot", src, v.path("c3"))
-	must(t, os.Remove(filepath.Join(src, "own"))) // the snapshot's own now
-	must(t, os.Remove(filepath.Join(src, "d00", "f00000")))
-	must(t, os.Remove(filepath.Join(host, "d00", "f00000")))
+	testutil.Check(t, os.Remove(filepath.Join(src, "own"))) // the snapshot's own now
+	testutil.Check(t, os.Remove(filepath.Join(src, "d00", "f00000")))
+	testutil.Check(t, os.Remove(filepath.Join(host, "d00", "f00000")))
 	v.waitMaterialized(t)
 	doppelOK(t, "rmclone", v.path("c1"), v.path("c2"), v.path("c3"))
 	killDaemonNow(t, v)

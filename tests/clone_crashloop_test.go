@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 var cloneCrashSeed = flag.Uint64("clonecrash.seed", 0, "seed for TestCloneCrashLoop (0: time-based)")
@@ -37,7 +39,7 @@ func TestCloneCrashLoop(t *testing.T) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	v := newVolume(t)
 	l := &cloneLoop{v: v, rand: rand.New(rand.NewPCG(seed, 2)), trees: map[string]map[string][]byte{"src": {}}, readOnly: map[string]bool{}}
-	must(t, os.Mkdir(v.path("src"), 0o755))
+	testutil.Check(t, os.Mkdir(v.path("src"), 0o755))
 	for cycle := range cycles {
 		var killed atomic.Bool
 		done := make(chan error, 1)
@@ -132,7 +134,7 @@ func (l *cloneLoop) nextOp() *cloneOp {
 		if l.rand.IntN(4) == 0 {
 			size = l.rand.IntN(300 << 10)
 		}
-		return &cloneOp{kind: "write", tree: tree, file: fmt.Sprintf("f%02d", l.rand.IntN(12)), data: randomBytes(l.rand.Uint64(), size)}
+		return &cloneOp{kind: "write", tree: tree, file: fmt.Sprintf("f%02d", l.rand.IntN(12)), data: testutil.SeededBytes(l.rand.Uint64(), size)}
 	case n < 8 || len(l.trees) < 4:
 		from := "src"
 		if l.rand.IntN(3) == 0 {
@@ -191,7 +193,7 @@ func (l *cloneLoop) verify(t *testing.T) bool {
 		ok = false
 	}
 	ents, err := os.ReadDir(l.v.Mnt)
-	must(t, err)
+	testutil.Check(t, err)
 	var onDisk []string
 	for _, e := range ents {
 		onDisk = append(onDisk, e.Name())

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // diffResult is doppel diff --json.
@@ -40,7 +42,7 @@ func diffJSON(t *testing.T, args ...string) diffResult {
 func TestCloneDiff(t *testing.T) {
 	v := newVolume(t)
 	src, dst := v.path("src"), v.path("dst")
-	must(t, os.MkdirAll(filepath.Join(src, "dir"), 0o755))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "dir"), 0o755))
 	for _, name := range []string{"keep.txt", "chmod.txt", "gone.txt", "typechg", "xattr.txt", "dir/x"} {
 		writeFile(t, filepath.Join(src, name), []byte(name+"\n"))
 	}
@@ -54,12 +56,12 @@ func TestCloneDiff(t *testing.T) {
 	}
 
 	writeFile(t, filepath.Join(dst, "mod.txt"), []byte("line 1\nLINE TWO\nline 3\n"))
-	must(t, os.Chmod(filepath.Join(dst, "chmod.txt"), 0o600))
-	must(t, os.Remove(filepath.Join(dst, "gone.txt")))
-	must(t, os.Remove(filepath.Join(dst, "typechg")))
-	must(t, os.Mkdir(filepath.Join(dst, "typechg"), 0o755))
+	testutil.Check(t, os.Chmod(filepath.Join(dst, "chmod.txt"), 0o600))
+	testutil.Check(t, os.Remove(filepath.Join(dst, "gone.txt")))
+	testutil.Check(t, os.Remove(filepath.Join(dst, "typechg")))
+	testutil.Check(t, os.Mkdir(filepath.Join(dst, "typechg"), 0o755))
 	writeFile(t, filepath.Join(dst, "dir", "new.txt"), []byte("new\n"))
-	must(t, unix.Setxattr(filepath.Join(dst, "xattr.txt"), "user.k", []byte("v"), 0))
+	testutil.Check(t, unix.Setxattr(filepath.Join(dst, "xattr.txt"), "user.k", []byte("v"), 0))
 
 	want := "M\tchmod.txt\nA\tdir/new.txt\nD\tgone.txt\nM\tmod.txt\nT\ttypechg\nM\txattr.txt\n"
 	for _, args := range [][]string{{src, dst}, {"--name-status", src, dst}, {"--full", src, dst}} {
@@ -124,7 +126,7 @@ func TestCloneScan(t *testing.T) {
 	v := newVolume(t)
 	src := v.path("src")
 	makeFiles(t, src, 3, 30, 7) // 27 distinct contents
-	must(t, os.Link(filepath.Join(src, "d00", "f00000"), filepath.Join(src, "hard")))
+	testutil.Check(t, os.Link(filepath.Join(src, "d00", "f00000"), filepath.Join(src, "hard")))
 	doppelOK(t, "clone", "--lazy", src, v.path("c1"))
 	doppelOK(t, "clone", src, v.path("c2"))
 	doppelOK(t, "snapshot", src, v.path("c3"))
@@ -132,11 +134,11 @@ func TestCloneScan(t *testing.T) {
 	log := filepath.Join(realTempDir(t), "log")
 	scan := func(args ...string) (runs []string, out string) {
 		t.Helper()
-		must(t, os.WriteFile(log, nil, 0o644))
+		testutil.Check(t, os.WriteFile(log, nil, 0o644))
 		args = append(append([]string{"scan"}, args...), "--", "sh", "-c", `echo "$1" >> "$2"`, "sh", "{}", log)
 		out = doppelOK(t, args...)
 		b, err := os.ReadFile(log)
-		must(t, err)
+		testutil.Check(t, err)
 		return strings.Fields(string(b)), out
 	}
 
@@ -148,11 +150,11 @@ func TestCloneScan(t *testing.T) {
 		Paths    []string `json:"paths"`
 		ExitCode int      `json:"exit_code"`
 	}
-	must(t, json.Unmarshal([]byte(out), &groups))
+	testutil.Check(t, json.Unmarshal([]byte(out), &groups))
 	var all []string
 	for _, g := range groups {
 		first, err := os.ReadFile(v.path(g.Paths[0]))
-		must(t, err)
+		testutil.Check(t, err)
 		for _, p := range g.Paths {
 			if b, err := os.ReadFile(v.path(p)); err != nil || string(b) != string(first) {
 				t.Errorf("scan grouped %s with %s, but their contents differ (%v)", p, g.Paths[0], err)
@@ -190,7 +192,7 @@ func TestCloneScan(t *testing.T) {
 		t.Errorf("scan --since the snapshot ran on %q, want %q", runs, want)
 	}
 
-	must(t, os.Mkdir(v.path("empty"), 0o755))
+	testutil.Check(t, os.Mkdir(v.path("empty"), 0o755))
 	if out := doppelOK(t, "scan", "--json", v.path("empty"), "--", "true"); strings.TrimSpace(out) != "[]" {
 		t.Errorf("scan --json of an empty tree prints %s, want []", out)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Helpers of the clone tests (clone_*_test.go).
@@ -112,7 +114,7 @@ func copyOut(t *testing.T, src string) string {
 func inodes(t *testing.T, root string) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	must(t, filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+	testutil.Check(t, filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -153,7 +155,7 @@ func distinctInodes(t *testing.T, root string) int {
 // writeFile writes a file, failing the test on error.
 func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()
-	must(t, os.WriteFile(path, data, 0o644))
+	testutil.Check(t, os.WriteFile(path, data, 0o644))
 }
 
 // makeFiles writes n small files, spread over dirs directories below
@@ -162,14 +164,14 @@ func writeFile(t *testing.T, path string, data []byte) {
 func makeFiles(t *testing.T, root string, dirs, n int, seed uint64) {
 	t.Helper()
 	for d := range dirs {
-		must(t, os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%02d", d)), 0o755))
+		testutil.Check(t, os.MkdirAll(filepath.Join(root, fmt.Sprintf("d%02d", d)), 0o755))
 	}
 	for i := range n {
 		c := i
 		if i%10 == 9 {
 			c = i - 1
 		}
-		data := []byte(fmt.Sprintf("seed %d file %d\n%s", seed, c, randomBytes(seed+uint64(c), 64+c%200)))
+		data := []byte(fmt.Sprintf("seed %d file %d\n%s", seed, c, testutil.SeededBytes(seed+uint64(c), 64+c%200)))
 		writeFile(t, filepath.Join(root, fmt.Sprintf("d%02d", i%dirs), fmt.Sprintf("f%05d", i)), data)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestCloneTree clones a tree holding every kind of entry, lazily and
@@ -19,13 +21,13 @@ import (
 func TestCloneTree(t *testing.T) {
 	v := newVolume(t)
 	src := v.path("src")
-	must(t, os.Mkdir(src, 0o755))
+	testutil.Check(t, os.Mkdir(src, 0o755))
 	buildTree(t, src)
 	if os.Geteuid() == 0 {
-		must(t, unix.Mknod(filepath.Join(src, "null"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))))
-		must(t, os.Lchown(filepath.Join(src, "size-1"), 1234, 5678))
-		must(t, os.Lchown(filepath.Join(src, "dir"), 42, 43))
-		must(t, os.Lchown(filepath.Join(src, "link-rel"), 7, 8))
+		testutil.Check(t, unix.Mknod(filepath.Join(src, "null"), unix.S_IFCHR|0o600, int(unix.Mkdev(1, 3))))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "size-1"), 1234, 5678))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "dir"), 42, 43))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "link-rel"), 7, 8))
 	}
 	stampTimes(t, src)
 
@@ -60,9 +62,9 @@ func TestCloneTree(t *testing.T) {
 
 	// A single file clones too, as a file.
 	doppelOK(t, "clone", filepath.Join(src, "size-65535"), v.path("one"))
-	checkFile(t, v.path("one"), randomBytes(105, 65535))
+	checkFile(t, v.path("one"), testutil.SeededBytes(105, 65535))
 	writeFile(t, v.path("one"), []byte("changed"))
-	checkFile(t, filepath.Join(src, "size-65535"), randomBytes(105, 65535))
+	checkFile(t, filepath.Join(src, "size-65535"), testutil.SeededBytes(105, 65535))
 	v.umount(t)
 	v.fsck(t)
 }
@@ -87,15 +89,15 @@ func notLinked(t *testing.T, src, dst string) {
 func mutateClone(t *testing.T, root string) {
 	p := func(name string) string { return filepath.Join(root, name) }
 	writeFile(t, p("dir/hard"), []byte("written through the other name\n"))
-	must(t, os.Chmod(p("size-0"), 0o600))
-	must(t, os.Rename(p("dir/sub"), p("sub-moved")))
-	must(t, os.Remove(p("link-rel")))
-	must(t, os.Symlink("size-4096", p("link-rel")))
-	must(t, os.Truncate(p("holey"), 5000))
-	writeFile(t, p("dir/new"), randomBytes(400, 70000))
-	must(t, os.Link(p("size-4095"), p("sub-moved/hard2")))
-	must(t, unix.Setxattr(p("size-65535"), "user.new", []byte("v"), 0))
-	must(t, os.Remove(p("fifo")))
+	testutil.Check(t, os.Chmod(p("size-0"), 0o600))
+	testutil.Check(t, os.Rename(p("dir/sub"), p("sub-moved")))
+	testutil.Check(t, os.Remove(p("link-rel")))
+	testutil.Check(t, os.Symlink("size-4096", p("link-rel")))
+	testutil.Check(t, os.Truncate(p("holey"), 5000))
+	writeFile(t, p("dir/new"), testutil.SeededBytes(400, 70000))
+	testutil.Check(t, os.Link(p("size-4095"), p("sub-moved/hard2")))
+	testutil.Check(t, unix.Setxattr(p("size-65535"), "user.new", []byte("v"), 0))
+	testutil.Check(t, os.Remove(p("fifo")))
 }
 
 // TestCloneExcludes checks the gitignore-style patterns of --exclude and
@@ -114,7 +116,7 @@ func TestCloneExcludes(t *testing.T) {
 		"docs/a.pdf", "docs/p/q/b.pdf", "vendor/v", "logs/1.log", "logs/deep/2.log",
 	}
 	for _, p := range append(slices.Clone(kept), excluded...) {
-		must(t, os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755))
+		testutil.Check(t, os.MkdirAll(filepath.Dir(filepath.Join(src, p)), 0o755))
 		writeFile(t, filepath.Join(src, p), []byte(p+"\n"))
 	}
 	patterns := filepath.Join(realTempDir(t), "patterns")
@@ -165,29 +167,29 @@ func TestCloneIsolation(t *testing.T) {
 	makeFiles(t, src, 4, 40, 1)
 	openPath := filepath.Join(src, "open.txt")
 	w, err := os.OpenFile(openPath, os.O_CREATE|os.O_RDWR, 0o644)
-	must(t, err)
+	testutil.Check(t, err)
 	defer w.Close()
 	_, err = w.Write([]byte("before\n")) // buffered in the daemon, not closed
-	must(t, err)
+	testutil.Check(t, err)
 	sharedPath := filepath.Join(src, "d00", "f00000")
 	shared, err := os.ReadFile(sharedPath)
-	must(t, err)
+	testutil.Check(t, err)
 	r, err := os.OpenFile(sharedPath, os.O_RDWR, 0)
-	must(t, err)
+	testutil.Check(t, err)
 	defer r.Close()
 	refSrc, refDst := copyOut(t, src), copyOut(t, src)
 
 	doppelOK(t, "clone", src, dst)
 	_, err = w.Write([]byte("after\n"))
-	must(t, err)
+	testutil.Check(t, err)
 	_, err = w.WriteAt([]byte("B"), 0)
-	must(t, err)
+	testutil.Check(t, err)
 	checkFile(t, filepath.Join(dst, "open.txt"), []byte("before\n"))
 	dw, err := os.OpenFile(filepath.Join(dst, "open.txt"), os.O_RDWR|os.O_APPEND, 0)
-	must(t, err)
+	testutil.Check(t, err)
 	_, err = dw.Write([]byte("clone\n"))
-	must(t, err)
-	must(t, dw.Close())
+	testutil.Check(t, err)
+	testutil.Check(t, dw.Close())
 	checkFile(t, openPath, []byte("Before\nafter\n"))
 	checkFile(t, filepath.Join(dst, "open.txt"), []byte("before\nclone\n"))
 
@@ -199,16 +201,16 @@ func TestCloneIsolation(t *testing.T) {
 		t.Errorf("a descriptor opened in SRC before the clone reads %q (%v) after a write in DST", got, err)
 	}
 	_, err = r.WriteAt([]byte("SRC"), 0)
-	must(t, err)
-	must(t, os.Remove(sharedPath)) // and unlinked while open
+	testutil.Check(t, err)
+	testutil.Check(t, os.Remove(sharedPath)) // and unlinked while open
 	_, err = r.WriteAt([]byte("still open"), 3)
-	must(t, err)
-	must(t, r.Close())
+	testutil.Check(t, err)
+	testutil.Check(t, r.Close())
 	checkFile(t, filepath.Join(dst, "d00", "f00000"), []byte("changed in the clone\n"))
-	must(t, w.Close())
+	testutil.Check(t, w.Close())
 	writeFile(t, filepath.Join(refSrc, "open.txt"), []byte("Before\nafter\n"))
 	writeFile(t, filepath.Join(refDst, "open.txt"), []byte("before\nclone\n"))
-	must(t, os.Remove(filepath.Join(refSrc, "d00", "f00000")))
+	testutil.Check(t, os.Remove(filepath.Join(refSrc, "d00", "f00000")))
 	writeFile(t, filepath.Join(refDst, "d00", "f00000"), []byte("changed in the clone\n"))
 
 	// Structural changes on either side.
@@ -218,14 +220,14 @@ func TestCloneIsolation(t *testing.T) {
 		}
 	}
 	both(func(root string) {
-		must(t, os.Rename(filepath.Join(root, "d01"), filepath.Join(root, "d02", "moved")))
+		testutil.Check(t, os.Rename(filepath.Join(root, "d01"), filepath.Join(root, "d02", "moved")))
 		writeFile(t, filepath.Join(root, "d03", "new"), []byte("src only\n"))
-		must(t, unix.Setxattr(filepath.Join(root, "d03"), "user.side", []byte("src"), 0))
+		testutil.Check(t, unix.Setxattr(filepath.Join(root, "d03"), "user.side", []byte("src"), 0))
 	}, src, refSrc)
 	both(func(root string) {
-		must(t, os.RemoveAll(filepath.Join(root, "d02")))
-		must(t, os.Link(filepath.Join(root, "d03", "f00003"), filepath.Join(root, "linked")))
-		must(t, os.Truncate(filepath.Join(root, "d03", "f00007"), 3))
+		testutil.Check(t, os.RemoveAll(filepath.Join(root, "d02")))
+		testutil.Check(t, os.Link(filepath.Join(root, "d03", "f00003"), filepath.Join(root, "linked")))
+		testutil.Check(t, os.Truncate(filepath.Join(root, "d03", "f00007"), 3))
 	}, dst, refDst)
 	for _, when := range []string{"after changes on both sides", "after a remount"} {
 		if strings.HasPrefix(when, "after a remount") {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestDamageDetected damages a store on purpose while it is unmounted and
@@ -53,7 +54,7 @@ func TestDamageDetected(t *testing.T) {
 		d := newDamageFixture(t)
 		// A second mount appends to a new segment: only "late" lives there.
 		d.v.mount(t)
-		late := randomBytes(109, 700<<10)
+		late := testutil.SeededBytes(109, 700<<10)
 		writeFileSync(t, d.v.path("late"), late)
 		d.files["late"] = late
 		d.ino["late"] = inodeOf(t, d.v.path("late"))
@@ -111,7 +112,7 @@ func TestDamageDetected(t *testing.T) {
 		wantEIOErr(t, "read of a file whose extents overlap", err)
 		d.wantLogged(t, "/big", "metadata is damaged", "overlaps")
 		d.checkOthers(t, "small", "dir/named", "dir/victim", "big")
-		writeFileSync(t, d.v.path("new"), randomBytes(110, 100<<10)) // still writable
+		writeFileSync(t, d.v.path("new"), testutil.SeededBytes(110, 100<<10)) // still writable
 		d.v.umount(t)
 		d.wantNoPanic(t)
 	})
@@ -136,7 +137,7 @@ func newDamageFixture(t *testing.T) *damageFixture {
 		name string
 		size int
 	}{{"small", 5000}, {"big", 3 * MiB}, {"dir/named", 400 << 10}, {"dir/victim", 2 * MiB}} {
-		data := randomBytes(100+uint64(i), f.size)
+		data := testutil.SeededBytes(100+uint64(i), f.size)
 		writeFileSync(t, v.path(f.name), data)
 		d.files[f.name] = data
 		d.ino[f.name] = inodeOf(t, v.path(f.name))
@@ -218,7 +219,7 @@ func (d *damageFixture) afterDamage(t *testing.T, name string) {
 	}
 	delete(d.files, name)
 	d.checkOthers(t)
-	writeFileSync(t, d.v.path("after-"+filepath.Base(name)), randomBytes(111, 300<<10))
+	writeFileSync(t, d.v.path("after-"+filepath.Base(name)), testutil.SeededBytes(111, 300<<10))
 	d.v.umount(t)
 	d.wantNoPanic(t)
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestCrashRecovery kills the daemon with SIGKILL and checks that fsynced
@@ -12,15 +14,15 @@ import (
 func TestCrashRecovery(t *testing.T) {
 	v := newVolume(t)
 	synced := map[string][]byte{
-		"a": randomBytes(40, 5*MiB),
-		"b": randomBytes(41, 123457),
-		"c": concat(randomBytes(40, MiB), randomBytes(42, MiB)), // shares chunks with a
+		"a": testutil.SeededBytes(40, 5*MiB),
+		"b": testutil.SeededBytes(41, 123457),
+		"c": concat(testutil.SeededBytes(40, MiB), testutil.SeededBytes(42, MiB)), // shares chunks with a
 	}
 	for name, data := range synced {
 		writeFileSync(t, v.path(name), data)
 	}
 	// In flight at the crash: may or may not survive, but must not corrupt.
-	if err := os.WriteFile(v.path("unsynced"), randomBytes(43, 3*MiB), 0o644); err != nil {
+	if err := os.WriteFile(v.path("unsynced"), testutil.SeededBytes(43, 3*MiB), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

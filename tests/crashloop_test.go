@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/doppelfs/doppel/internal/testutil"
 	dvolume "github.com/doppelfs/doppel/internal/volume"
 	"math/rand/v2"
 	"os"
@@ -164,9 +165,9 @@ func (w *crashWriter) content() []byte {
 		names := w.names()
 		return bytes.Clone(w.files[names[r.IntN(len(names))]])
 	case n < 5:
-		return randomBytes(r.Uint64(), r.IntN(8<<10))
+		return testutil.SeededBytes(r.Uint64(), r.IntN(8<<10))
 	default:
-		return randomBytes(r.Uint64(), r.IntN(3<<20))
+		return testutil.SeededBytes(r.Uint64(), r.IntN(3<<20))
 	}
 }
 
@@ -180,7 +181,7 @@ func (w *crashWriter) step() error {
 		return w.replace(names[w.rand.IntN(len(names))], w.content())
 	case op < 7:
 		name := names[w.rand.IntN(len(names))]
-		return w.appendTo(name, randomBytes(w.rand.Uint64(), w.rand.IntN(256<<10)))
+		return w.appendTo(name, testutil.SeededBytes(w.rand.Uint64(), w.rand.IntN(256<<10)))
 	case op < 8:
 		name := names[w.rand.IntN(len(names))]
 		old := w.files[name]

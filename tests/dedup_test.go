@@ -2,14 +2,14 @@ package tests
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 const MiB = 1 << 20
@@ -21,8 +21,8 @@ func TestDedup(t *testing.T) {
 	v := newVolume(t, "--chunking", "cdc")
 	baseUse := storeUsage(t, v.Store)
 	base := v.df(t)
-	data := randomBytes(1, 32*MiB)
-	other := randomBytes(2, 1*MiB)
+	data := testutil.SeededBytes(1, 32*MiB)
+	other := testutil.SeededBytes(2, 1*MiB)
 	slack := int64(len(data)) / 20 // 5%: chunks cut differently near the edges
 
 	// step writes a file and checks physical and logical growth.
@@ -134,22 +134,13 @@ func TestZeroData(t *testing.T) {
 	// 8 MiB of zeros between 1 MiB random runs: at most the random data
 	// plus the chunks straddling the boundaries (256 KiB each by default).
 	before = v.df(t)
-	a, b := randomBytes(3, MiB), randomBytes(4, MiB)
+	a, b := testutil.SeededBytes(3, MiB), testutil.SeededBytes(4, MiB)
 	mixed := concat(a, zeros[:8*MiB], b)
 	writeFileSync(t, v.path("mixed"), mixed)
 	if g := v.df(t).PhysicalBytes - before.PhysicalBytes; g > 3*MiB {
 		t.Errorf("1 MiB random + 8 MiB zeros + 1 MiB random grew physical_bytes by %d, want <= 3 MiB", g)
 	}
 	checkFile(t, v.path("mixed"), mixed)
-}
-
-// randomBytes returns n reproducible random bytes.
-func randomBytes(seed uint64, n int) []byte {
-	var key [32]byte
-	binary.LittleEndian.PutUint64(key[:], seed)
-	b := make([]byte, n)
-	rand.NewChaCha8(key).Read(b)
-	return b
 }
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // testFallocateShift runs collapse, insert and unshare on a file of the
@@ -19,7 +21,7 @@ import (
 // in place).
 func testFallocateShift(t *testing.T, d string) {
 	const size = 256 << 10
-	data := randomBytes(21, size)
+	data := testutil.SeededBytes(21, size)
 	host, mnt := filepath.Join(realTempDir(t), "f"), filepath.Join(d, "f")
 	for _, c := range []struct {
 		name   string
@@ -35,13 +37,13 @@ func testFallocateShift(t *testing.T, d string) {
 		{"unshare", unix.FALLOC_FL_UNSHARE_RANGE, 0, size + 5000},
 		{"unshare|KEEP_SIZE", unix.FALLOC_FL_UNSHARE_RANGE | unix.FALLOC_FL_KEEP_SIZE, 0, size + 5000},
 	} {
-		must(t, os.WriteFile(host, data, 0o644))
-		must(t, os.WriteFile(mnt, data, 0o644))
+		testutil.Check(t, os.WriteFile(host, data, 0o644))
+		testutil.Check(t, os.WriteFile(mnt, data, 0o644))
 		hostMode := c.mode &^ unix.FALLOC_FL_UNSHARE_RANGE
 		errH := withFd(host, func(fd int) error { return unix.Fallocate(fd, hostMode, c.off, c.n) })
 		errM := withFd(mnt, func(fd int) error { return unix.Fallocate(fd, c.mode, c.off, c.n) })
 		want, err := os.ReadFile(host)
-		must(t, err)
+		testutil.Check(t, err)
 		if errM == unix.EOPNOTSUPP {
 			t.Logf("%s: the kernel refused it (host: %v)", c.name, errH)
 			want = data
@@ -50,7 +52,7 @@ func testFallocateShift(t *testing.T, d string) {
 			continue
 		}
 		got, err := os.ReadFile(mnt)
-		must(t, err)
+		testutil.Check(t, err)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: the mount's file has %d bytes, not the %d expected", c.name, len(got), len(want))
 		}

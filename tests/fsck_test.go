@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // fsckProblem is one problem in doppel fsck --json output.
@@ -78,7 +80,7 @@ func (v *volume) runFsck(t testing.TB, strict bool) {
 // DETAIL line for damage.
 func TestFsckExitStatus(t *testing.T) {
 	v := newVolume(t)
-	writeFileSync(t, v.path("f"), randomBytes(7, 300<<10))
+	writeFileSync(t, v.path("f"), testutil.SeededBytes(7, 300<<10))
 	for _, args := range [][]string{{"--store", v.Store}, {v.Mnt}, {"--repair", v.Mnt}} {
 		out, err := runDoppel(time.Minute, append([]string{"fsck"}, args...)...)
 		if err != nil || !bytes.Contains(out, []byte("checked online")) || !bytes.HasSuffix(out, []byte("\nclean\n")) {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // fsckJSON runs doppel fsck --json with args and decodes the report; exit
@@ -35,7 +37,7 @@ func fsckJSON(t *testing.T, out any, args ...string) {
 func TestFsckOnlineDuringWrites(t *testing.T) {
 	v := newVolume(t)
 	for i := range 5 {
-		writeFileSync(t, v.path(fmt.Sprintf("base%d", i)), randomBytes(uint64(i), 500<<10))
+		writeFileSync(t, v.path(fmt.Sprintf("base%d", i)), testutil.SeededBytes(uint64(i), 500<<10))
 	}
 	var quit atomic.Bool
 	var writes atomic.Int64
@@ -46,7 +48,7 @@ func TestFsckOnlineDuringWrites(t *testing.T) {
 		defer wg.Done()
 		for i := 0; !quit.Load(); i++ {
 			p := v.path(fmt.Sprintf("w%d", i%20))
-			err := os.WriteFile(p, randomBytes(uint64(100+i%7), 100<<10+i*997%(400<<10)), 0o644)
+			err := os.WriteFile(p, testutil.SeededBytes(uint64(100+i%7), 100<<10+i*997%(400<<10)), 0o644)
 			if err == nil && i%3 == 0 {
 				err = os.Remove(v.path(fmt.Sprintf("w%d", (i+7)%20)))
 				if errors.Is(err, os.ErrNotExist) {
@@ -96,12 +98,12 @@ func TestFsckOnlineDuringWrites(t *testing.T) {
 // fsck then finds the volume clean.
 func TestFsckRepairFlippedBit(t *testing.T) {
 	v := newVolume(t)
-	victim := randomBytes(1, 700<<10)
+	victim := testutil.SeededBytes(1, 700<<10)
 	writeFileSync(t, v.path("victim"), victim) // first, so its first chunk starts the segment
 	others := map[string][]byte{}
 	for i := range 3 {
 		name := fmt.Sprintf("other%d", i)
-		others[name] = randomBytes(uint64(10+i), 300<<10)
+		others[name] = testutil.SeededBytes(uint64(10+i), 300<<10)
 		writeFileSync(t, v.path(name), others[name])
 	}
 	v.umount(t)

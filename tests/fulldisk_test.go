@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestFullDisk puts a store on a small tmpfs and fills it: writers get
@@ -40,7 +42,7 @@ func TestFullDisk(t *testing.T) {
 	kept := map[string][]byte{} // fsync'd: must survive everything below
 	for i, size := range []int{6 * MiB, 3 * MiB, 1000} {
 		name := fmt.Sprintf("kept%d", i)
-		kept[name] = randomBytes(200+uint64(i), size)
+		kept[name] = testutil.SeededBytes(200+uint64(i), size)
 		writeFileSync(t, v.path(name), kept[name])
 	}
 
@@ -59,16 +61,16 @@ func TestFullDisk(t *testing.T) {
 		}
 	}
 	waitWritable(t, v, 2*MiB)
-	writeFileSync(t, v.path("after-delete"), randomBytes(301, 2*MiB))
-	kept["after-delete"] = randomBytes(301, 2*MiB)
+	writeFileSync(t, v.path("after-delete"), testutil.SeededBytes(301, 2*MiB))
+	kept["after-delete"] = testutil.SeededBytes(301, 2*MiB)
 
 	// Full again; growing the file system helps too.
 	filled = fillVolume(t, v, "b", 302)
 	if out, err := exec.Command("mount", "-o", "remount,size=96m", fs).CombinedOutput(); err != nil {
 		t.Fatalf("grow tmpfs: %v %s", err, out)
 	}
-	writeFileSync(t, v.path("after-grow"), randomBytes(303, 8*MiB))
-	kept["after-grow"] = randomBytes(303, 8*MiB)
+	writeFileSync(t, v.path("after-grow"), testutil.SeededBytes(303, 8*MiB))
+	kept["after-grow"] = testutil.SeededBytes(303, 8*MiB)
 	checkFiles(t, v, kept, filled)
 
 	// Now another program takes every free byte, the space doppel keeps
@@ -98,7 +100,7 @@ func TestFullDisk(t *testing.T) {
 	v.umount(t)
 	v.mount(t)
 	checkFiles(t, v, kept, filled)
-	writeFileSync(t, v.path("after-remount"), randomBytes(304, MiB))
+	writeFileSync(t, v.path("after-remount"), testutil.SeededBytes(304, MiB))
 	v.umount(t)
 	v.fsck(t)
 }
@@ -112,7 +114,7 @@ func fillVolume(t *testing.T, v *volume, prefix string, seed uint64) map[string]
 	done := map[string][]byte{}
 	for i := 0; i < 1000; i++ {
 		name := fmt.Sprintf("%s-%d", prefix, i)
-		data := randomBytes(seed*1000+uint64(i), 2*MiB)
+		data := testutil.SeededBytes(seed*1000+uint64(i), 2*MiB)
 		err := writeFileErr(v.path(name), data)
 		if err == nil {
 			done[name] = data

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestImport imports a tree with every kind of entry into a mounted
@@ -25,7 +27,7 @@ func TestImport(t *testing.T) {
 		out := importOK(t, src, v.path("dst"))
 		checkImported(t, src, v.path("dst"), out)
 		// An existing directory as DST receives SRC under its own name.
-		must(t, os.Mkdir(v.path("into"), 0o755))
+		testutil.Check(t, os.Mkdir(v.path("into"), 0o755))
 		importOK(t, src, v.path("into"))
 		compareDirs(t, src, v.path("into", filepath.Base(src)))
 		v.umount(t)
@@ -47,13 +49,13 @@ func TestImport(t *testing.T) {
 // several import windows, owners and nanosecond times.
 func importSource(t *testing.T) string {
 	src := filepath.Join(realTempDir(t), "src")
-	must(t, os.Mkdir(src, 0o755))
+	testutil.Check(t, os.Mkdir(src, 0o755))
 	buildTree(t, src)
-	must(t, os.WriteFile(filepath.Join(src, "dir", "large"), randomBytes(40, 20*MiB+5), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "dir", "large"), testutil.SeededBytes(40, 20*MiB+5), 0o644))
 	if os.Geteuid() == 0 {
-		must(t, os.Lchown(filepath.Join(src, "size-1"), 1234, 5678))
-		must(t, os.Lchown(filepath.Join(src, "dir"), 42, 43))
-		must(t, os.Lchown(filepath.Join(src, "link-rel"), 7, 8))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "size-1"), 1234, 5678))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "dir"), 42, 43))
+		testutil.Check(t, os.Lchown(filepath.Join(src, "link-rel"), 7, 8))
 	}
 	stampTimes(t, src)
 	return src
@@ -64,7 +66,7 @@ func importSource(t *testing.T) string {
 // future so that no read moves them (relatime).
 func stampTimes(t *testing.T, root string) {
 	var paths []string
-	must(t, filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
+	testutil.Check(t, filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		paths = append(paths, p)
 		return err
 	}))
@@ -74,7 +76,7 @@ func stampTimes(t *testing.T, root string) {
 			unix.NsecToTimespec(base.Add(72*time.Hour + time.Duration(i*1001)).UnixNano()),
 			unix.NsecToTimespec(base.Add(time.Duration(i*1000 + 7)).UnixNano()),
 		}
-		must(t, unix.UtimesNanoAt(unix.AT_FDCWD, paths[i], ts, unix.AT_SYMLINK_NOFOLLOW))
+		testutil.Check(t, unix.UtimesNanoAt(unix.AT_FDCWD, paths[i], ts, unix.AT_SYMLINK_NOFOLLOW))
 	}
 }
 
@@ -99,7 +101,7 @@ func checkImported(t *testing.T, src, dst, out string) {
 	compareMeta(t, src, dst)
 	compareDirs(t, src, dst)
 	var st unix.Stat_t
-	must(t, unix.Stat(filepath.Join(dst, "holey"), &st))
+	testutil.Check(t, unix.Stat(filepath.Join(dst, "holey"), &st))
 	if st.Blocks*512 > 1*MiB {
 		t.Errorf("holey (8 KiB of data in %d bytes) maps %d bytes: holes were filled", st.Size, st.Blocks*512)
 	}
@@ -129,7 +131,7 @@ func compareMeta(t *testing.T, src, dst string) {
 		}
 		return nil
 	})
-	must(t, err)
+	testutil.Check(t, err)
 	for _, d := range diffs {
 		t.Error(d)
 	}
@@ -150,19 +152,19 @@ func TestImportErrors(t *testing.T) {
 		noDAC = []string{"setpriv", "--bounding-set=-dac_override,-dac_read_search"}
 	}
 	src := filepath.Join(realTempDir(t), "src")
-	must(t, os.MkdirAll(filepath.Join(src, "sub"), 0o755))
-	must(t, os.WriteFile(filepath.Join(src, "ok"), []byte("fine\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(src, "sub", "secret"), randomBytes(41, 3*MiB), 0o000))
-	must(t, os.WriteFile(filepath.Join(src, "sub", "after"), randomBytes(42, 100), 0o644))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "sub"), 0o755))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "ok"), []byte("fine\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "sub", "secret"), testutil.SeededBytes(41, 3*MiB), 0o000))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "sub", "after"), testutil.SeededBytes(42, 100), 0o644))
 	want := filepath.Join(realTempDir(t), "want")
-	must(t, os.MkdirAll(filepath.Join(want, "sub"), 0o755))
-	must(t, os.WriteFile(filepath.Join(want, "ok"), []byte("fine\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(want, "sub", "after"), randomBytes(42, 100), 0o644))
+	testutil.Check(t, os.MkdirAll(filepath.Join(want, "sub"), 0o755))
+	testutil.Check(t, os.WriteFile(filepath.Join(want, "ok"), []byte("fine\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(want, "sub", "after"), testutil.SeededBytes(42, 100), 0o644))
 
 	v := newVolume(t)
 	v.wrapper = noDAC
 	v.remount(t) // the daemon cannot read the secret either
-	precious := randomBytes(43, 2*MiB)
+	precious := testutil.SeededBytes(43, 2*MiB)
 	writeFileSync(t, v.path("precious"), precious)
 
 	run := func(args ...string) (string, error) {
@@ -193,7 +195,7 @@ func TestImportErrors(t *testing.T) {
 		}
 		compareDirs(t, want, v.path(strings.TrimPrefix(dst, v.Mnt)))
 	}
-	must(t, os.MkdirAll(v.path("d", filepath.Base(src)), 0o755))
+	testutil.Check(t, os.MkdirAll(v.path("d", filepath.Base(src)), 0o755))
 	for _, c := range []struct{ dst, why string }{
 		{v.path("precious"), "already exists"},
 		{v.path("d"), "already exists"}, // d/src does
@@ -218,12 +220,12 @@ func TestImportInterruptedByUmount(t *testing.T) {
 	v := newVolume(t)
 	src := realTempDir(t)
 	for i := range 64 {
-		must(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%02d", i)), randomBytes(uint64(50+i), 2*MiB), 0o644))
+		testutil.Check(t, os.WriteFile(filepath.Join(src, fmt.Sprintf("f%02d", i)), testutil.SeededBytes(uint64(50+i), 2*MiB), 0o644))
 	}
 	var out strings.Builder
 	cmd := exec.Command(doppelBin, "import", src, v.path("dst"))
 	cmd.Stdout, cmd.Stderr = &out, &out
-	must(t, cmd.Start())
+	testutil.Check(t, cmd.Start())
 	defer cmd.Process.Kill()
 	for {
 		if _, err := os.Stat(v.path("dst")); err == nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // subtreeUsage is the output of doppel df --json PATH.
@@ -61,8 +63,8 @@ func (v *volume) inspect(t *testing.T, out any, cmd, path string) {
 func TestInspect(t *testing.T) {
 	const size = 3 * MiB
 	v := newVolume(t)
-	must(t, os.Mkdir(v.path("d"), 0o755))
-	writeFileSync(t, v.path("orig"), randomBytes(40, size))
+	testutil.Check(t, os.Mkdir(v.path("d"), 0o755))
+	writeFileSync(t, v.path("orig"), testutil.SeededBytes(40, size))
 	// cp shares extents through copy_file_range: the copy stores nothing.
 	runTool(t, v.Mnt, nil, "cp", "orig", "d/copy")
 
@@ -101,7 +103,7 @@ func TestInspect(t *testing.T) {
 
 	// Without the original, the copy holds its chunks alone.
 	v.mount(t)
-	must(t, os.Remove(v.path("orig")))
+	testutil.Check(t, os.Remove(v.path("orig")))
 	for range 2 {
 		var dir subtreeUsage
 		var st fileStat
@@ -125,9 +127,9 @@ func TestInspectSeesUnflushedWrites(t *testing.T) {
 	// the file anyway.
 	v := newVolume(t)
 	f, err := os.Create(v.path("open"))
-	must(t, err)
+	testutil.Check(t, err)
 	defer f.Close()
-	if _, err := f.Write(randomBytes(41, MiB)); err != nil {
+	if _, err := f.Write(testutil.SeededBytes(41, MiB)); err != nil {
 		t.Fatal(err)
 	}
 	var st fileStat
@@ -164,9 +166,9 @@ func (v *volume) control(t *testing.T, out any, path string) {
 
 func TestInspectOutputAndErrors(t *testing.T) {
 	v := newVolume(t)
-	must(t, os.Mkdir(v.path("d"), 0o755))
-	writeFileSync(t, v.path("d", "f"), randomBytes(42, 200<<10))
-	must(t, os.Truncate(v.path("d", "f"), MiB)) // a hole at the end
+	testutil.Check(t, os.Mkdir(v.path("d"), 0o755))
+	writeFileSync(t, v.path("d", "f"), testutil.SeededBytes(42, 200<<10))
+	testutil.Check(t, os.Truncate(v.path("d", "f"), MiB)) // a hole at the end
 
 	out, err := runDoppel(time.Minute, "stat", v.path("d", "f"))
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestKillPriv checks that writes, truncates and chowns drop a file's
@@ -44,8 +46,8 @@ func TestKillPriv(t *testing.T) {
 	mode := func(path string) uint32 { return lstat(t, path).Mode & 0o7777 }
 	file := func(name string, perm uint32) string {
 		p := v.path(name)
-		must(t, os.WriteFile(p, []byte("content"), 0o644))
-		must(t, os.Chmod(p, os.FileMode(perm&0o777)|unixModeBits(perm)))
+		testutil.Check(t, os.WriteFile(p, []byte("content"), 0o644))
+		testutil.Check(t, os.Chmod(p, os.FileMode(perm&0o777)|unixModeBits(perm)))
 		if got := mode(p); got != perm {
 			t.Fatalf("%s: mode %04o after chmod, want %04o", name, got, perm)
 		}
@@ -87,7 +89,7 @@ func TestKillPriv(t *testing.T) {
 		}
 		for round := range 2 { // the second time the daemon may remember the first check
 			if round > 0 {
-				must(t, unix.Setxattr(p, "security.capability", caps, 0))
+				testutil.Check(t, unix.Setxattr(p, "security.capability", caps, 0))
 			}
 			if len(change) == 0 {
 				write(p, true)

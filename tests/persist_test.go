@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestPersistence builds the same tree on the host and in a volume, then
@@ -74,16 +76,16 @@ func buildTree(t *testing.T, root string) {
 		}
 	}
 	for i, size := range []int{0, 1, 4095, 4096, 4097, 65535, MiB + 7, 5 * MiB} {
-		must(os.WriteFile(p("size-"+strconv.Itoa(size)), randomBytes(uint64(100+i), size), 0o644))
+		must(os.WriteFile(p("size-"+strconv.Itoa(size)), testutil.SeededBytes(uint64(100+i), size), 0o644))
 	}
-	motif := randomBytes(200, 300<<10)
+	motif := testutil.SeededBytes(200, 300<<10)
 	must(os.WriteFile(p("motif-twice"), concat(motif, motif), 0o644))
 
 	f, err := os.Create(p("holey"))
 	must(err)
-	_, err = f.WriteAt(randomBytes(201, 4096), 0)
+	_, err = f.WriteAt(testutil.SeededBytes(201, 4096), 0)
 	must(err)
-	_, err = f.WriteAt(randomBytes(202, 4096), 3*MiB+123)
+	_, err = f.WriteAt(testutil.SeededBytes(202, 4096), 3*MiB+123)
 	must(err)
 	must(f.Close())
 
@@ -111,7 +113,7 @@ func buildTree(t *testing.T, root string) {
 	must(os.WriteFile(p("deleted"), []byte("gone\n"), 0o644))
 	must(os.Remove(p("deleted")))
 	// Written and closed, never fsynced.
-	must(os.WriteFile(p("unsynced"), randomBytes(203, 3*MiB+5), 0o644))
+	must(os.WriteFile(p("unsynced"), testutil.SeededBytes(203, 3*MiB+5), 0o644))
 }
 
 // mutateTree changes the tree buildTree made in every way persistence
@@ -133,9 +135,9 @@ func mutateTree(t *testing.T, root string) {
 
 	f, err := os.OpenFile(p("size-5242880"), os.O_WRONLY|os.O_APPEND, 0)
 	must(err)
-	_, err = f.Write(randomBytes(300, 12345))
+	_, err = f.Write(testutil.SeededBytes(300, 12345))
 	must(err)
 	must(unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, MiB, MiB))
 	must(f.Close())
-	must(os.WriteFile(p("unsynced"), randomBytes(301, 100), 0o644))
+	must(os.WriteFile(p("unsynced"), testutil.SeededBytes(301, 100), 0o644))
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/posixtest"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // notPOSIX are posixtest's tests that fail on the host's own file system
@@ -26,7 +28,7 @@ func TestGoFusePosixSuite(t *testing.T) {
 				t.Skip("not POSIX: " + why)
 			}
 			dir := v.path(name)
-			must(t, os.Mkdir(dir, 0o755))
+			testutil.Check(t, os.Mkdir(dir, 0o755))
 			posixtest.All[name](t, dir)
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestScanUnmounted checks doppel scan on an unmounted store: the same
@@ -17,7 +19,7 @@ func TestScanUnmounted(t *testing.T) {
 	v := newVolume(t)
 	src := v.path("src")
 	makeFiles(t, src, 2, 10, 11)
-	must(t, os.WriteFile(filepath.Join(src, "tool.sh"), []byte("#!/bin/sh\n"), 0o751))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "tool.sh"), []byte("#!/bin/sh\n"), 0o751))
 	doppelOK(t, "clone", "--lazy", "--exclude", "d01", src, v.path("lazy"))
 	writeFile(t, v.path("lazy-new"), []byte("only outside the clones\n"))
 	stubs := func() uint64 {

@@ -12,6 +12,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // statusEntry is one volume of `doppel status --json`.
@@ -60,7 +62,7 @@ func doppelStatus(t *testing.T, mnts ...string) []statusEntry {
 // doppel status and the daemon's Prometheus metrics say about it.
 func TestStatusAndMetrics(t *testing.T) {
 	v := newVolume(t)
-	data := randomBytes(50, 3*MiB)
+	data := testutil.SeededBytes(50, 3*MiB)
 	writeFileSync(t, v.path("a"), data)
 	writeFileSync(t, v.path("b"), data) // the same bytes again: deduplicated
 	written := int64(2 * len(data))

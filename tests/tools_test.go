@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Real programs with demanding I/O patterns: tar, git and sqlite3 only
@@ -21,7 +23,7 @@ func TestTar(t *testing.T) {
 	// and in the mount; compare the two. (Not against internal/ itself,
 	// which other work may change meanwhile.)
 	runTool(t, moduleRoot, nil, "tar", "-cf", tarball, "internal")
-	must(t, os.Mkdir(v.path("x"), 0o755))
+	testutil.Check(t, os.Mkdir(v.path("x"), 0o755))
 	runTool(t, host, nil, "tar", "-xf", tarball)
 	runTool(t, v.path("x"), nil, "tar", "-xf", tarball)
 	compareDirs(t, filepath.Join(host, "internal"), v.path("x", "internal"))
@@ -45,21 +47,21 @@ func TestGit(t *testing.T) {
 		"GIT_COMMITTER_NAME=Doppel Test", "GIT_COMMITTER_EMAIL=test@doppel.invalid",
 	}
 	repo := v.path("repo")
-	must(t, os.MkdirAll(filepath.Join(repo, "src", "deep"), 0o755))
+	testutil.Check(t, os.MkdirAll(filepath.Join(repo, "src", "deep"), 0o755))
 	files := map[string][]byte{
 		"README":            []byte("hello from doppel\n"),
-		"src/data.bin":      randomBytes(20, 3*MiB),
-		"src/deep/copy.bin": randomBytes(20, 3*MiB), // same blob twice
+		"src/data.bin":      testutil.SeededBytes(20, 3*MiB),
+		"src/deep/copy.bin": testutil.SeededBytes(20, 3*MiB), // same blob twice
 		"src/small.txt":     []byte(strings.Repeat("line\n", 1000)),
 	}
 	for name, data := range files {
-		must(t, os.WriteFile(filepath.Join(repo, name), data, 0o644))
+		testutil.Check(t, os.WriteFile(filepath.Join(repo, name), data, 0o644))
 	}
 	git := func(dir string, args ...string) string { return runTool(t, dir, env, "git", args...) }
 	git(repo, "init", "-q")
 	git(repo, "add", "-A")
 	git(repo, "commit", "-q", "-m", "first")
-	must(t, os.WriteFile(filepath.Join(repo, "README"), []byte("changed\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(repo, "README"), []byte("changed\n"), 0o644))
 	git(repo, "commit", "-q", "-am", "second")
 	git(repo, "gc", "-q")
 	git(repo, "fsck", "--full", "--strict")
@@ -71,7 +73,7 @@ func TestGit(t *testing.T) {
 	}
 
 	// Delete and restore from the object store; clone within the mount.
-	must(t, os.Remove(filepath.Join(repo, "src", "data.bin")))
+	testutil.Check(t, os.Remove(filepath.Join(repo, "src", "data.bin")))
 	git(repo, "checkout", "--", "src/data.bin")
 	git(v.Mnt, "clone", "-q", repo, "clone")
 	files["README"] = []byte("changed\n")
@@ -141,9 +143,9 @@ func runTool(t *testing.T, dir string, env []string, name string, args ...string
 func compareDirs(t *testing.T, want, got string) {
 	t.Helper()
 	w, err := snapshotTree(want)
-	must(t, err)
+	testutil.Check(t, err)
 	g, err := snapshotTree(got)
-	must(t, err)
+	testutil.Check(t, err)
 	if d := diffTrees(w, g); len(d) > 0 {
 		if len(d) > 30 {
 			d = d[:30]
@@ -161,11 +163,11 @@ func TestRsync(t *testing.T) {
 	}
 	v := newVolume(t)
 	src := realTempDir(t)
-	must(t, os.MkdirAll(filepath.Join(src, "a", "b"), 0o750))
-	must(t, os.WriteFile(filepath.Join(src, "a", "big"), randomBytes(31, 5*MiB), 0o640))
-	must(t, os.WriteFile(filepath.Join(src, "a", "b", "small"), []byte("small\n"), 0o600))
-	must(t, os.Link(filepath.Join(src, "a", "big"), filepath.Join(src, "a", "b", "hard")))
-	must(t, os.Symlink("../big", filepath.Join(src, "a", "b", "link")))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "a", "b"), 0o750))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "a", "big"), testutil.SeededBytes(31, 5*MiB), 0o640))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "a", "b", "small"), []byte("small\n"), 0o600))
+	testutil.Check(t, os.Link(filepath.Join(src, "a", "big"), filepath.Join(src, "a", "b", "hard")))
+	testutil.Check(t, os.Symlink("../big", filepath.Join(src, "a", "b", "link")))
 	runTool(t, src, nil, "rsync", "-aH", src+"/", v.path("dst")+"/")
 	compareDirs(t, src, v.path("dst"))
 	if a, b := inodeOf(t, v.path("dst", "a", "big")), inodeOf(t, v.path("dst", "a", "b", "hard")); a != b {
@@ -174,14 +176,14 @@ func TestRsync(t *testing.T) {
 
 	// Change the middle of the big file and sync it in place.
 	f, err := os.OpenFile(filepath.Join(src, "a", "big"), os.O_WRONLY, 0)
-	must(t, err)
-	_, err = f.WriteAt(randomBytes(32, 100000), 2*MiB)
-	must(t, err)
-	must(t, f.Close())
+	testutil.Check(t, err)
+	_, err = f.WriteAt(testutil.SeededBytes(32, 100000), 2*MiB)
+	testutil.Check(t, err)
+	testutil.Check(t, f.Close())
 	// rsync's quick check compares size and whole-second mtime: move the
 	// mtime on so that the same-size change is seen.
 	later := time.Now().Add(10 * time.Second)
-	must(t, os.Chtimes(filepath.Join(src, "a", "big"), later, later))
+	testutil.Check(t, os.Chtimes(filepath.Join(src, "a", "big"), later, later))
 	runTool(t, src, nil, "rsync", "-aH", "--inplace", src+"/", v.path("dst")+"/")
 	compareDirs(t, src, v.path("dst"))
 	if out := runTool(t, src, nil, "rsync", "-aHn", "--itemize-changes", src+"/", v.path("dst")+"/"); strings.TrimSpace(out) != "" {
@@ -192,7 +194,7 @@ func TestRsync(t *testing.T) {
 func inodeOf(t *testing.T, path string) uint64 {
 	t.Helper()
 	st, err := os.Stat(path)
-	must(t, err)
+	testutil.Check(t, err)
 	return st.Sys().(*syscall.Stat_t).Ino
 }
 
@@ -209,10 +211,10 @@ func TestMakeAndGoBuild(t *testing.T) {
 	}
 	v := newVolume(t)
 	dir := v.path("hello")
-	must(t, os.MkdirAll(dir, 0o755))
-	must(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from doppel\") }\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte("hello: main.go go.mod\n\t"+goBin+" build -o hello .\n"), 0o644))
+	testutil.Check(t, os.MkdirAll(dir, 0o755))
+	testutil.Check(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello from doppel\") }\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(dir, "Makefile"), []byte("hello: main.go go.mod\n\t"+goBin+" build -o hello .\n"), 0o644))
 	env := []string{"GOFLAGS=-mod=mod", "GOPROXY=off", "GOCACHE=" + realTempDir(t), "HOME=" + realTempDir(t)}
 	runTool(t, dir, env, "make")
 	if out := runTool(t, dir, nil, filepath.Join(dir, "hello")); strings.TrimSpace(out) != "hello from doppel" {

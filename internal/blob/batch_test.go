@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestPutMany: a batch lands like a series of Puts (aligned, readable,
@@ -22,7 +24,7 @@ func testPutMany(t *testing.T) {
 	for round := range 6 {
 		var batch [][]byte
 		for range 1 + r.IntN(40) {
-			batch = append(batch, randBytes(r, 1+r.IntN(5*Align)))
+			batch = append(batch, testutil.RandBytes(r, 1+r.IntN(5*Align)))
 		}
 		got, err := d.PutMany(batch)
 		if err != nil {
@@ -32,7 +34,7 @@ func testPutMany(t *testing.T) {
 			t.Fatalf("round %d: %d locations for %d chunks", round, len(got), len(batch))
 		}
 		all, locs = append(all, batch...), append(locs, got...)
-		single := randBytes(r, 1+r.IntN(Align))
+		single := testutil.RandBytes(r, 1+r.IntN(Align))
 		all, locs = append(all, single), append(locs, put(t, d, single))
 	}
 	segs := map[uint32]bool{}
@@ -68,7 +70,7 @@ func testPutManyWriteFailure(t *testing.T) {
 		skipNoPunch(t, err)
 		t.Fatal(err)
 	}
-	a := randBytes(r, 3*Align)
+	a := testutil.RandBytes(r, 3*Align)
 	la := put(t, d, a)
 	if err := d.Sync(); err != nil {
 		t.Fatal(err)
@@ -89,7 +91,7 @@ func testPutManyWriteFailure(t *testing.T) {
 	}
 	var batch [][]byte
 	for range 20 {
-		batch = append(batch, randBytes(r, chunk))
+		batch = append(batch, testutil.RandBytes(r, chunk))
 	}
 	_, err = d.PutMany(batch) // 20 chunks: more than one segment
 	writevAt = orig
@@ -123,7 +125,7 @@ func TestPrefetch(t *testing.T) {
 	var locs []Loc
 	var all [][]byte
 	for range 12 {
-		p := randBytes(r, 1+r.IntN(3*Align))
+		p := testutil.RandBytes(r, 1+r.IntN(3*Align))
 		all, locs = append(all, p), append(locs, put(t, d, p))
 	}
 	if err := d.Free(locs[3]); err != nil {
@@ -154,7 +156,7 @@ func TestWriteBehind(t *testing.T) {
 	r := rand.New(rand.NewPCG(26, 27))
 	var all [][]byte
 	for range (writeBehindBytes + 2<<20) / (64 << 10) {
-		all = append(all, randBytes(r, 64<<10))
+		all = append(all, testutil.RandBytes(r, 64<<10))
 	}
 	locs, err := d.PutMany(all)
 	if err != nil {

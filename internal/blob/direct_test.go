@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // openDirectT opens a store with direct writes, skipping the test where
@@ -67,7 +69,7 @@ func TestDirectWritesBypassPageCache(t *testing.T) {
 		r := rand.New(rand.NewPCG(40, 41))
 		var all [][]byte
 		for range 64 {
-			all = append(all, randBytes(r, 64<<10)) // 1 MiB writes: direct
+			all = append(all, testutil.RandBytes(r, 64<<10)) // 1 MiB writes: direct
 		}
 		locs, err := d.PutMany(all)
 		if err != nil {
@@ -115,7 +117,7 @@ func TestReadWaitsForDirectWrite(t *testing.T) {
 		return orig(f, iovs, off)
 	}
 	defer func() { writevAt = orig }()
-	data := randBytes(rand.New(rand.NewPCG(42, 43)), directMinBytes+5) // large enough to go direct
+	data := testutil.RandBytes(rand.New(rand.NewPCG(42, 43)), directMinBytes+5) // large enough to go direct
 	w, err := d.StartPutMany([][]byte{data})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +164,7 @@ func TestDirectWriteRefused(t *testing.T) {
 	}
 	defer func() { writevAt = orig }()
 	r := rand.New(rand.NewPCG(46, 47))
-	a, b := randBytes(r, directMinBytes), randBytes(r, directMinBytes)
+	a, b := testutil.RandBytes(r, directMinBytes), testutil.RandBytes(r, directMinBytes)
 	la := put(t, d, a)
 	if err := d.Sync(); err != nil { // the refusal is known from here on
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package blob
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 func openT(t testing.TB, dir string, opt Options) *Dir {
@@ -35,14 +36,6 @@ func inBothWriteModes(t *testing.T, test func(t *testing.T)) {
 			test(t)
 		})
 	}
-}
-
-func randBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n+7)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n:n]
 }
 
 func put(t testing.TB, d *Dir, data []byte) Loc {
@@ -79,8 +72,8 @@ func testEdgeSizes(t *testing.T) {
 	d := openT(t, t.TempDir(), Options{SegmentSize: 64 << 10})
 	defer d.Close()
 	r := rand.New(rand.NewPCG(7, 7))
-	big := randBytes(r, 200<<10) // larger than a segment: goes alone
-	for _, data := range [][]byte{{}, {42}, randBytes(r, Align), randBytes(r, Align+1), big, {1, 2, 3}} {
+	big := testutil.RandBytes(r, 200<<10) // larger than a segment: goes alone
+	for _, data := range [][]byte{{}, {42}, testutil.RandBytes(r, Align), testutil.RandBytes(r, Align+1), big, {1, 2, 3}} {
 		loc := put(t, d, data)
 		checkRead(t, d, loc, data)
 		if len(data) == len(big) && loc.Offset != 0 {
@@ -110,7 +103,7 @@ func testFreePunchesHoles(t *testing.T) {
 	var locs []Loc
 	var keep []byte
 	for i := range 64 {
-		data := randBytes(r, chunk-100) // leaves unwritten padding
+		data := testutil.RandBytes(r, chunk-100) // leaves unwritten padding
 		if i == 10 {
 			keep = data
 		}
@@ -162,7 +155,7 @@ func testSealedSegmentDeleted(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	bySeg := map[uint32][]Loc{}
 	for range 10 {
-		loc := put(t, d, randBytes(r, 300<<10)) // three per segment
+		loc := put(t, d, testutil.RandBytes(r, 300<<10)) // three per segment
 		bySeg[loc.Segment] = append(bySeg[loc.Segment], loc)
 	}
 	segs, _ := d.Segments()
@@ -237,7 +230,7 @@ func testReopen(t *testing.T) {
 		t.Fatal("second OpenDir of an open directory succeeded")
 	}
 	r := rand.New(rand.NewPCG(5, 6))
-	a, b := randBytes(r, 5000), randBytes(r, 70000)
+	a, b := testutil.RandBytes(r, 5000), testutil.RandBytes(r, 70000)
 	la, lb := put(t, d, a), put(t, d, b)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -264,7 +257,7 @@ func TestReadTruncatedOrMissing(t *testing.T) {
 	dir := t.TempDir()
 	d := openT(t, dir, Options{})
 	r := rand.New(rand.NewPCG(8, 9))
-	a, b := randBytes(r, 10000), randBytes(r, 10000)
+	a, b := testutil.RandBytes(r, 10000), testutil.RandBytes(r, 10000)
 	la, lb := put(t, d, a), put(t, d, b)
 	d.Close()
 
@@ -303,7 +296,7 @@ func testPutWriteFailure(t *testing.T) {
 		skipNoPunch(t, err)
 		t.Fatal(err)
 	}
-	a := randBytes(r, 3*Align)
+	a := testutil.RandBytes(r, 3*Align)
 	la := put(t, d, a)
 
 	orig := writevAt
@@ -311,12 +304,12 @@ func testPutWriteFailure(t *testing.T) {
 		n, _ := orig(f, [][]byte{iovs[0][:len(iovs[0])/2]}, off) // a partial write, then the disk is full
 		return n, syscall.ENOSPC
 	}
-	_, err := d.Put(randBytes(r, directMinBytes)) // large enough to go direct
+	_, err := d.Put(testutil.RandBytes(r, directMinBytes)) // large enough to go direct
 	writevAt = orig
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("put: %v, want ENOSPC", err)
 	}
-	b := randBytes(r, 5000)
+	b := testutil.RandBytes(r, 5000)
 	lb := put(t, d, b)
 	checkRead(t, d, la, a)
 	checkRead(t, d, lb, b)

@@ -1,10 +1,14 @@
 package chunker
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+)
 
 // BenchmarkCDC chunks 64 MiB of random data with the default policy.
 func BenchmarkCDC(b *testing.B) {
-	data := randBytes(1, 64<<20)
+	data := testutil.SeededBytes(1, 64<<20)
 	c, err := New(DefaultPolicy())
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/bits"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // refCut is the textbook FastCDC loop, one byte at a time, against which
@@ -52,7 +54,7 @@ var testPolicies = []string{
 }
 
 func TestCDCMatchesReference(t *testing.T) {
-	data := randBytes(7, 4<<20)
+	data := testutil.SeededBytes(7, 4<<20)
 	for _, s := range testPolicies {
 		c := mustNew(t, s)
 		p := c.Policy()
@@ -84,7 +86,7 @@ func TestCDCMatchesReference(t *testing.T) {
 // changed and new data will no longer deduplicate against old: do not
 // "fix" the expected values.
 func TestCDCGolden(t *testing.T) {
-	data := randBytes(42, 1<<20)
+	data := testutil.SeededBytes(42, 1<<20)
 	got := chunkAll(t, mustNew(t, "cdc"), 0, data)
 	want := []int{76342, 78229, 66241, 24654, 67806, 96927, 75671, 42031, 69301, 69861, 80932, 86137, 64780, 75196, 67541, 6927}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -100,7 +102,7 @@ func TestCDCGolden(t *testing.T) {
 }
 
 func TestCDCSizes(t *testing.T) {
-	data := randBytes(3, 16<<20)
+	data := testutil.SeededBytes(3, 16<<20)
 	for _, s := range testPolicies {
 		c := mustNew(t, s)
 		p := c.Policy()
@@ -126,14 +128,14 @@ func TestCDCSizes(t *testing.T) {
 // TestCDCEdits checks the point of content-defined chunking: an insertion
 // or deletion changes only the chunks around it.
 func TestCDCEdits(t *testing.T) {
-	data := randBytes(5, 8<<20)
+	data := testutil.SeededBytes(5, 8<<20)
 	mid := len(data) / 2
 	edits := map[string][]byte{
 		"insert1":  concat(data[:mid], []byte{0x5a}, data[mid:]),
-		"insert17": concat(data[:mid], randBytes(9, 17), data[mid:]),
+		"insert17": concat(data[:mid], testutil.SeededBytes(9, 17), data[mid:]),
 		"delete1":  concat(data[:mid], data[mid+1:]),
 		"delete9":  concat(data[:mid], data[mid+9:]),
-		"replace":  concat(data[:mid], randBytes(11, 4), data[mid+4:]),
+		"replace":  concat(data[:mid], testutil.SeededBytes(11, 4), data[mid+4:]),
 		"prepend":  concat([]byte("hello"), data),
 		"twoEdits": concat(data[:mid/2], data[mid/2+3:mid], []byte("xyz"), data[mid:]),
 	}
@@ -167,7 +169,7 @@ func chunkSet(t *testing.T, c Chunker, data []byte) map[[32]byte]bool {
 }
 
 func TestCDCIgnoresOffset(t *testing.T) {
-	data := randBytes(8, 1<<20)
+	data := testutil.SeededBytes(8, 1<<20)
 	c := mustNew(t, "cdc:1K:4K:16K")
 	a := chunkAll(t, c, 0, data)
 	b := chunkAll(t, c, 12345, data)
@@ -188,7 +190,7 @@ func TestCDCZeros(t *testing.T) {
 }
 
 func TestCutDoesNotAllocate(t *testing.T) {
-	data := randBytes(1, 1<<20)
+	data := testutil.SeededBytes(1, 1<<20)
 	for _, s := range []string{"cdc", "fixed:4K"} {
 		c := mustNew(t, s)
 		if n := testing.AllocsPerRun(10, func() { chunkAll(t, c, 0, data[:0]); c.Cut(1, data, false) }); n != 0 {

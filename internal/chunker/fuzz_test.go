@@ -1,6 +1,10 @@
 package chunker
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+)
 
 func FuzzParsePolicy(f *testing.F) {
 	for _, s := range []string{"cdc", "cdc:16K:64K:256K", "cdc:64:64:64", "cdc:1000:1K:1500",
@@ -41,9 +45,9 @@ var fuzzPolicies = []string{
 
 func FuzzCut(f *testing.F) {
 	f.Add(uint8(0), int64(0), []byte("hello, world"), true)
-	f.Add(uint8(2), int64(100), randBytes(1, 1000), false)
-	f.Add(uint8(5), int64(0), randBytes(2, 5000), false)
-	f.Add(uint8(6), int64(511), randBytes(3, 2000), true)
+	f.Add(uint8(2), int64(100), testutil.SeededBytes(1, 1000), false)
+	f.Add(uint8(5), int64(0), testutil.SeededBytes(2, 5000), false)
+	f.Add(uint8(6), int64(511), testutil.SeededBytes(3, 2000), true)
 	chunkers := make([]Chunker, len(fuzzPolicies))
 	for i, s := range fuzzPolicies {
 		chunkers[i] = mustNew(f, s)

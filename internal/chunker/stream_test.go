@@ -3,14 +3,16 @@ package chunker
 import (
 	"fmt"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestStreaming feeds data the way a write buffer does: append a piece,
 // take every chunk Cut can decide without final, and flush the rest with
 // final at the end. The boundaries must match a one-pass cut.
 func TestStreaming(t *testing.T) {
-	data := randBytes(13, 3<<20)
-	pieces := randBytes(14, 4096)
+	data := testutil.SeededBytes(13, 3<<20)
+	pieces := testutil.SeededBytes(14, 4096)
 	for _, s := range append(testPolicies, "fixed:512", "fixed:64K") {
 		for _, start := range []int64{0, 777} {
 			c := mustNew(t, s)

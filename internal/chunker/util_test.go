@@ -1,25 +1,8 @@
 package chunker
 
 import (
-	"encoding/binary"
 	"testing"
 )
-
-// randBytes returns n deterministic pseudo-random bytes. It uses its own
-// splitmix64 stream rather than math/rand so that golden tests cannot be
-// broken by a change in the standard library.
-func randBytes(seed uint64, n int) []byte {
-	b := make([]byte, n+8)
-	s := seed
-	for i := 0; i < n; i += 8 {
-		s += 0x9e3779b97f4a7c15
-		z := s
-		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-		z = (z ^ z>>27) * 0x94d049bb133111eb
-		binary.LittleEndian.PutUint64(b[i:], z^z>>31)
-	}
-	return b[:n:n]
-}
 
 // chunkAll cuts data in one pass and returns the chunk lengths.
 func chunkAll(t testing.TB, c Chunker, off int64, data []byte) []int {

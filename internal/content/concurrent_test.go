@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestConcurrentWriters runs writers on separate inodes at once, as the
@@ -18,7 +20,7 @@ func TestConcurrentWriters(t *testing.T) {
 	r := rand.New(rand.NewPCG(71, 72))
 	var motifs [][]byte
 	for range 3 {
-		motifs = append(motifs, randBytes(r, 16<<10))
+		motifs = append(motifs, testutil.RandBytes(r, 16<<10))
 	}
 	const writers = 4
 	steps := 40

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 func TestCountersCountDedupZeroAndStoredBytes(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
 	r := rand.New(rand.NewPCG(1, 2))
-	unique := randBytes(r, 4*4096)
+	unique := testutil.RandBytes(r, 4*4096)
 	// Four new blocks, two zero blocks, and a repeat of the first block.
 	v.write(2, 0, bytes.Join([][]byte{unique, make([]byte, 2*4096), unique[:4096]}, nil))
 	want := Counters{StoredBytes: 4 * 4096, ZeroBytes: 2 * 4096, DeduplicatedBytes: 4096}
@@ -25,7 +27,7 @@ func TestCountersCountDedupZeroAndStoredBytes(t *testing.T) {
 
 func TestCountersCountCacheHitsAndMisses(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	data := randBytes(rand.New(rand.NewPCG(3, 4)), 2*4096)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(3, 4)), 2*4096)
 	v.write(2, 0, data)
 	v.reopen() // an empty cache and fresh counters
 	// Whole chunks are read straight into the reader's buffer, past the
@@ -43,7 +45,7 @@ func TestCountersCountCacheHitsAndMisses(t *testing.T) {
 
 func TestCountersCountReclaimedBytes(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	v.write(2, 0, randBytes(rand.New(rand.NewPCG(5, 6)), 3*4096))
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(5, 6)), 3*4096))
 	v.do(func(tx *Tx) error {
 		_, err := tx.Punch(2, 0, 2*4096)
 		return err

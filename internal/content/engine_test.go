@@ -12,6 +12,7 @@ import (
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // smallCDC keeps chunk counts high on small test data.
@@ -36,7 +37,7 @@ func TestWriteRead(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := newEnv(t, Config{Chunking: policy(t, tc.policy)})
-			data := randBytes(r, tc.n)
+			data := testutil.RandBytes(r, tc.n)
 			if mapped := v.write(1, tc.off, data); mapped != int64(tc.n) {
 				t.Errorf("WriteChunks mapped %d, want %d", mapped, tc.n)
 			}
@@ -79,13 +80,13 @@ func TestOverwritePartsOfChunks(t *testing.T) {
 	// parts: extents then reference chunk middles.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	r := rand.New(rand.NewPCG(3, 4))
-	ref := randBytes(r, 256<<10)
+	ref := testutil.RandBytes(r, 256<<10)
 	v.write(1, 0, ref)
 	for _, w := range []struct {
 		off int64
 		n   int
 	}{{100, 10}, {65530, 20}, {3000, 70000}, {0, 1}, {256<<10 - 1, 5}} {
-		p := randBytes(r, w.n)
+		p := testutil.RandBytes(r, w.n)
 		v.write(1, w.off, p)
 		if end := int(w.off) + w.n; end > len(ref) {
 			ref = append(ref, make([]byte, end-len(ref))...)
@@ -102,7 +103,7 @@ func TestOverwritePartsOfChunks(t *testing.T) {
 func TestPunch(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC)})
 	r := rand.New(rand.NewPCG(5, 6))
-	ref := randBytes(r, 100000)
+	ref := testutil.RandBytes(r, 100000)
 	v.write(1, 0, ref)
 	live := make([]bool, len(ref))
 	for i := range live {
@@ -164,7 +165,7 @@ func TestPunchReturnsMappedDelta(t *testing.T) {
 func TestCopySharesChunks(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC)})
 	r := rand.New(rand.NewPCG(7, 8))
-	data := randBytes(r, 200000)
+	data := testutil.RandBytes(r, 200000)
 	v.write(1, 0, data)
 	before := v.e.Stats()
 
@@ -199,7 +200,7 @@ func TestCopyWithinInode(t *testing.T) {
 	// Non-overlapping ranges of one inode (the namespace refuses overlap).
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC)})
 	r := rand.New(rand.NewPCG(9, 10))
-	ref := randBytes(r, 60000)
+	ref := testutil.RandBytes(r, 60000)
 	v.write(1, 0, ref)
 	v.do(func(tx *Tx) error { _, err := tx.Copy(1, 10000, 1, 40000, 20000); return err })
 	copy(ref[40000:], bytes.Clone(ref[10000:30000]))
@@ -229,9 +230,9 @@ func TestCopyOfHoleMakesHole(t *testing.T) {
 func TestDropAll(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC)})
 	r := rand.New(rand.NewPCG(11, 12))
-	v.write(1, 0, randBytes(r, 50000))
-	v.write(1, 1<<30, randBytes(r, 50000))
-	v.write(2, 0, randBytes(r, 1000))
+	v.write(1, 0, testutil.RandBytes(r, 50000))
+	v.write(1, 1<<30, testutil.RandBytes(r, 50000))
+	v.write(2, 0, testutil.RandBytes(r, 1000))
 	v.do(func(tx *Tx) error { return tx.DropAll(1) })
 	if got := v.read(1, 0, 50000); !bytes.Equal(got, make([]byte, 50000)) {
 		t.Error("dropped inode still has data")
@@ -273,7 +274,7 @@ func TestOverwriteWithZerosPunches(t *testing.T) {
 	// zeros: the range becomes a hole.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
 	r := rand.New(rand.NewPCG(13, 14))
-	data := randBytes(r, 16384)
+	data := testutil.RandBytes(r, 16384)
 	v.write(1, 0, data)
 	mapped := v.write(1, 4096, make([]byte, 8192))
 	if mapped != -8192 {
@@ -292,7 +293,7 @@ func TestOverwriteWithZerosPunches(t *testing.T) {
 
 func TestDedupIdenticalData(t *testing.T) {
 	v := newEnv(t, Config{Chunking: chunker.DefaultPolicy()})
-	data := randBytes(rand.New(rand.NewPCG(15, 16)), 4<<20)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(15, 16)), 4<<20)
 	v.write(1, 0, data)
 	first := v.e.Stats()
 	usage := v.usage()
@@ -330,7 +331,7 @@ func TestDedupShiftedData(t *testing.T) {
 	// chunks around the insertion.
 	v := newEnv(t, Config{Chunking: chunker.DefaultPolicy()})
 	r := rand.New(rand.NewPCG(17, 18))
-	data := randBytes(r, 4<<20)
+	data := testutil.RandBytes(r, 4<<20)
 	v.write(1, 0, data)
 	first := v.e.Stats()
 
@@ -350,7 +351,7 @@ func TestDedupShiftedData(t *testing.T) {
 func TestDedupWithinOneWrite(t *testing.T) {
 	// A block repeated within one write is stored once, referenced often.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:8K")})
-	block := randBytes(rand.New(rand.NewPCG(19, 20)), 8192)
+	block := testutil.RandBytes(rand.New(rand.NewPCG(19, 20)), 8192)
 	data := bytes.Repeat(block, 16)
 	v.write(1, 0, data)
 	chunks := v.allChunks()
@@ -375,7 +376,7 @@ func TestDedupWithinOneWrite(t *testing.T) {
 // transaction keeps one copy and must give the other's space back.
 func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(21, 22)), 1<<20)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(21, 22)), 1<<20)
 
 	ps1, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
@@ -415,7 +416,7 @@ func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
 // back everything its Prepares stored, duplicates included.
 func TestSameNewChunkPreparedTwiceAborted(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(23, 24)), 1<<20)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(23, 24)), 1<<20)
 	ps1, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +444,7 @@ func TestDuplicateStoredByConcurrentPrepare(t *testing.T) {
 	// Two files prepare the same new data before either commits (parallel
 	// writers): the second commit finds the chunk and frees its own copy.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(25, 26)), 512<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(25, 26)), 512<<10)
 	ps1, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +475,7 @@ func TestChunkFreedBetweenPrepareAndCommit(t *testing.T) {
 	// Prepare dedups against a chunk that exists; if the chunk's last
 	// reference goes before the commit, the commit must store it again.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	data := randBytes(rand.New(rand.NewPCG(27, 28)), 16384)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(27, 28)), 16384)
 	v.write(1, 0, data)
 	ps, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
@@ -497,7 +498,7 @@ func TestRewriteSameDataInOneTx(t *testing.T) {
 	// Dropping a chunk's last reference and taking it again in the same
 	// transaction must not free it.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	data := randBytes(rand.New(rand.NewPCG(29, 30)), 16384)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(29, 30)), 16384)
 	v.write(1, 0, data)
 	ps, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
@@ -523,7 +524,7 @@ func TestStreamingPrepare(t *testing.T) {
 	// and later prepares the rest: the result must equal a one-shot write,
 	// chunk for chunk.
 	r := rand.New(rand.NewPCG(31, 32))
-	data := randBytes(r, 300000)
+	data := testutil.RandBytes(r, 300000)
 	oneShot := newEnv(t, Config{Chunking: policy(t, smallCDC)})
 	oneShot.write(1, 0, data)
 
@@ -619,7 +620,7 @@ func TestStatsSurviveReopen(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC), Compression: "zstd"})
 	r := rand.New(rand.NewPCG(33, 34))
 	v.write(1, 0, textBytes(r, 100000))
-	v.write(2, 0, randBytes(r, 100000))
+	v.write(2, 0, testutil.RandBytes(r, 100000))
 	v.do(func(tx *Tx) error { _, err := tx.Copy(1, 0, 3, 0, 50000); return err })
 	before := v.e.Stats()
 	v.reopen()
@@ -664,7 +665,7 @@ func TestCompressionZstd(t *testing.T) {
 		}
 	}
 	// Random data does not compress and is kept as is, even under zstd.
-	v.write(2, 0, randBytes(r, 200000))
+	v.write(2, 0, testutil.RandBytes(r, 200000))
 	v.reopen() // cold cache: decompress from the blob store
 	v.checkContent(1, text)
 	v.checkInvariants()
@@ -673,7 +674,7 @@ func TestCompressionZstd(t *testing.T) {
 func TestCompressionAuto(t *testing.T) {
 	v := newEnv(t, Config{Chunking: chunker.DefaultPolicy(), Compression: "auto"})
 	r := rand.New(rand.NewPCG(37, 38))
-	random := randBytes(r, 1<<20)
+	random := testutil.RandBytes(r, 1<<20)
 	v.write(1, 0, random)
 	st := v.e.Stats()
 	if st.PhysicalBytes != st.RawBytes {
@@ -700,7 +701,7 @@ func TestCompressionAutoSkipsSmallSavings(t *testing.T) {
 	// stores it raw (savings under 1/8 are not worth decompressing).
 	// Each 64 KiB chunk: 5 KiB of zeros, then random bytes (~8% saving).
 	r := rand.New(rand.NewPCG(39, 40))
-	data := randBytes(r, 256<<10)
+	data := testutil.RandBytes(r, 256<<10)
 	for off := 0; off < len(data); off += 64 << 10 {
 		clear(data[off : off+5<<10])
 	}
@@ -760,7 +761,7 @@ func (v *env) flipByte(c schema.Chunk, at int64) {
 func TestVerifyReadsDetectsCorruption(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
 	r := rand.New(rand.NewPCG(41, 42))
-	data := randBytes(r, 64<<10)
+	data := testutil.RandBytes(r, 64<<10)
 	v.write(1, 0, data)
 	if err := v.e.Sync(); err != nil {
 		t.Fatal(err)
@@ -801,7 +802,7 @@ func TestVerifyReadsDetectsCorruption(t *testing.T) {
 // intact bytes does not make them unreadable.
 func TestReadsVerifyChecks(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
-	data := randBytes(rand.New(rand.NewPCG(47, 48)), 3*16<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(47, 48)), 3*16<<10)
 	v.write(1, 0, data)
 	chunks := v.allChunks()
 	piece := func(i int) []byte { return data[i*16<<10 : (i+1)*16<<10] }
@@ -839,7 +840,7 @@ func TestUnverifiedReadsReturnDamage(t *testing.T) {
 	// Without VerifyReads a flipped byte goes unnoticed (documents the cost
 	// of turning verification off, and that the test damage is real).
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K")})
-	data := randBytes(rand.New(rand.NewPCG(43, 44)), 16<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(43, 44)), 16<<10)
 	v.write(1, 0, data)
 	for _, c := range v.allChunks() {
 		v.flipByte(c, 5)
@@ -872,7 +873,7 @@ func TestTruncatedSegment(t *testing.T) {
 	// A segment shorter than a chunk needs (lost tail after a crash) is an
 	// error wrapping ErrCorrupt, never zeros.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K")})
-	data := randBytes(rand.New(rand.NewPCG(47, 48)), 32<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(47, 48)), 32<<10)
 	v.write(1, 0, data)
 	if err := v.e.Sync(); err != nil {
 		t.Fatal(err)
@@ -897,10 +898,10 @@ func TestSeekDataHole(t *testing.T) {
 	// written), data [20K,24K), hole [24K,40K), data [40K,41K) then end.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
 	r := rand.New(rand.NewPCG(49, 50))
-	v.write(1, 4096, randBytes(r, 8192))
+	v.write(1, 4096, testutil.RandBytes(r, 8192))
 	v.write(1, 12288, make([]byte, 8192))
-	v.write(1, 20480, randBytes(r, 4096))
-	v.write(1, 40960, randBytes(r, 1024))
+	v.write(1, 20480, testutil.RandBytes(r, 4096))
+	v.write(1, 40960, testutil.RandBytes(r, 1024))
 	const K = 1024
 	tests := []struct {
 		off, data, hole int64
@@ -935,7 +936,7 @@ func TestSeekDataHole(t *testing.T) {
 		done()
 	}
 	// Adjacent extents from different writes form one data region.
-	v.write(1, 8192, randBytes(r, 4096*3))
+	v.write(1, 8192, testutil.RandBytes(r, 4096*3))
 	if h, _ := v.e.SeekHole(v.meta, 1, 4096); h != 24*K {
 		t.Errorf("SeekHole over adjacent extents = %d, want %d", h, 24*K)
 	}
@@ -955,7 +956,7 @@ func TestSeekDataHole(t *testing.T) {
 
 func TestExtentsClipped(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	v.write(1, 0, randBytes(rand.New(rand.NewPCG(51, 52)), 16384))
+	v.write(1, 0, testutil.RandBytes(rand.New(rand.NewPCG(51, 52)), 16384))
 	ps, err := Extents(v.meta, 1, 1000, 9000)
 	if err != nil {
 		t.Fatal(err)
@@ -981,7 +982,7 @@ func TestExtentsClipped(t *testing.T) {
 func TestReclaim(t *testing.T) {
 	v := newEnv(t, Config{Chunking: chunker.DefaultPolicy()})
 	r := rand.New(rand.NewPCG(53, 54))
-	data := randBytes(r, 4<<20)
+	data := testutil.RandBytes(r, 4<<20)
 	v.write(1, 0, data)
 	v.write(2, 0, data[:1<<20]) // shares chunks with inode 1
 	if err := v.e.Sync(); err != nil {
@@ -1022,7 +1023,7 @@ func TestReclaimWaitsForDurability(t *testing.T) {
 	// A chunk is punched only after a metadata Sync; with the reclaimer's
 	// interval not yet passed, the bytes are still there.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(55, 56)), 256<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(55, 56)), 256<<10)
 	v.write(1, 0, data)
 	before := v.usage()
 	v.do(func(tx *Tx) error { return tx.DropAll(1) })
@@ -1044,7 +1045,7 @@ func TestReclaimWaitsForDurability(t *testing.T) {
 func TestOverlappingExtentsAreDamageNotAPanic(t *testing.T) {
 	// An extent key damaged into starting inside the extent before it.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
-	data := randBytes(rand.New(rand.NewPCG(61, 62)), 64<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(61, 62)), 64<<10)
 	v.write(1, 0, data)
 	second := v.allExtents()[1]
 	b := v.meta.NewBatch()

@@ -301,15 +301,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// randBytes returns n random bytes.
-func randBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n:n]
-}
-
 // textBytes returns n bytes of compressible, non-repeating text.
 func textBytes(r *rand.Rand, n int) []byte {
 	words := []string{"alpha ", "beta ", "gamma ", "delta ", "epsilon ", "zeta ", "eta ", "theta ", "\n"}

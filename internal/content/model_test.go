@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 var modelSeed = flag.Uint64("content.seed", 0, "seed for TestEngineModel (0: time-based)")
@@ -37,7 +39,7 @@ func (m *engineModel) logf(format string, args ...any) {
 func (m *engineModel) content(n int) []byte {
 	switch m.r.IntN(6) {
 	case 0, 1:
-		return randBytes(m.r, n)
+		return testutil.RandBytes(m.r, n)
 	case 2:
 		mo := m.motifs[m.r.IntN(len(m.motifs))]
 		start := m.r.IntN(len(mo))
@@ -50,14 +52,14 @@ func (m *engineModel) content(n int) []byte {
 	case 3:
 		return make([]byte, n)
 	case 4:
-		out := randBytes(m.r, n)
+		out := testutil.RandBytes(m.r, n)
 		z := m.r.IntN(n + 1)
 		clear(out[m.r.IntN(n-z+1):][:z])
 		return out
 	default:
 		src := m.files[m.inos[m.r.IntN(len(m.inos))]]
 		if len(src) == 0 {
-			return randBytes(m.r, n)
+			return testutil.RandBytes(m.r, n)
 		}
 		out := make([]byte, n)
 		copy(out, src[m.r.IntN(len(src)):])
@@ -152,7 +154,7 @@ func (m *engineModel) step() {
 			off, n := m.writeRange(int64(len(m.files[ri])))
 			if same {
 				if shared == nil {
-					shared = randBytes(r, n)
+					shared = testutil.RandBytes(r, n)
 				}
 				n = min(len(shared), int(m.max-off))
 				runs = append(runs, run{ino: ri, off: off, data: shared[:n]})
@@ -366,7 +368,7 @@ func TestEngineModel(t *testing.T) {
 				max:    vr.maxLen,
 			}
 			for range 4 {
-				m.motifs = append(m.motifs, randBytes(m.r, 20<<10))
+				m.motifs = append(m.motifs, testutil.RandBytes(m.r, 20<<10))
 			}
 			defer func() {
 				if t.Failed() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestReadaheadFollowsSequentialReaders reads a file in 128 KiB steps and
@@ -15,7 +16,7 @@ import (
 func TestReadaheadFollowsSequentialReaders(t *testing.T) {
 	const step, size = 128 << 10, 16 << 20
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
-	data := randBytes(rand.New(rand.NewPCG(9, 9)), size)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(9, 9)), size)
 	v.write(2, 0, data)
 	v.reopen() // empty caches
 	prepared := func(off int64) bool {
@@ -43,7 +44,7 @@ func TestReadaheadFollowsSequentialReaders(t *testing.T) {
 // place fails the hash) and ask the store again.
 func TestReadsSurviveStaleLocations(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
-	data := randBytes(rand.New(rand.NewPCG(10, 10)), 2*4096)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(10, 10)), 2*4096)
 	v.write(2, 0, data)
 	h := schema.Sum(data[:4096])
 	v.e.lookupRecords([]schema.Hash{h})

@@ -10,6 +10,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 func (v *env) recover() Recovery {
@@ -68,15 +69,15 @@ func TestRecoverReclaimsWhatACrashLeft(t *testing.T) {
 		t.Fatalf("first open: %+v", rec)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	kept := randBytes(r, 100000)
-	v.write(1, 0, randBytes(r, 200000))
+	kept := testutil.RandBytes(r, 100000)
+	v.write(1, 0, testutil.RandBytes(r, 200000))
 	v.write(2, 0, kept)
 	v.do(func(tx *Tx) error { return tx.DropAll(1) }) // frees, not yet punched
 	if v.freeRecords() == 0 {
 		t.Fatal("dropping the last references wrote no free records")
 	}
 	// Chunk data stored for a transaction that never commits.
-	if _, _, err := v.e.Prepare(0, randBytes(r, 150000), true); err != nil {
+	if _, _, err := v.e.Prepare(0, testutil.RandBytes(r, 150000), true); err != nil {
 		t.Fatal(err)
 	}
 	if used, live := v.usage(), v.liveBytes(); used <= live {
@@ -110,7 +111,7 @@ func TestReclaimerDropsFreeRecords(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, smallCDC), ReclaimInterval: 10 * time.Millisecond})
 	v.recover()
 	r := rand.New(rand.NewPCG(3, 4))
-	v.write(1, 0, randBytes(r, 100000))
+	v.write(1, 0, testutil.RandBytes(r, 100000))
 	v.do(func(tx *Tx) error { return tx.DropAll(1) })
 	waitFor(t, "free records to be punched and dropped", func() bool { return v.freeRecords() == 0 })
 	if used := v.usage(); used != 0 {

@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 func TestHoldReclaimDefersPunching(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	v.write(2, 0, randBytes(rand.New(rand.NewPCG(7, 8)), 2*4096))
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(7, 8)), 2*4096))
 	release := v.e.HoldReclaim()
 	v.do(func(tx *Tx) error { return tx.DropAll(2) })
 	v.e.reclaimer.reclaim() // a pass while held does nothing
@@ -26,7 +27,7 @@ func TestHoldReclaimDefersPunching(t *testing.T) {
 
 func TestCorrectRefs(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
-	v.write(2, 0, randBytes(rand.New(rand.NewPCG(9, 10)), 4096))
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(9, 10)), 4096))
 	var h schema.Hash
 	var c schema.Chunk
 	for h, c = range v.allChunks() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // The tests here cover what a transaction does with stored bytes it was
@@ -17,7 +18,7 @@ func TestAdoptedButUnusedChunksFreedOnCommit(t *testing.T) {
 	// The namespace adopts a flush's chunks before editing metadata; if the
 	// edits end up not referencing them, the commit gives their space back.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(61, 62)), 256<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(61, 62)), 256<<10)
 	ps, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestAdoptedButUnusedChunksFreedOnCommit(t *testing.T) {
 
 func TestAdoptedChunksFreedOnAbort(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(63, 64)), 256<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(63, 64)), 256<<10)
 	ps, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +60,7 @@ func TestAdoptedChunksFreedOnAbort(t *testing.T) {
 func TestDiscardFreesPreparedChunks(t *testing.T) {
 	// Engine.Discard is for Prepares whose transaction never began.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := randBytes(rand.New(rand.NewPCG(65, 66)), 256<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(65, 66)), 256<<10)
 	v.write(1, 0, data[:64<<10]) // one chunk already stored: not Discard's to free
 	ps, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
@@ -106,7 +107,7 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 	// commit itself had to store again), and the transaction lock is free.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	r := rand.New(rand.NewPCG(67, 68))
-	shared := randBytes(r, 64<<10)
+	shared := testutil.RandBytes(r, 64<<10)
 	v.write(1, 0, shared)
 	v.write(2, 0, shared)
 	exts := v.allExtents()
@@ -116,9 +117,9 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 	// that the commit stores it itself. Its hash sorts before the damaged
 	// one, so that the commit (which goes in hash order) stores it before
 	// failing.
-	again := randBytes(r, 64<<10)
+	again := testutil.RandBytes(r, 64<<10)
 	for h := schema.Sum(again); bytes.Compare(h[:], exts[0].Hash[:]) >= 0; h = schema.Sum(again) {
-		again = randBytes(r, 64<<10)
+		again = testutil.RandBytes(r, 64<<10)
 	}
 	v.write(3, 0, again)
 	psAgain, _, err := v.e.Prepare(0, again, true)
@@ -128,7 +129,7 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 	v.do(func(tx *Tx) error { return tx.DropAll(3) })
 	v.reopen() // punch the dropped chunk now
 
-	fresh := randBytes(r, 128<<10)
+	fresh := testutil.RandBytes(r, 128<<10)
 	psFresh, _, err := v.e.Prepare(0, fresh, true)
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestCommitReferencesChunkStoredByEarlierPrepare(t *testing.T) {
 	// and stores its own copy. Whichever commits second must use the
 	// record the first made, and its reads must be right after a reopen.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
-	data := randBytes(rand.New(rand.NewPCG(69, 70)), 64<<10)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(69, 70)), 64<<10)
 	psA, _, err := v.e.Prepare(0, data, true)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // tallySum tallies the given inodes (owned or not) and sums their chunks.
@@ -27,10 +28,10 @@ func (v *env) tallySum(files map[uint64]bool) ChunkUsage {
 func TestTallyPartialChunkReferences(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	rng := rand.New(rand.NewPCG(81, 82))
-	v.write(1, 0, randBytes(rng, 128<<10)) // chunks A, B
+	v.write(1, 0, testutil.RandBytes(rng, 128<<10)) // chunks A, B
 	// An overwrite inside A splits its extent: A has two references, both
 	// from inode 1, and a new 4 KiB chunk C is stored.
-	v.write(1, 8<<10, randBytes(rng, 4<<10))
+	v.write(1, 8<<10, testutil.RandBytes(rng, 4<<10))
 	u := v.tallySum(map[uint64]bool{1: true})
 	want := ChunkUsage{Chunks: 3, RawBytes: 132 << 10, PhysicalBytes: 132 << 10, ExclusiveChunks: 3, ExclusiveBytes: 132 << 10}
 	if u != want {
@@ -61,8 +62,8 @@ func TestTallyPartialChunkReferences(t *testing.T) {
 func TestTallyKeepsExtentsAndRecordSizes(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	rng := rand.New(rand.NewPCG(83, 84))
-	v.write(5, 0, randBytes(rng, 64<<10))
-	v.write(5, 1<<20, randBytes(rng, 10<<10)) // after a hole
+	v.write(5, 0, testutil.RandBytes(rng, 64<<10))
+	v.write(5, 1<<20, testutil.RandBytes(rng, 10<<10)) // after a hole
 	fe, err := NewRefTally().AddFile(v.meta, 5, true, true)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestTallyKeepsExtentsAndRecordSizes(t *testing.T) {
 
 func TestTallyReportsMissingChunkRecord(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	v.write(1, 0, randBytes(rand.New(rand.NewPCG(85, 86)), 64<<10))
+	v.write(1, 0, testutil.RandBytes(rand.New(rand.NewPCG(85, 86)), 64<<10))
 	for h := range v.allChunks() {
 		b := v.meta.NewBatch()
 		b.Delete(schema.ChunkKey(h))

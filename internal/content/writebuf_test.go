@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // bufModel is the reference for Buffer: the file's bytes and which of them
@@ -129,7 +131,7 @@ func TestBufferModel(t *testing.T) {
 				switch op := r.IntN(10); {
 				case op < 5:
 					off, n := bufWriteRange(r, runs, space)
-					p := randBytes(r, n)
+					p := testutil.RandBytes(r, n)
 					ops = append(ops, fmt.Sprintf("Write(%d, %d bytes)", off, n))
 					b.Write(off, p)
 					m.write(off, p)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestWriteRangesMatchesWriteChunks: writing many ranges in one call leaves
@@ -19,7 +21,7 @@ func TestWriteRangesMatchesWriteChunks(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 77))
 				v := newEnv(t, Config{Chunking: policy(t, pol), VerifyReads: true})
 				const size = 256 << 10
-				base := randBytes(r, size)
+				base := testutil.RandBytes(r, size)
 				v.write(2, 0, base)
 				v.write(3, 0, base)
 				want := slices.Clone(base)
@@ -31,7 +33,7 @@ func TestWriteRangesMatchesWriteChunks(t *testing.T) {
 				}
 				var many, each [][]*Prepared
 				for _, rg := range ranges {
-					data := randBytes(r, rg[1])
+					data := testutil.RandBytes(r, rg[1])
 					if need := rg[0] + rg[1]; need > len(want) {
 						want = append(want, make([]byte, need-len(want))...)
 					}

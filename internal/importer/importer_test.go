@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,23 +17,18 @@ import (
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/importer"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 const MiB = 1 << 20
 
-func randomBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
-	return b
-}
-
 func openVolume(t *testing.T) *volume.Volume {
 	t.Helper()
 	dir := t.TempDir()
-	check(t, volume.Init(dir, volume.InitOptions{}))
-	v := must(volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	testutil.Check(t, volume.Init(dir, volume.InitOptions{}))
+	v := testutil.Must(volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	t.Cleanup(func() { v.Close() })
 	return v
 }
@@ -42,10 +36,10 @@ func openVolume(t *testing.T) *volume.Volume {
 // fsckClean closes v and checks that the volume has no damage.
 func fsckClean(t *testing.T, v *volume.Volume) {
 	t.Helper()
-	check(t, v.Close())
-	v2 := must(volume.Open(v.Dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	testutil.Check(t, v.Close())
+	v2 := testutil.Must(volume.Open(v.Dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	defer v2.Close()
-	rep := must(fsck.Check(v2.FsckStores(), fsck.Options{VerifyData: true}))
+	rep := testutil.Must(fsck.Check(v2.FsckStores(), fsck.Options{VerifyData: true}))
 	for _, p := range rep.Problems {
 		t.Errorf("fsck: %s", p)
 	}
@@ -57,43 +51,43 @@ func buildSource(t *testing.T) string {
 	root := filepath.Join(t.TempDir(), "src")
 	p := func(name string) string { return filepath.Join(root, name) }
 	write := func(name string, data []byte, mode os.FileMode) {
-		check(t, os.WriteFile(p(name), data, mode))
-		check(t, os.Chmod(p(name), mode)) // not masked by the umask
+		testutil.Check(t, os.WriteFile(p(name), data, mode))
+		testutil.Check(t, os.Chmod(p(name), mode)) // not masked by the umask
 	}
-	check(t, os.MkdirAll(p("dir/sub"), 0o755))
-	check(t, os.Mkdir(p("emptydir"), 0o700))
-	check(t, os.Mkdir(p("ro-dir"), 0o755))
+	testutil.Check(t, os.MkdirAll(p("dir/sub"), 0o755))
+	testutil.Check(t, os.Mkdir(p("emptydir"), 0o700))
+	testutil.Check(t, os.Mkdir(p("ro-dir"), 0o755))
 	write("empty", nil, 0o644)
 	write("small", []byte("hello\n"), 0o600)
-	write("exec", randomBytes(1, 4097), 0o755)
-	write("big", randomBytes(2, 5*MiB+3), 0o640)
-	write("dir/sub/deep", randomBytes(3, 100), 0o644)
+	write("exec", testutil.SeededBytes(1, 4097), 0o755)
+	write("big", testutil.SeededBytes(2, 5*MiB+3), 0o640)
+	write("dir/sub/deep", testutil.SeededBytes(3, 100), 0o644)
 	write("ro-dir/f", []byte("inside a read-only directory\n"), 0o444)
-	check(t, os.Chmod(p("ro-dir"), 0o555))
-	check(t, os.Link(p("big"), p("dir/hard")))
-	check(t, os.Link(p("big"), p("hard2")))
+	testutil.Check(t, os.Chmod(p("ro-dir"), 0o555))
+	testutil.Check(t, os.Link(p("big"), p("dir/hard")))
+	testutil.Check(t, os.Link(p("big"), p("hard2")))
 
-	f := must(os.Create(p("sparse")))
-	must(f.WriteAt(randomBytes(4, MiB), 8*MiB))
-	must(f.WriteAt(randomBytes(5, 4096), 40*MiB))
-	check(t, f.Truncate(64*MiB))
-	check(t, f.Close())
-	check(t, os.WriteFile(p("allhole"), nil, 0o644))
-	check(t, os.Truncate(p("allhole"), 10*MiB))
+	f := testutil.Must(os.Create(p("sparse")))
+	testutil.Must(f.WriteAt(testutil.SeededBytes(4, MiB), 8*MiB))
+	testutil.Must(f.WriteAt(testutil.SeededBytes(5, 4096), 40*MiB))
+	testutil.Check(t, f.Truncate(64*MiB))
+	testutil.Check(t, f.Close())
+	testutil.Check(t, os.WriteFile(p("allhole"), nil, 0o644))
+	testutil.Check(t, os.Truncate(p("allhole"), 10*MiB))
 
-	check(t, os.Symlink("small", p("link-rel")))
-	check(t, os.Symlink("../small", p("dir/link-up")))
-	check(t, os.Symlink("nowhere", p("dangling")))
-	check(t, unix.Mkfifo(p("fifo"), 0o640))
-	check(t, unix.Setxattr(p("small"), "user.color", []byte("blue"), 0))
-	check(t, unix.Setxattr(p("small"), "user.empty", nil, 0))
-	check(t, unix.Setxattr(p("dir"), "user.kind", []byte("directory"), 0))
+	testutil.Check(t, os.Symlink("small", p("link-rel")))
+	testutil.Check(t, os.Symlink("../small", p("dir/link-up")))
+	testutil.Check(t, os.Symlink("nowhere", p("dangling")))
+	testutil.Check(t, unix.Mkfifo(p("fifo"), 0o640))
+	testutil.Check(t, unix.Setxattr(p("small"), "user.color", []byte("blue"), 0))
+	testutil.Check(t, unix.Setxattr(p("small"), "user.empty", nil, 0))
+	testutil.Check(t, unix.Setxattr(p("dir"), "user.kind", []byte("directory"), 0))
 	if isRoot() {
-		check(t, unix.Mknod(p("null"), syscall.S_IFCHR|0o620, int(unix.Mkdev(1, 3))))
-		check(t, os.Lchown(p("small"), 1234, 5678))
-		check(t, os.Lchown(p("dir"), 42, 43))
-		check(t, os.Lchown(p("link-rel"), 7, 8))
-		check(t, os.Chmod(p("exec"), 0o4755|os.ModeSetuid))
+		testutil.Check(t, unix.Mknod(p("null"), syscall.S_IFCHR|0o620, int(unix.Mkdev(1, 3))))
+		testutil.Check(t, os.Lchown(p("small"), 1234, 5678))
+		testutil.Check(t, os.Lchown(p("dir"), 42, 43))
+		testutil.Check(t, os.Lchown(p("link-rel"), 7, 8))
+		testutil.Check(t, os.Chmod(p("exec"), 0o4755|os.ModeSetuid))
 	}
 	setTimes(t, root)
 	return root
@@ -104,7 +98,7 @@ func buildSource(t *testing.T) string {
 // that no read, under relatime, moves it.
 func setTimes(t *testing.T, root string) {
 	var paths []string
-	check(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+	testutil.Check(t, filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
 		paths = append(paths, p)
 		return err
 	}))
@@ -115,7 +109,7 @@ func setTimes(t *testing.T, root string) {
 			unix.NsecToTimespec(base.Add(3*time.Hour + time.Duration(i*1000+3)).UnixNano()),
 			unix.NsecToTimespec(base.Add(time.Duration(i*1000 + 7)).UnixNano()),
 		}
-		check(t, unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
+		testutil.Check(t, unix.UtimesNanoAt(unix.AT_FDCWD, p, ts, unix.AT_SYMLINK_NOFOLLOW))
 	}
 }
 
@@ -123,7 +117,7 @@ func lookup(t *testing.T, v vfs.FS, p string) vfs.Attr {
 	t.Helper()
 	a := vfs.Attr{Ino: vfs.RootIno}
 	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
-		a = must(v.Lookup(a.Ino, c))
+		a = testutil.Must(v.Lookup(a.Ino, c))
 	}
 	return a
 }
@@ -132,7 +126,7 @@ func TestImportKeepsEverything(t *testing.T) {
 	src := buildSource(t)
 	v := openVolume(t)
 	s, err := v.Import(context.Background(), src, "/dst", importer.Options{Jobs: 3})
-	check(t, err)
+	testutil.Check(t, err)
 	if len(s.Failures) > 0 || s.WarnCount > 0 {
 		t.Fatalf("failures %v, warnings %v", s.Failures, s.Warnings)
 	}
@@ -162,9 +156,9 @@ func TestImportDestination(t *testing.T) {
 	src := buildSource(t)
 	v := openVolume(t)
 	ctx := context.Background()
-	must(v.NS.Mkdir(vfs.Caller{}, vfs.RootIno, "into", 0o755))
+	testutil.Must(v.NS.Mkdir(vfs.Caller{}, vfs.RootIno, "into", 0o755))
 	s, err := v.Import(ctx, src, "/into", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	if s.Target != "/into/src" {
 		t.Errorf("import into an existing directory made %s, want /into/src (like cp -a)", s.Target)
 	}
@@ -185,7 +179,7 @@ func TestImportDestination(t *testing.T) {
 	}
 	// A single file.
 	s, err = v.Import(ctx, filepath.Join(src, "big"), "/one", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	if s.Files != 1 || lookup(t, v.NS, "/one").Size != 5*MiB+3 {
 		t.Errorf("single-file import: %+v", s)
 	}
@@ -194,9 +188,9 @@ func TestImportDestination(t *testing.T) {
 
 func TestImportSourceErrors(t *testing.T) {
 	src := buildSource(t)
-	check(t, os.WriteFile(filepath.Join(src, "secret"), []byte("no"), 0o600))
-	check(t, os.WriteFile(filepath.Join(src, "dir", "bad"), randomBytes(6, 9*MiB), 0o644))
-	check(t, os.Link(filepath.Join(src, "dir", "bad"), filepath.Join(src, "zz-bad-link")))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "secret"), []byte("no"), 0o600))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "dir", "bad"), testutil.SeededBytes(6, 9*MiB), 0o644))
+	testutil.Check(t, os.Link(filepath.Join(src, "dir", "bad"), filepath.Join(src, "zz-bad-link")))
 	var mu sync.Mutex
 	badFds := map[int]int{} // fd of dir/bad -> reads so far
 	open, pread := *importer.OpenSource, *importer.PreadSource
@@ -227,7 +221,7 @@ func TestImportSourceErrors(t *testing.T) {
 	}
 	v := openVolume(t)
 	s, err := v.Import(context.Background(), src, "/dst", importer.Options{Jobs: 1})
-	check(t, err)
+	testutil.Check(t, err)
 	got := map[string]string{}
 	for _, f := range s.Failures {
 		got[strings.TrimPrefix(f.Path, src+"/")] = f.Err
@@ -254,9 +248,9 @@ func TestImportDedup(t *testing.T) {
 	src := buildSource(t)
 	v := openVolume(t)
 	first, err := v.Import(context.Background(), src, "/a", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	second, err := v.Import(context.Background(), src, "/b", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	if first.StoredBytes <= 0 || second.StoredBytes != 0 || second.Bytes != first.Bytes {
 		t.Errorf("stored %d then %d bytes for %d and %d bytes read; want the second import to store nothing new",
 			first.StoredBytes, second.StoredBytes, first.Bytes, second.Bytes)
@@ -271,9 +265,9 @@ func TestImportNeverReadsItsStore(t *testing.T) {
 	}
 	// A source holding the store imports everything but the store.
 	parent := filepath.Dir(v.Dir)
-	check(t, os.WriteFile(filepath.Join(parent, "note"), []byte("kept\n"), 0o644))
+	testutil.Check(t, os.WriteFile(filepath.Join(parent, "note"), []byte("kept\n"), 0o644))
 	s, err := v.Import(ctx, parent, "/p", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	lookup(t, v.NS, "/p/note")
 	if _, err := v.NS.Lookup(lookup(t, v.NS, "/p").Ino, filepath.Base(v.Dir)); err == nil {
 		t.Errorf("the store was imported into itself")
@@ -288,18 +282,18 @@ func TestImportNeverReadsItsStore(t *testing.T) {
 // imported are the ones the source had before.
 func TestImportLeavesAtimes(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
-	check(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
-	check(t, os.WriteFile(filepath.Join(src, "d", "f"), []byte("data"), 0o644))
+	testutil.Check(t, os.MkdirAll(filepath.Join(src, "d"), 0o755))
+	testutil.Check(t, os.WriteFile(filepath.Join(src, "d", "f"), []byte("data"), 0o644))
 	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
 	atime := mtime.Add(-time.Hour + 5)
 	for _, p := range []string{"d/f", "d", "."} {
-		check(t, os.Chtimes(filepath.Join(src, p), atime, mtime))
+		testutil.Check(t, os.Chtimes(filepath.Join(src, p), atime, mtime))
 	}
 	v := openVolume(t)
 	_, err := v.Import(context.Background(), src, "/dst", importer.Options{})
-	check(t, err)
+	testutil.Check(t, err)
 	for _, p := range []string{"d/f", "d", "."} {
-		fi := must(os.Stat(filepath.Join(src, p)))
+		fi := testutil.Must(os.Stat(filepath.Join(src, p)))
 		hostAtime := time.Unix(fi.Sys().(*syscall.Stat_t).Atim.Unix())
 		got := lookup(t, v.NS, filepath.Join("/dst", p))
 		if !hostAtime.Equal(atime) || !got.Atime.Equal(atime) {

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -128,22 +129,22 @@ func volumeTree(t *testing.T, v vfs.FS, root uint64) *tree {
 	tr := &tree{entries: map[string]*entry{}}
 	var walk func(rel string, ino uint64)
 	walk = func(rel string, ino uint64) {
-		a := must(v.GetAttr(ino))
+		a := testutil.Must(v.GetAttr(ino))
 		e := &entry{
 			Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Size: a.Size, Rdev: a.Rdev,
 			Atime: a.Atime, Mtime: a.Mtime, ino: ino, Xattrs: map[string]string{},
 		}
 		tr.entries[rel] = e
-		for _, name := range must(v.ListXattr(ino)) {
-			e.Xattrs[name] = string(must(v.GetXattr(ino, name)))
+		for _, name := range testutil.Must(v.ListXattr(ino)) {
+			e.Xattrs[name] = string(testutil.Must(v.GetXattr(ino, name)))
 		}
 		switch a.Mode & syscall.S_IFMT {
 		case syscall.S_IFLNK:
-			e.Target = must(v.Readlink(ino))
+			e.Target = testutil.Must(v.Readlink(ino))
 		case syscall.S_IFREG:
 			e.Content = readVolumeFile(t, v, ino, a.Size)
 		case syscall.S_IFDIR:
-			for _, d := range must(v.ReadDir(ino)) {
+			for _, d := range testutil.Must(v.ReadDir(ino)) {
 				walk(filepath.Join(rel, d.Name), d.Ino)
 			}
 		}
@@ -154,11 +155,11 @@ func volumeTree(t *testing.T, v vfs.FS, root uint64) *tree {
 }
 
 func readVolumeFile(t *testing.T, v vfs.FS, ino uint64, size int64) []byte {
-	h := must(v.Open(ino, syscall.O_RDONLY))
+	h := testutil.Must(v.Open(ino, syscall.O_RDONLY))
 	defer v.Release(h)
 	buf := make([]byte, size)
 	for off := 0; off < len(buf); {
-		n := must(v.Read(h, int64(off), buf[off:]))
+		n := testutil.Must(v.Read(h, int64(off), buf[off:]))
 		if n == 0 {
 			t.Fatalf("inode %d: short read at %d of %d", ino, off, size)
 		}
@@ -223,20 +224,6 @@ func diffEntry(w, g *entry) string {
 		d = append(d, "content differs")
 	}
 	return strings.Join(d, "; ")
-}
-
-func must[T any](x T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return x
-}
-
-func check(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }

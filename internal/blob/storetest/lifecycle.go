@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Closing keeps what was put; a closed store refuses work; a reopened one
@@ -18,7 +19,7 @@ func testReopen(t *testing.T, open Opener) {
 	dir := t.TempDir()
 	s := open(t, dir)
 	r := rand.New(rand.NewPCG(5, 6))
-	a, b := RandBytes(r, 5000), RandBytes(r, 70000)
+	a, b := testutil.RandBytes(r, 5000), testutil.RandBytes(r, 70000)
 	la, lb := Put(t, s, a), Put(t, s, b)
 	must(t, s.Close())
 	if err := s.Close(); !errors.Is(err, os.ErrClosed) {
@@ -49,7 +50,7 @@ func testFreeKeepsOthers(t *testing.T, open Opener) {
 	var locs []blob.Loc
 	var data [][]byte
 	for range 40 {
-		d := RandBytes(r, 1+r.IntN(64<<10))
+		d := testutil.RandBytes(r, 1+r.IntN(64<<10))
 		data, locs = append(data, d), append(locs, Put(t, s, d))
 	}
 	must(t, s.Sync())
@@ -84,7 +85,7 @@ func testReclaim(t *testing.T, open Opener) {
 	var locs []blob.Loc
 	var data [][]byte
 	for range 12 {
-		d := RandBytes(r, 1+r.IntN(100<<10))
+		d := testutil.RandBytes(r, 1+r.IntN(100<<10))
 		data, locs = append(data, d), append(locs, Put(t, s, d))
 	}
 	must(t, s.Sync())
@@ -118,9 +119,9 @@ func testReclaim(t *testing.T, open Opener) {
 func testHints(t *testing.T, open Opener) {
 	s := fresh(t, open)
 	r := rand.New(rand.NewPCG(9, 9))
-	a, b := RandBytes(r, 3*blob.Align), RandBytes(r, 100)
+	a, b := testutil.RandBytes(r, 3*blob.Align), testutil.RandBytes(r, 100)
 	la, lb := Put(t, s, a), Put(t, s, b)
-	freed := Put(t, s, RandBytes(r, 5000))
+	freed := Put(t, s, testutil.RandBytes(r, 5000))
 	if err := s.Free(freed); err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func testConcurrentChurn(t *testing.T, open Opener) {
 			}
 			var live []item
 			for i := range 200 {
-				data := RandBytes(r, 1+r.IntN(20000))
+				data := testutil.RandBytes(r, 1+r.IntN(20000))
 				loc, err := s.Put(data)
 				if err != nil {
 					t.Error(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Puts from many goroutines land at sane, non-overlapping locations and
@@ -27,7 +28,7 @@ func testRoundTripConcurrent(t *testing.T, open Opener) {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			for range perWorker {
-				data := RandBytes(r, 1+r.IntN(256<<10))
+				data := testutil.RandBytes(r, 1+r.IntN(256<<10))
 				loc, err := s.Put(data)
 				if err != nil {
 					t.Error(err)
@@ -80,8 +81,8 @@ func testRoundTripConcurrent(t *testing.T, open Opener) {
 func testEdgeSizes(t *testing.T, open Opener) {
 	s := fresh(t, open)
 	r := rand.New(rand.NewPCG(7, 7))
-	big := RandBytes(r, 3<<20) // larger than a segment
-	for _, data := range [][]byte{{}, {42}, RandBytes(r, blob.Align), RandBytes(r, blob.Align+1), big, {1, 2, 3}} {
+	big := testutil.RandBytes(r, 3<<20) // larger than a segment
+	for _, data := range [][]byte{{}, {42}, testutil.RandBytes(r, blob.Align), testutil.RandBytes(r, blob.Align+1), big, {1, 2, 3}} {
 		CheckRead(t, s, Put(t, s, data), data)
 	}
 	// A short buffer is replaced.
@@ -105,7 +106,7 @@ func testPutMany(t *testing.T, open Opener) {
 	for round := range 8 {
 		var batch [][]byte
 		for range 1 + r.IntN(40) {
-			batch = append(batch, RandBytes(r, 1+r.IntN(5*blob.Align)))
+			batch = append(batch, testutil.RandBytes(r, 1+r.IntN(5*blob.Align)))
 		}
 		var got []blob.Loc
 		var err error
@@ -122,7 +123,7 @@ func testPutMany(t *testing.T, open Opener) {
 			t.Fatalf("round %d: %d locations for %d chunks", round, len(got), len(batch))
 		}
 		all, locs = append(all, batch...), append(locs, got...)
-		single := RandBytes(r, 1+r.IntN(blob.Align))
+		single := testutil.RandBytes(r, 1+r.IntN(blob.Align))
 		all, locs = append(all, single), append(locs, Put(t, s, single))
 	}
 	for i, loc := range locs {

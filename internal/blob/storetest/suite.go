@@ -2,8 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
@@ -40,15 +38,6 @@ func fresh(t *testing.T, open Opener) blob.Store {
 	s := open(t, t.TempDir())
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// RandBytes returns n pseudo-random bytes.
-func RandBytes(r *rand.Rand, n int) []byte {
-	b := make([]byte, n+7)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
-	}
-	return b[:n:n]
 }
 
 // Put puts data and fails t on error.

@@ -1,0 +1,9 @@
+// Package testutil holds the small helpers tests of every package share:
+// failing on errors and making test data. Backend conformance suites live
+// beside their interfaces (meta/storetest, blob/storetest).
+//
+// Files:
+//
+//   - errors.go: Must and Check.
+//   - data.go: RandBytes and SeededBytes.
+package testutil
