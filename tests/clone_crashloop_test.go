@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/crashtest"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
 
@@ -31,43 +32,14 @@ var cloneCrashSeed = flag.Uint64("clonecrash.seed", 0, "seed for TestCloneCrashL
 // materialization completes.
 func TestCloneCrashLoop(t *testing.T) {
 	const cycles = 6
-	seed := *cloneCrashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("clone crash loop: seed=%d (replay: -clonecrash.seed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 1))
+	seed := crashtest.Seed(t, *cloneCrashSeed, "clonecrash.seed")
 	v := newVolume(t)
 	l := &cloneLoop{v: v, rand: rand.New(rand.NewPCG(seed, 2)), trees: map[string]map[string][]byte{"src": {}}, readOnly: map[string]bool{}}
 	testutil.Check(t, os.Mkdir(v.path("src"), 0o755))
-	for cycle := range cycles {
-		var killed atomic.Bool
-		done := make(chan error, 1)
-		go func() {
-			err := l.run(&killed)
-			if !killed.Load() {
-				done <- fmt.Errorf("failed while the daemon ran: %w", err)
-				return
-			}
-			done <- nil
-		}()
-		time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
-		killed.Store(true)
-		killDaemonNow(t, v)
-		if err := <-done; err != nil {
-			t.Fatalf("cycle %d: %v", cycle, err)
-		}
-		v.mount(t)
-		if !l.verify(t) {
-			t.Fatalf("cycle %d (seed %d): the trees do not hold what was written (see above)", cycle, seed)
-		}
-		v.umount(t)
-		v.fsckStrict(t)
-		v.mount(t)
-	}
+	crashtest.Loop(t, cycles, rand.New(rand.NewPCG(seed, 1)), 200*time.Millisecond, time.Second, daemonTarget{v}, l)
 	v.waitMaterialized(t)
 	l.pending = nil
-	if !l.verify(t) {
+	if !l.Verify(t) {
 		t.Fatalf("seed %d: after the materialization the trees do not hold what was written", seed)
 	}
 	t.Logf("clone crash loop: %d kills, %d operations, %d clones made, %d trees at the end", cycles, l.ops, l.next, len(l.trees))
@@ -106,8 +78,9 @@ func (l *cloneLoop) writable() []string {
 	return out
 }
 
-// run applies operations until one fails or stop is set.
-func (l *cloneLoop) run(stop *atomic.Bool) error {
+// Run implements crashtest.Workload: it applies operations until one
+// fails or stop is set.
+func (l *cloneLoop) Run(stop *atomic.Bool) error {
 	for !stop.Load() {
 		op := l.nextOp()
 		l.pending = op
@@ -183,9 +156,9 @@ func (l *cloneLoop) adopt(op *cloneOp) {
 	}
 }
 
-// verify compares every tree with the model; the pending operation may
-// have happened or not. It reports whether all is well.
-func (l *cloneLoop) verify(t *testing.T) bool {
+// Verify implements crashtest.Workload: it compares every tree with the
+// model; the pending operation may have happened or not.
+func (l *cloneLoop) Verify(t *testing.T) bool {
 	t.Helper()
 	ok := true
 	fail := func(format string, args ...any) {

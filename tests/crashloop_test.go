@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"github.com/doppelfs/doppel/internal/testutil"
-	dvolume "github.com/doppelfs/doppel/internal/volume"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -16,6 +14,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/crashtest"
+	"github.com/doppelfs/doppel/internal/testutil"
+	dvolume "github.com/doppelfs/doppel/internal/volume"
 )
 
 var crashSeed = flag.Uint64("crash.seed", 0, "seed for TestCrashLoop (0: time-based)")
@@ -46,51 +48,28 @@ func TestCrashLoop(t *testing.T) {
 		}
 		cycles = n
 	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("crash loop: seed=%d cycles=%d (replay: -crash.seed=%d)", seed, cycles, seed)
-	r := rand.New(rand.NewPCG(seed, 7))
+	seed := crashtest.Seed(t, *crashSeed, "crash.seed")
 	v := newVolume(t)
 	w := &crashWriter{root: v.path("d"), files: map[string][]byte{}, rand: rand.New(rand.NewPCG(seed, 8))}
 	if err := os.Mkdir(w.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var verified, fsynced, ops int
-	for cycle := range cycles {
-		var killed atomic.Bool
-		done := make(chan error, 1)
-		go func() {
-			err := w.run()
-			if !killed.Load() {
-				err = fmt.Errorf("failed while the daemon ran: %w", err)
-			} else {
-				err = nil
-			}
-			done <- err
-		}()
-		time.Sleep(time.Duration(50+r.IntN(600)) * time.Millisecond)
-		killed.Store(true)
-		killDaemonNow(t, v)
-		if err := <-done; err != nil {
-			t.Fatalf("cycle %d: writer %v", cycle, err)
-		}
-		ops = w.ops
-		v.mount(t)
-		n, bad := w.verify(t)
-		if bad {
-			t.Fatalf("cycle %d (seed %d): the volume does not hold what was written (see above)", cycle, seed)
-		}
-		verified += n
-		fsynced += w.fsynced
-		w.fsynced = 0
-		v.umount(t)
-		v.fsckStrict(t)
-		v.mount(t)
-	}
+	crashtest.Loop(t, cycles, rand.New(rand.NewPCG(seed, 7)), 50*time.Millisecond, 650*time.Millisecond, daemonTarget{v}, w)
 	t.Logf("crash loop: %d kills, %d operations, %d file checks after remounts (%d of the files fsync'd before their kill)",
-		cycles, ops, verified, fsynced)
+		cycles, w.ops, w.verified, w.fsyncedAll)
+}
+
+// daemonTarget crashes a mounted volume's daemon with SIGKILL and checks
+// the volume with a strict fsck (not even space to reclaim) after
+// unmounting it.
+type daemonTarget struct{ v *volume }
+
+func (d daemonTarget) Crash(t *testing.T)   { killDaemonNow(t, d.v) }
+func (d daemonTarget) Restart(t *testing.T) { d.v.mount(t) }
+func (d daemonTarget) Check(t *testing.T) {
+	d.v.umount(t)
+	d.v.fsckStrict(t)
+	d.v.mount(t)
 }
 
 // killDaemonNow SIGKILLs the volume's daemon and waits until it is gone.
@@ -124,6 +103,8 @@ type crashWriter struct {
 	ops   int
 	// fsynced counts files fsync'd since the last verify.
 	fsynced int
+	// verified and fsyncedAll count the files checked and fsync'd, in all.
+	verified, fsyncedAll int
 	// torn holds what the interrupted operation may have left under each
 	// name it touched.
 	torn map[string]tornFile
@@ -138,7 +119,9 @@ type tornFile struct {
 	prefix               bool
 }
 
-func (w *crashWriter) run() error {
+// Run implements crashtest.Workload: it goes on until an operation fails
+// (the daemon died).
+func (w *crashWriter) Run(*atomic.Bool) error {
 	w.torn = map[string]tornFile{}
 	for {
 		if err := w.step(); err != nil {
@@ -265,6 +248,16 @@ func (w *crashWriter) appendTo(name string, extra []byte) error {
 	}
 	w.files[name] = whole
 	return nil
+}
+
+// Verify implements crashtest.Workload.
+func (w *crashWriter) Verify(t *testing.T) bool {
+	t.Helper()
+	n, bad := w.verify(t)
+	w.verified += n
+	w.fsyncedAll += w.fsynced
+	w.fsynced = 0
+	return !bad
 }
 
 // verify compares the volume with the manifest, adopting what the

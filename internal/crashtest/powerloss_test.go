@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,37 +66,20 @@ func TestPowerLoss(t *testing.T) {
 // powerLossRound runs one volume up to a power cut and checks it after.
 func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	r := rand.New(rand.NewPCG(seed, 1))
-	dir := t.TempDir()
-	memfs := vfs.NewStrictMem()
-	boot := 0
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nsOpt := namespace.Options{
-		FlushInterval: time.Duration(5+r.IntN(50)) * time.Millisecond,
-		SyncInterval:  time.Duration(20+r.IntN(300)) * time.Millisecond,
-		StreamFlush:   256 << 10,
+	target := &powerTarget{
+		dir: t.TempDir(), memfs: vfs.NewStrictMem(),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		nsOpt: namespace.Options{
+			FlushInterval: time.Duration(5+r.IntN(50)) * time.Millisecond,
+			SyncInterval:  time.Duration(20+r.IntN(300)) * time.Millisecond,
+			StreamFlush:   256 << 10,
+		},
 	}
-	open := func() (*volume.Volume, *lossyBlobs) {
-		t.Helper()
-		boot++
-		m, err := meta.OpenPebbleFS("/meta", freshLocks{memfs, boot})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := openLossyBlobs(filepath.Join(dir, "chunks"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := volume.OpenOn(dir, m, b, log, nsOpt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v, b
-	}
-	if err := memfs.MkdirAll("/meta", 0o755); err != nil {
+	if err := target.memfs.MkdirAll("/meta", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	syncRoot(t, memfs)
-	m, err := meta.OpenPebbleFS("/meta", memfs)
+	syncRoot(t, target.memfs)
+	m, err := meta.OpenPebbleFS("/meta", target.memfs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,40 +89,67 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+	target.Restart(t)
+	defer func() { target.v.Close() }()
+	w := &plWriter{target: target, r: r, seed: seed, steps: 20 + r.IntN(150), manifest: map[string][]byte{}, live: map[string][]byte{}}
+	// The cut comes when the writer has made its steps: the run replays
+	// exactly from its seed.
+	Cycle(t, target, w, time.Hour)
+	return w.files, w.fsynced, target.dropped
+}
 
-	v, blobs := open()
-	w := &plWriter{fs: v.NS, r: r, manifest: map[string][]byte{}, live: map[string][]byte{}}
-	cut := 20 + r.IntN(150)
-	for i := 0; i < cut; i++ {
-		if err := w.step(); err != nil {
-			t.Fatalf("seed %d: operation %d: %v", seed, i, err)
-		}
-		if r.IntN(8) == 0 { // let background flushes and syncs run
-			time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
-		}
-	}
-	// The power goes off: nothing written from now on is durable.
-	memfs.SetIgnoreSyncs(true)
-	blobs.cutPower()
-	v.Close() // fails: the stores refuse or forget everything
-	memfs.ResetToSyncedState()
-	memfs.SetIgnoreSyncs(false)
-	if dropped, err = blobs.loseUnsynced(); err != nil {
-		t.Fatal(err)
-	}
+// powerTarget is a volume on stores that lose what was not synced when
+// the power goes.
+type powerTarget struct {
+	dir     string
+	memfs   *vfs.MemFS
+	log     *slog.Logger
+	nsOpt   namespace.Options
+	boot    int
+	v       *volume.Volume
+	blobs   *lossyBlobs
+	dropped int // unsynced chunk writes the cut dropped
+}
 
-	v, _ = open()
-	defer v.Close()
-	w.fs = v.NS
-	files, fsynced = w.verify(t, seed)
-	rep, err := fsck.Check(v.FsckStores(), fsck.Options{VerifyData: true})
+func (p *powerTarget) Crash(t *testing.T) {
+	// Nothing written from now on is durable.
+	p.memfs.SetIgnoreSyncs(true)
+	p.blobs.cutPower()
+	p.v.Close() // fails: the stores refuse or forget everything
+	p.memfs.ResetToSyncedState()
+	p.memfs.SetIgnoreSyncs(false)
+	n, err := p.blobs.loseUnsynced()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range rep.Problems {
-		t.Errorf("seed %d: fsck after power loss: %s %s %s %s", seed, p.Severity, p.Kind, p.Path, p.Detail)
+	p.dropped += n
+}
+
+func (p *powerTarget) Restart(t *testing.T) {
+	t.Helper()
+	p.boot++
+	m, err := meta.OpenPebbleFS("/meta", freshLocks{p.memfs, p.boot})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return files, fsynced, dropped
+	if p.blobs, err = openLossyBlobs(filepath.Join(p.dir, "chunks")); err != nil {
+		t.Fatal(err)
+	}
+	if p.v, err = volume.OpenOn(p.dir, m, p.blobs, p.log, p.nsOpt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Check runs fsck, reading and hashing all data: it must find nothing at
+// all, not even space to reclaim.
+func (p *powerTarget) Check(t *testing.T) {
+	rep, err := fsck.Check(p.v.FsckStores(), fsck.Options{VerifyData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range rep.Problems {
+		t.Errorf("fsck after power loss: %s %s %s %s", pr.Severity, pr.Kind, pr.Path, pr.Detail)
+	}
 }
 
 // freshLocks gives each boot its own lock files: the kernel drops a dead
@@ -168,8 +179,13 @@ func syncRoot(t *testing.T, fs vfs.FS) {
 // plWriter applies random operations to the volume's root directory and
 // remembers what may legitimately be found after a power loss.
 type plWriter struct {
+	target   *powerTarget // the volume it writes to
 	fs       dvfs.FS
 	r        *rand.Rand
+	seed     uint64
+	steps    int // operations before the cut
+	files    int // checked after it
+	fsynced  int // of those, fsync'd and untouched since
 	next     int
 	written  [][]byte          // every content a file was given
 	live     map[string][]byte // content after every operation
@@ -290,6 +306,29 @@ func (w *plWriter) writeAll(h dvfs.Handle, off int64, data []byte, fsync bool) e
 		err = w.fs.Fsync(h, false)
 	}
 	return errors.Join(err, w.fs.Flush(h), w.fs.Release(h))
+}
+
+// Run implements crashtest.Workload: its steps, with pauses that let
+// background flushes and syncs run.
+func (w *plWriter) Run(*atomic.Bool) error {
+	w.fs = w.target.v.NS
+	for i := range w.steps {
+		if err := w.step(); err != nil {
+			return fmt.Errorf("seed %d: operation %d: %w", w.seed, i, err)
+		}
+		if w.r.IntN(8) == 0 {
+			time.Sleep(time.Duration(w.r.IntN(30)) * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// Verify implements crashtest.Workload.
+func (w *plWriter) Verify(t *testing.T) bool {
+	w.fs = w.target.v.NS
+	failed := t.Failed()
+	w.files, w.fsynced = w.verify(t, w.seed)
+	return failed || !t.Failed()
 }
 
 // verify checks the volume after the power loss and returns how many files
