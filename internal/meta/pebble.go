@@ -113,6 +113,15 @@ func (p *Pebble) DiskUsage() int64 {
 	return n
 }
 
+// TableBytes reports the bytes of the tables that hold the store's data
+// (live) and of tables no longer needed that wait to be deleted, because
+// an open iterator or snapshot still reads them or their deletion is under
+// way (pending).
+func (p *Pebble) TableBytes() (live, pending int64) {
+	m := p.db.Metrics()
+	return int64(m.Total().Size), int64(m.Table.ObsoleteSize + m.Table.ZombieSize)
+}
+
 // Compact compacts the whole key space, so that deleted keys leave the
 // disk (measurements of metadata size want that).
 func (p *Pebble) Compact() error {

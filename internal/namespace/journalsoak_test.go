@@ -32,7 +32,8 @@ func TestJournalSoak(t *testing.T) {
 	v, dir := openPruned(t)
 	v.NS.SetJournalKeep(0) // the default retention, as a mounted volume has
 	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
-	var first int64
+	var first, firstUsage int64
+	var firstKeys int
 	for r := 1; r <= rounds; r++ {
 		churn(t, v, work, files)
 		must(v.NS.PruneJournal())
@@ -49,18 +50,23 @@ func TestJournalSoak(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		if err := v.Meta.(meta.Compacter).Compact(); err != nil {
-			t.Fatal(err)
-		}
 		// Tables only: the write-ahead log is a fixed few MiB (preallocated
-		// and recycled) that DiskUsage counts too.
-		time.Sleep(time.Second) // Pebble deletes obsolete tables in the background
-		size, usage := tableBytes(t, dir), v.Meta.DiskUsage()
-		if r == 1 {
-			first = size
+		// and recycled) that DiskUsage counts too. A full compaction can
+		// leave part of the key space to Pebble's own background
+		// compactions it ran beside (seen once in a run of 100,000 files x
+		// 10 rounds): a few attempts, each reported.
+		live := compactTables(t, v.Meta)
+		for try := 1; try <= 3 && r > 1 && float64(live) > 1.5*float64(first); try++ {
+			t.Logf("round %d: %d bytes of tables after compaction %d; compacting again", r, live, try)
+			time.Sleep(time.Second)
+			live = compactTables(t, v.Meta)
 		}
-		t.Logf("round %d: metadata tables %d bytes (%.2fx round 1), store %d bytes with its log, %d journal keys",
-			r, size, float64(size)/float64(first), usage, journalKeys(t, v))
+		size, usage, keys := tableBytes(t, dir), v.Meta.DiskUsage(), journalKeys(t, v)
+		if r == 1 {
+			first, firstUsage, firstKeys = size, usage, keys
+		}
+		t.Logf("round %d: metadata tables %d bytes (%.2fx round 1), store %d bytes with its log (%.2fx), %d journal keys",
+			r, size, float64(size)/float64(first), usage, float64(usage)/float64(firstUsage), keys)
 		if os.Getenv("DOPPEL_SOAK_KEYS") != "" {
 			cnt := map[byte]int{}
 			it := must(v.Meta.NewIter(nil, []byte{0xff}))
@@ -70,10 +76,33 @@ func TestJournalSoak(t *testing.T) {
 			it.Close()
 			t.Logf("keys by prefix: %v", cnt)
 		}
+		// The log is not checked: it grows to its preallocated size (about
+		// 9 MiB) over the first rounds of a small run, then stays.
 		if float64(size) > 1.5*float64(first) {
-			t.Fatalf("round %d: metadata %d bytes, round 1 %d", r, size, first)
+			t.Fatalf("round %d: metadata tables %d bytes, round 1 %d", r, size, first)
+		}
+		if float64(keys) > 1.1*float64(firstKeys) {
+			t.Fatalf("round %d: %d journal keys after pruning, %d after round 1", r, keys, firstKeys)
 		}
 	}
+}
+
+// compactTables compacts the store and returns the bytes of its tables
+// once those the compaction replaced are deleted.
+func compactTables(t *testing.T, m meta.Store) int64 {
+	t.Helper()
+	if err := m.(meta.Compacter).Compact(); err != nil {
+		t.Fatal(err)
+	}
+	tables := m.(interface{ TableBytes() (live, pending int64) })
+	for i := 0; i < 600; i++ {
+		if _, pending := tables.TableBytes(); pending == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	live, _ := tables.TableBytes()
+	return live
 }
 
 // tableBytes sums the metadata store's table files below dir.
