@@ -133,6 +133,19 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err := saveInode(tx, *ino, n); err != nil {
 		return pin, err
 	}
+	// The directory map starts at the root, with the clone whose tree
+	// holds src (inodes made in a clone do not say); a clone without
+	// them was made before there was a map (see linkCounter).
+	below, err := enclosingClone(b, src)
+	if err != nil {
+		return pin, err
+	}
+	if err := b.Set(schema.DirMapKey(*ino, pin, src), schema.U64(*ino)); err != nil {
+		return pin, err
+	}
+	if err := b.Set(schema.DirMapKey(*ino, 0, 0), schema.U64(below)); err != nil {
+		return pin, err
+	}
 	tx.AddInodes(1)
 	originPath, _ := pathOf(b, src)
 	rec := schema.Clone{Origin: src, OriginPath: originPath, Pin: pin, Created: now(),

@@ -22,17 +22,17 @@ func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 	if err := b.Delete(schema.CloneKey(c)); err != nil {
 		return err
 	}
-	if v.pinAfter(rec.Pin) {
-		// A later pin may hold stubs of it, which need its exclusions
-		// and origin: keep the record until no such pin is left.
-		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
-			return err
-		}
-	}
 	if err := v.settleLinks(tx, c); err != nil {
 		return err
 	}
-	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
+	if v.pinAfter(rec.Pin) {
+		// A later pin may hold stubs of it, which need its exclusions
+		// and origin, and its maps to count links through it: keep
+		// them until no such pin is left.
+		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
+			return err
+		}
+	} else if err := deleteMaps(b, c); err != nil {
 		return err
 	}
 	return v.unholdPin(tx, rec.Pin)
@@ -195,8 +195,23 @@ func (v *Volume) forgetGone(b meta.Batch) error {
 		if err != nil || v.pinAfter(rec.Pin) {
 			return err
 		}
+		c, err := schema.GoneIno(k)
+		if err != nil {
+			return err
+		}
+		if err := deleteMaps(b, c); err != nil {
+			return err
+		}
 		return b.Delete(k)
 	})
+}
+
+// deleteMaps deletes clone c's link and directory maps.
+func deleteMaps(b meta.Batch, c uint64) error {
+	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
+		return err
+	}
+	return deleteRange(b, schema.DirMapRange, c)
 }
 
 // queueFreePins queues, at mount, every pin that nothing needs.

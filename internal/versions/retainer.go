@@ -192,6 +192,24 @@ func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
 	return 0, false, nil
 }
 
+// InScope reports whether ino was the root of the pin at version v, or
+// below it, at that version: whether that pin keeps ino's past. known is
+// false when no such pin is kept.
+func (r *Retainer) InScope(v, ino uint64) (in, known bool, err error) {
+	r.mu.RLock()
+	pins := r.pins
+	r.mu.RUnlock()
+	i, ok := slices.BinarySearchFunc(pins, v, cmpPin)
+	if !ok {
+		return false, false, nil
+	}
+	if ino >= pins[i].NextIno {
+		return false, true, nil // born after the pin
+	}
+	in, err = r.inScope(pins[i], ino)
+	return in, true, err
+}
+
 // inScope reports whether ino was p.Root or below it at p's version: some
 // chain of parents (as of then) reaches it. The answer never changes, so
 // it is cached.
