@@ -118,6 +118,11 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
 		return 0, err
 	}
+	xs, err := parseExcludes(o.Excludes)
+	if err != nil {
+		return 0, err
+	}
+	v.pinExcludes.Store(pin, excludeMatcher(xs)) // before it retains anything
 	v.ret.Add(versions.Pinned{Version: pin, Pin: p})
 	if *ino, err = allocIno(tx); err != nil {
 		return pin, err

@@ -67,6 +67,7 @@ type Volume struct {
 	materializeWake chan struct{}
 	reapWake        chan struct{}
 	excludes        sync.Map // clone root ino -> []exclusion
+	pinExcludes     sync.Map // pin version -> func(string, bool) bool (nil: none)
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
@@ -103,6 +104,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		return nil, fmt.Errorf("load pins: %w", err)
 	}
 	v.ret = ret
+	ret.SetExcluder(v.pinExcluder)
 	eng.SetRetainer(ret)
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
