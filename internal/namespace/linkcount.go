@@ -3,7 +3,9 @@ package namespace
 import (
 	"errors"
 	"strings"
+	"syscall"
 
+	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
@@ -199,4 +201,46 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 		rel, dir = name, parent
 	}
 	return rel, true, nil
+}
+
+// settleLinks gives each hard-linked file of clone c the link count of
+// the names it really has: names in directories that were never
+// materialized (the reaper deletes those whole) go with the clone.
+func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
+	b := tx.Batch()
+	lower, upper := schema.LinkMapRange(c)
+	var inos []uint64
+	err := scan(b, lower, upper, func(_, val []byte) error {
+		ino, err := schema.ParseU64(val)
+		inos = append(inos, ino)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ino := range inos {
+		n, err := loadInode(b, ino)
+		if errors.Is(err, syscall.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		names := 0
+		pl, pu := schema.ParentRange(ino)
+		if err := scan(b, pl, pu, func(_, _ []byte) error { names++; return nil }); err != nil {
+			return err
+		}
+		if n.Nlink == uint32(names) || n.Nlink == 0 {
+			continue
+		}
+		n.Nlink = uint32(names) + 1 // dropLink takes one
+		if err := saveInode(tx, ino, &n); err != nil {
+			return err
+		}
+		if err := v.dropLink(tx, ino); err != nil {
+			return err
+		}
+	}
+	return nil
 }

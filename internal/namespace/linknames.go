@@ -7,7 +7,6 @@ import (
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
-	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // A hard-linked file's link count in a clone counts every name the clone
@@ -108,25 +107,6 @@ func (lc *linkCounter) level(i int) (linkLevel, bool, error) {
 		return lc.levels[i], true, nil
 	}
 	return linkLevel{}, false, nil
-}
-
-// enclosingClone is the clone whose tree holds ino as r shows it: the
-// clone of ino or of the nearest directory above it that has one (inodes
-// made in a clone have none); 0 outside clones.
-func enclosingClone(r meta.Reader, ino uint64) (uint64, error) {
-	for depth := 0; depth < 1<<12; depth++ {
-		n, err := loadInode(r, ino)
-		if err != nil || n.Clone != 0 {
-			return n.Clone, err
-		}
-		if ino == vfs.RootIno {
-			break
-		}
-		if ino, _, err = firstParent(r, ino); err != nil || ino == 0 {
-			return 0, err
-		}
-	}
-	return 0, nil
 }
 
 // mapped reads what a link or directory map of level l names, if that
@@ -272,35 +252,4 @@ func (lc *linkCounter) namesAt(i int, k linkKey) ([]viewName, error) {
 	}
 	up, err := lc.mapUp(l, deeper)
 	return append(names, up...), err
-}
-
-// realNames lists file y's entries as of version at. As of a pin, a
-// back-reference counts only if its directory has the entry then: one
-// added since to a file outside the pinned subtree reads as if it were
-// there already (its records were not kept), but the directory's are.
-func (lc *linkCounter) realNames(at, y uint64) ([]viewName, error) {
-	var names []viewName
-	r := lc.reader(at)
-	lower, upper := schema.ParentRange(y)
-	err := scan(r, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
-		if at != 0 {
-			raw, err := r.Get(schema.DirentKey(parent, name))
-			if errors.Is(err, meta.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if d, err := decodeDirent(parent, name, raw); err != nil || d.Ino != y {
-				return err
-			}
-		}
-		names = append(names, viewName{{at: at, dir: parent, rel: name}})
-		return nil
-	})
-	return names, err
 }

@@ -2,7 +2,6 @@ package namespace
 
 import (
 	"errors"
-	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -263,45 +262,3 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 
 // PinCount is the number of pins not released yet.
 func (v *Volume) PinCount() int { return len(v.ret.Pins()) }
-
-// settleLinks gives each hard-linked file of clone c the link count of
-// the names it really has: names in directories that were never
-// materialized (the reaper deletes those whole) go with the clone.
-func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
-	b := tx.Batch()
-	lower, upper := schema.LinkMapRange(c)
-	var inos []uint64
-	err := scan(b, lower, upper, func(_, val []byte) error {
-		ino, err := schema.ParseU64(val)
-		inos = append(inos, ino)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, ino := range inos {
-		n, err := loadInode(b, ino)
-		if errors.Is(err, syscall.ENOENT) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		names := 0
-		pl, pu := schema.ParentRange(ino)
-		if err := scan(b, pl, pu, func(_, _ []byte) error { names++; return nil }); err != nil {
-			return err
-		}
-		if n.Nlink == uint32(names) || n.Nlink == 0 {
-			continue
-		}
-		n.Nlink = uint32(names) + 1 // dropLink takes one
-		if err := saveInode(tx, ino, &n); err != nil {
-			return err
-		}
-		if err := v.dropLink(tx, ino); err != nil {
-			return err
-		}
-	}
-	return nil
-}
