@@ -127,6 +127,9 @@ func (lc *linkCounter) mapped(l linkLevel, key []byte) (uint64, schema.Inode, bo
 	if l.at != 0 {
 		// As of a pin, inodes born since read as they are now.
 		p, err := loadPin(lc.v.meta, l.at)
+		if errors.Is(err, meta.ErrNotFound) {
+			return 0, schema.Inode{}, false, errNotExact // released meanwhile
+		}
 		if err != nil {
 			return 0, schema.Inode{}, false, err
 		}
