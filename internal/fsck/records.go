@@ -9,7 +9,7 @@ import (
 )
 
 // keyPrefixes are the first bytes of every key the schema defines, sorted.
-var keyPrefixes = []byte{0x00, 'C', 'G', 'J', 'P', 'R', 'd', 'e', 'f', 'h', 'i', 'j', 'k', 'o', 'p', 'q', 'r', 'x'}
+var keyPrefixes = []byte{0x00, 'C', 'G', 'H', 'J', 'P', 'R', 'd', 'e', 'f', 'h', 'i', 'j', 'k', 'o', 'p', 'q', 'r', 'x'}
 
 // scanSingletons decodes the volume's singleton records.
 func (c *checker) scanSingletons() error {

@@ -71,6 +71,13 @@ func (c *checker) scanVersions() error {
 	}); err != nil {
 		return err
 	}
+	if err := c.scan([]byte{'H'}, []byte{'H' + 1}, func(k, v []byte) {
+		if _, err := schema.ParseU64(v); err != nil || len(k) != 25 {
+			c.report(KindDecode, noIno, "directory map entry %s: malformed", shortHex(k))
+		}
+	}); err != nil {
+		return err
+	}
 	indexed := map[string]bool{}
 	if err := c.scan([]byte{'R'}, []byte{'R' + 1}, func(k, _ []byte) {
 		key, err := schema.RetainIndexKeyOf(k)

@@ -122,6 +122,9 @@ func (p *Pebble) TableBytes() (live, pending int64) {
 	return int64(m.Total().Size), int64(m.Table.ObsoleteSize + m.Table.ZombieSize)
 }
 
+// LSM describes Pebble's levels and tables, for diagnosing space.
+func (p *Pebble) LSM() string { return p.db.Metrics().String() }
+
 // Compact compacts the whole key space, so that deleted keys leave the
 // disk (measurements of metadata size want that).
 func (p *Pebble) Compact() error {

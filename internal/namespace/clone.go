@@ -120,6 +120,11 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
 		return 0, err
 	}
+	xs, err := parseExcludes(o.Excludes)
+	if err != nil {
+		return 0, err
+	}
+	v.pinExcludes.Store(pin, excludeMatcher(xs)) // before it retains anything
 	v.ret.Add(versions.Pinned{Version: pin, Pin: p})
 	if *ino, err = allocIno(tx); err != nil {
 		return pin, err
@@ -133,6 +138,19 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 		n.Nlink = 1
 	}
 	if err := saveInode(tx, *ino, n); err != nil {
+		return pin, err
+	}
+	// The directory map starts at the root, with the clone whose tree
+	// holds src (inodes made in a clone do not say); a clone without
+	// them was made before there was a map (see linkCounter).
+	below, err := enclosingClone(b, src)
+	if err != nil {
+		return pin, err
+	}
+	if err := b.Set(schema.DirMapKey(*ino, pin, src), schema.U64(*ino)); err != nil {
+		return pin, err
+	}
+	if err := b.Set(schema.DirMapKey(*ino, 0, 0), schema.U64(below)); err != nil {
 		return pin, err
 	}
 	tx.AddInodes(1)

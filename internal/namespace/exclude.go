@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/doppelfs/doppel/internal/schema"
 )
 
 // Exclusions are gitignore-style patterns, relative to a clone's source:
@@ -74,4 +76,40 @@ func excluded(xs []exclusion, rel string, dir bool) bool {
 		}
 	}
 	return false
+}
+
+// pinExcluder tells the retainer which paths the clone of the pin at
+// version pin leaves out, so that the pin keeps only what the clone can
+// see (versions.Excluder). The clone's record, or its gone-clone record,
+// says; a pin with neither keeps everything.
+func (v *Volume) pinExcluder(pin uint64) (func(string, bool) bool, error) {
+	if m, ok := v.pinExcludes.Load(pin); ok {
+		return m.(func(string, bool) bool), nil
+	}
+	var match func(string, bool) bool
+	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
+		lower, upper := bounds()
+		err := scan(v.meta, lower, upper, func(_, val []byte) error {
+			rec, err := schema.DecodeClone(val)
+			if err != nil || rec.Pin != pin {
+				return err
+			}
+			xs, err := parseExcludes(rec.Excludes)
+			match = excludeMatcher(xs)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	v.pinExcludes.Store(pin, match)
+	return match, nil
+}
+
+// excludeMatcher is excluded for xs, or nil if xs is empty.
+func excludeMatcher(xs []exclusion) func(string, bool) bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	return func(rel string, dir bool) bool { return excluded(xs, rel, dir) }
 }

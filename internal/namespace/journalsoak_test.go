@@ -79,6 +79,9 @@ func TestJournalSoak(t *testing.T) {
 		// The log is not checked: it grows to its preallocated size (about
 		// 9 MiB) over the first rounds of a small run, then stays.
 		if float64(size) > 1.5*float64(first) {
+			if lsm, ok := v.Meta.(interface{ LSM() string }); ok {
+				t.Logf("the metadata store's levels:\n%s", lsm.LSM())
+			}
 			t.Fatalf("round %d: metadata tables %d bytes, round 1 %d", r, size, first)
 		}
 		if float64(keys) > 1.1*float64(firstKeys) {

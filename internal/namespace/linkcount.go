@@ -3,32 +3,28 @@ package namespace
 import (
 	"errors"
 	"strings"
+	"syscall"
 
+	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-// linksInView counts the names file ident has in clone's view: its link
-// count where its contents are, minus the names it has there that some
-// clone on the way up certainly does not show (outside the subtree that
-// clone pinned, or excluded by it). near is the file as the clone's source
-// directory shows it, ident where its contents are (the same, unless near
-// is a stub of the clone below).
+// linksInView is the count for chains through a clone made before there
+// were directory maps (linkCounter is exact, but needs them): the names
+// file ident has in clone's view, counted from its link count where its
+// contents are, minus the names it has there that some clone on the way
+// up certainly does not show (outside the subtree that clone pinned, or
+// excluded by it). near is the file as the clone's source directory shows
+// it, ident where its contents are.
 //
-// Through a chain of clones of clones a name is mapped level by level by
-// its path, which is exact only while the clone in between still reads the
-// directory the next clone copied through its pin: a stub directory has no
-// entries of its own, so nothing below it was renamed or moved there. Where
-// that does not hold (the directory was materialized, and its entries may
-// have moved), the names near has in the clone below are used instead:
-// its entries there are exact, and its names still pending in stub
-// directories there are counted. Counting a name too many keeps a file
+// A name is mapped level by level by its path, exact only while the clone
+// in between still reads the directory the next clone copied through its
+// pin. Where not, near's own entries are used and its names still pending
+// in stub directories are all counted: a count one too high keeps a file
 // until the clone goes; one too few would free it while a name is left.
-// Names inside directories that were stubs have no entries yet but are in
-// the link count, which is why it starts from the count; they are counted
-// too.
 func (v *Volume) linksInView(clone uint64, near, ident source) (uint32, error) {
 	levels, ok, err := v.viewLevels(clone, ident.pin)
 	if err != nil || !ok {
@@ -205,4 +201,46 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 		rel, dir = name, parent
 	}
 	return rel, true, nil
+}
+
+// settleLinks gives each hard-linked file of clone c the link count of
+// the names it really has: names in directories that were never
+// materialized (the reaper deletes those whole) go with the clone.
+func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
+	b := tx.Batch()
+	lower, upper := schema.LinkMapRange(c)
+	var inos []uint64
+	err := scan(b, lower, upper, func(_, val []byte) error {
+		ino, err := schema.ParseU64(val)
+		inos = append(inos, ino)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ino := range inos {
+		n, err := loadInode(b, ino)
+		if errors.Is(err, syscall.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		names := 0
+		pl, pu := schema.ParentRange(ino)
+		if err := scan(b, pl, pu, func(_, _ []byte) error { names++; return nil }); err != nil {
+			return err
+		}
+		if n.Nlink == uint32(names) || n.Nlink == 0 {
+			continue
+		}
+		n.Nlink = uint32(names) + 1 // dropLink takes one
+		if err := saveInode(tx, ino, &n); err != nil {
+			return err
+		}
+		if err := v.dropLink(tx, ino); err != nil {
+			return err
+		}
+	}
+	return nil
 }

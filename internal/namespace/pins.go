@@ -2,7 +2,6 @@ package namespace
 
 import (
 	"errors"
-	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -22,17 +21,17 @@ func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 	if err := b.Delete(schema.CloneKey(c)); err != nil {
 		return err
 	}
-	if v.pinAfter(rec.Pin) {
-		// A later pin may hold stubs of it, which need its exclusions
-		// and origin: keep the record until no such pin is left.
-		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
-			return err
-		}
-	}
 	if err := v.settleLinks(tx, c); err != nil {
 		return err
 	}
-	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
+	if v.pinAfter(rec.Pin) {
+		// A later pin may hold stubs of it, which need its exclusions
+		// and origin, and its maps to count links through it: keep
+		// them until no such pin is left.
+		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
+			return err
+		}
+	} else if err := deleteMaps(b, c); err != nil {
 		return err
 	}
 	return v.unholdPin(tx, rec.Pin)
@@ -195,8 +194,23 @@ func (v *Volume) forgetGone(b meta.Batch) error {
 		if err != nil || v.pinAfter(rec.Pin) {
 			return err
 		}
+		c, err := schema.GoneIno(k)
+		if err != nil {
+			return err
+		}
+		if err := deleteMaps(b, c); err != nil {
+			return err
+		}
 		return b.Delete(k)
 	})
+}
+
+// deleteMaps deletes clone c's link and directory maps.
+func deleteMaps(b meta.Batch, c uint64) error {
+	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
+		return err
+	}
+	return deleteRange(b, schema.DirMapRange, c)
 }
 
 // queueFreePins queues, at mount, every pin that nothing needs.
@@ -248,45 +262,3 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 
 // PinCount is the number of pins not released yet.
 func (v *Volume) PinCount() int { return len(v.ret.Pins()) }
-
-// settleLinks gives each hard-linked file of clone c the link count of
-// the names it really has: names in directories that were never
-// materialized (the reaper deletes those whole) go with the clone.
-func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
-	b := tx.Batch()
-	lower, upper := schema.LinkMapRange(c)
-	var inos []uint64
-	err := scan(b, lower, upper, func(_, val []byte) error {
-		ino, err := schema.ParseU64(val)
-		inos = append(inos, ino)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, ino := range inos {
-		n, err := loadInode(b, ino)
-		if errors.Is(err, syscall.ENOENT) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		names := 0
-		pl, pu := schema.ParentRange(ino)
-		if err := scan(b, pl, pu, func(_, _ []byte) error { names++; return nil }); err != nil {
-			return err
-		}
-		if n.Nlink == uint32(names) || n.Nlink == 0 {
-			continue
-		}
-		n.Nlink = uint32(names) + 1 // dropLink takes one
-		if err := saveInode(tx, ino, &n); err != nil {
-			return err
-		}
-		if err := v.dropLink(tx, ino); err != nil {
-			return err
-		}
-	}
-	return nil
-}

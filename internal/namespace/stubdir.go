@@ -59,17 +59,13 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	if err != nil {
 		return 0, false, err
 	}
-	linked := !isDir(cn.Mode) && cn.Nlink > 1
-	// One file reached through different clones of clones must map to one
-	// inode: key it by where its contents really are.
 	near := source{r: src.r, pin: src.pin, ino: base, n: cn}
-	ident := near
-	if linked && cn.Stub {
-		if ident, err = v.sourceOf(&cn); err != nil {
-			return 0, false, err
-		}
+	lk, err := v.linkFor(b, parent, near)
+	if err != nil {
+		return 0, false, err
 	}
-	mapKey := schema.LinkMapKey(parent.Clone, ident.pin, ident.ino)
+	linked, key := lk.linked, lk.key
+	mapKey := schema.LinkMapKey(parent.Clone, key.pin, key.ino)
 	if linked {
 		local, ok, err := addName(tx, mapKey)
 		if err != nil || ok {
@@ -81,6 +77,9 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		return 0, false, err
 	}
 	stub := cn
+	if !isDir(cn.Mode) && !linked {
+		stub.Nlink = 1 // its names here are not linked (see linkFor)
+	}
 	stub.Clone, stub.Origin, stub.Stub, stub.Excl = parent.Clone, schema.Origin{Pin: src.pin, Base: base}, true, nil
 	if isDir(cn.Mode) {
 		for _, x := range src.excl {
@@ -91,7 +90,7 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		// Its link count counts every name it has in the clone, also
 		// those in directories not materialized yet: they name this
 		// inode (through the link map) once they are.
-		if stub.Nlink, err = v.linksInView(parent.Clone, near, ident); err != nil {
+		if stub.Nlink, err = lk.count(v, parent.Clone); err != nil {
 			return 0, false, err
 		}
 		if err := b.Set(mapKey, schema.U64(local)); err != nil {
@@ -100,6 +99,11 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 	}
 	if err := saveInode(tx, local, &stub); err != nil {
 		return 0, false, err
+	}
+	if isDir(cn.Mode) {
+		if err := b.Set(schema.DirMapKey(parent.Clone, src.pin, base), schema.U64(local)); err != nil {
+			return 0, false, err
+		}
 	}
 	tx.AddInodes(1)
 	return local, true, nil

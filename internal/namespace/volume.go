@@ -77,6 +77,7 @@ type Volume struct {
 	pruneMu         sync.Mutex   // one journal pruning pass at a time
 	journalMu       sync.RWMutex // diffs (read) against the journal floor rising
 	excludes        sync.Map     // clone root ino -> []exclusion
+	pinExcludes     sync.Map     // pin version -> func(string, bool) bool (nil: none)
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
@@ -120,6 +121,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		return nil, fmt.Errorf("load pins: %w", err)
 	}
 	v.ret = ret
+	ret.SetExcluder(v.pinExcluder)
 	eng.SetRetainer(ret)
 	if err := v.removeOrphans(); err != nil {
 		return nil, err

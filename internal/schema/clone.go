@@ -142,6 +142,25 @@ func LinkMapRange(clone uint64) (lower, upper []byte) {
 	return u64key(prefixLinkMap, clone, 0), u64key(prefixLinkMap, clone+1, 0)
 }
 
+// prefixDirMap keys the directory map. Part of the on-disk format.
+const prefixDirMap = 'H'
+
+// DirMapKey maps (clone, pin, origin directory) to the clone's directory
+// made from it (its root, or a stub made when its parent was
+// materialized); its value is U64(local inode). It is written once and
+// never changes, so that a name in the origin can be followed up to the
+// directory of the clone that shows it (link counts through clones of
+// clones). DirMapKey(clone, 0, 0) holds the clone whose tree held the
+// origin when it was cloned (0: none).
+func DirMapKey(clone, pin, origin uint64) []byte {
+	return appendU64(appendU64(u64key(prefixDirMap, clone, 16), pin), origin)
+}
+
+// DirMapRange bounds the directory map of clone.
+func DirMapRange(clone uint64) (lower, upper []byte) {
+	return u64key(prefixDirMap, clone, 0), u64key(prefixDirMap, clone+1, 0)
+}
+
 func u64Of(k []byte, prefix byte) (uint64, error) {
 	if len(k) != 9 || k[0] != prefix {
 		return 0, ErrBadKey

@@ -24,6 +24,10 @@ type Retainer struct {
 	pins  []Pinned // by version, oldest first
 	any   atomic.Bool
 	scope *lru.Cache[scopeKey, bool]
+	// dirs caches, for pins whose clone excludes paths, the path of a
+	// directory below the pin's root as of the pin, if the clone shows it.
+	dirs     *lru.Cache[scopeKey, dirScope]
+	excluder atomic.Pointer[Excluder]
 }
 
 // Pinned is a pin and its version.
@@ -40,7 +44,11 @@ func NewRetainer(store meta.Reader) (*Retainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Retainer{store: store, scope: c}
+	d, err := lru.New[scopeKey, dirScope](1 << 16)
+	if err != nil {
+		return nil, err
+	}
+	r := &Retainer{store: store, scope: c, dirs: d}
 	pins, err := LoadPins(store)
 	if err != nil {
 		return nil, err
@@ -190,54 +198,4 @@ func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
 		}
 	}
 	return 0, false, nil
-}
-
-// inScope reports whether ino was p.Root or below it at p's version: some
-// chain of parents (as of then) reaches it. The answer never changes, so
-// it is cached.
-func (r *Retainer) inScope(p Pinned, ino uint64) (bool, error) {
-	if ino == p.Root {
-		return true, nil
-	}
-	if ino == rootIno {
-		return false, nil
-	}
-	k := scopeKey{p.Version, ino}
-	if in, ok := r.scope.Get(k); ok {
-		return in, nil
-	}
-	parents, err := ParentsAsOf(r.store, p.Version, ino)
-	if err != nil {
-		return false, err
-	}
-	in := false
-	for _, parent := range parents {
-		if in, err = r.inScope(p, parent); err != nil {
-			return false, err
-		} else if in {
-			break
-		}
-	}
-	r.scope.Add(k, in)
-	return in, nil
-}
-
-// ParentsAsOf lists the directories that held ino at version pin.
-func ParentsAsOf(m meta.Reader, pin, ino uint64) ([]uint64, error) {
-	it, err := AsOf(m, pin).NewIter(schema.ParentRange(ino))
-	if err != nil {
-		return nil, err
-	}
-	var out []uint64
-	for it.First(); it.Valid(); it.Next() {
-		_, parent, _, err := schema.ParseParentKey(it.Key())
-		if err != nil {
-			it.Close()
-			return nil, err
-		}
-		if len(out) == 0 || out[len(out)-1] != parent {
-			out = append(out, parent)
-		}
-	}
-	return out, it.Close()
 }
