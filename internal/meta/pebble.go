@@ -123,7 +123,22 @@ func (p *Pebble) TableBytes() (live, pending int64) {
 }
 
 // LSM describes Pebble's levels and tables, for diagnosing space.
-func (p *Pebble) LSM() string { return p.db.Metrics().String() }
+func (p *Pebble) LSM() string {
+	out := p.db.Metrics().String()
+	levels, err := p.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return out + err.Error()
+	}
+	for l, tables := range levels {
+		for _, t := range tables {
+			pr := t.Properties
+			out += fmt.Sprintf("L%d %s: %d bytes, %d entries (%d deletions, %d range deletions), keys %d bytes, values %d bytes, %q..%q\n",
+				l, t.FileNum, t.Size, pr.NumEntries, pr.NumDeletions, pr.NumRangeDeletions, pr.RawKeySize, pr.RawValueSize,
+				t.Smallest.UserKey, t.Largest.UserKey)
+		}
+	}
+	return out
+}
 
 // Compact compacts the whole key space, so that deleted keys leave the
 // disk (measurements of metadata size want that).
