@@ -6,42 +6,53 @@ import (
 	"log/slog"
 
 	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
-// onVolume runs mounted through the daemon's control socket when the volume
-// in dir is mounted, and offline on the opened store otherwise (retrying
-// through the daemon if it got mounted meanwhile).
-func onVolume(dir string, mounted func(*control.Client) error, offline func(*volume.Volume) error) error {
-	return onStore(dir, mounted, openVolume, offline)
+// withVolume runs fn on the volume in dir: through its daemon's control
+// socket when it is mounted, otherwise on the store opened here for the
+// command (through the daemon after all if it got mounted meanwhile).
+func withVolume(dir string, fn func(ops.Volume) error) error {
+	return withOpened(dir, func(dir string) (ops.Volume, func() error, error) {
+		v, err := volume.Open(dir, slog.Default())
+		if err != nil {
+			return nil, nil, err
+		}
+		return v.Operations(), v.Close, nil
+	}, fn)
 }
 
-func openVolume(dir string) (*volume.Volume, func() error, error) {
-	v, err := volume.Open(dir, slog.Default())
-	if err != nil {
-		return nil, nil, err
-	}
-	return v, v.Close, nil
+// withVolumeForCheck is withVolume for fsck: an unmounted volume is
+// opened without starting the file system on it (volume.OpenForCheck).
+func withVolumeForCheck(dir string, fn func(ops.Volume) error) error {
+	return withOpened(dir, func(dir string) (ops.Volume, func() error, error) {
+		c, err := volume.OpenForCheck(dir, slog.Default())
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.Close, nil
+	}, fn)
 }
 
-// onStore is onVolume for a command that opens the unmounted store its
-// own way (fsck opens it without starting the file system). open fails
-// with an error wrapping volume.ErrInUse if the volume is in use.
-func onStore[S any](dir string, mounted func(*control.Client) error, open func(string) (S, func() error, error), offline func(S) error) error {
+// withOpened runs fn through the daemon if one serves dir, else on what
+// open gives, which fails wrapping volume.ErrInUse if the volume is in
+// use.
+func withOpened(dir string, open func(string) (ops.Volume, func() error, error), fn func(ops.Volume) error) error {
 	if volume.LockHolder(dir) > 0 {
 		c, err := control.Dial(dir)
 		if err != nil {
 			return fmt.Errorf("volume %s is in use but its daemon does not answer: %w", dir, err)
 		}
-		return mounted(c)
+		return fn(c)
 	}
-	s, closeStore, err := open(dir)
+	v, closeVolume, err := open(dir)
 	if errors.Is(err, volume.ErrInUse) {
-		return onStore(dir, mounted, open, offline)
+		return withOpened(dir, open, fn)
 	}
 	if err != nil {
 		return err
 	}
-	err = offline(s)
-	return errors.Join(err, closeStore())
+	err = fn(v)
+	return errors.Join(err, closeVolume())
 }

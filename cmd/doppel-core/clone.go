@@ -2,14 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/control/wire"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/exclude"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const cloneAbout = `Make DST a writable copy of SRC (a directory or a file) in constant time,
@@ -75,7 +75,7 @@ func cloneCommand(pos []string, store string, req control.CloneRequest, asJSON b
 	if len(pos) != 2 {
 		return usagef("need SRC and DST (see --help)")
 	}
-	if err := namespace.CheckExcludes(req.Excludes); err != nil {
+	if err := exclude.Check(req.Excludes); err != nil {
 		return usagef("%v", err)
 	}
 	src, err := resolveVolumePath(pos[0], store)
@@ -90,20 +90,15 @@ func cloneCommand(pos []string, store string, req control.CloneRequest, asJSON b
 		return fmt.Errorf("%s and %s are not in the same volume (%s, %s): a clone stays inside its volume", pos[0], pos[1], src.Store, dst.Store)
 	}
 	req.Src, req.Dst = src.Path, dst.Path
-	var res namespace.CloneResult
-	err = onVolume(src.Store,
-		func(c *control.Client) (err error) { res, err = c.Clone(req); return err },
-		func(v *volume.Volume) (err error) {
-			res, err = v.NS.ClonePath(req.Src, req.Dst, namespace.CloneOptions{Excludes: req.Excludes, ReadOnly: req.ReadOnly, Lazy: req.Lazy})
-			return err
-		})
+	var res ops.CloneResult
+	err = withVolume(src.Store, func(v ops.Volume) (err error) { res, err = v.Clone(context.Background(), req); return err })
 	if err != nil {
 		return explainPath(src, err)
 	}
 	if asJSON {
 		return printJSON(res)
 	}
-	fmt.Println(wire.CloneReply{Pin: res.Pin, ReadOnly: res.ReadOnly, ElapsedNs: res.ElapsedNs}.Summary(pos[0], pos[1]))
+	fmt.Println(res.Summary(pos[0], pos[1]))
 	return nil
 }
 

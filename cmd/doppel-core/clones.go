@@ -7,9 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const clonesAbout = `List the clones and snapshots of a volume: where each is, where its source
@@ -43,22 +41,14 @@ func runClones(args []string) error {
 	if err != nil {
 		return err
 	}
-	var list []namespace.CloneInfo
-	err = onVolume(vp.Store,
-		func(c *control.Client) (err error) {
-			list, err = c.Clones(!*noSpace)
-			return err
-		},
-		func(v *volume.Volume) (err error) {
-			list, err = v.NS.Clones(context.Background(), !*noSpace)
-			return err
-		})
+	var list []ops.CloneInfo
+	err = withVolume(vp.Store, func(v ops.Volume) (err error) { list, err = v.Clones(context.Background(), !*noSpace); return err })
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		if list == nil {
-			list = []namespace.CloneInfo{} // [], not null, when there are none
+			list = []ops.CloneInfo{} // [], not null, when there are none
 		}
 		return printJSON(list)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -16,7 +15,7 @@ import (
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
 	"github.com/doppelfs/doppel/internal/metrics"
-	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -67,8 +66,8 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		Debug:             mf.fuseDebug,
 		Logger:            slog.NewLogLogger(log.With("component", "go-fuse").Handler(), slog.LevelInfo),
 	}
-	var ops metrics.Ops
-	srv, err := fuse.NewServer(fusefs.New(vol.NS, &ops, log), mp, opts)
+	var fuseOps metrics.Ops
+	srv, err := fuse.NewServer(fusefs.New(vol.NS, &fuseOps, log), mp, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
@@ -78,39 +77,10 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
 	imports := &daemonImports{vol: vol, srv: srv, mp: mp, log: log}
-	stopControl, err := control.Serve(context.Background(), dir, control.Handlers{
-		Space:   vol.Space,
-		Sync:    vol.NS.SyncFS,
-		Usage:   vol.NS.Usage,
-		Stat:    vol.NS.Stat,
-		Status:  func() (control.Status, error) { return daemonStatus(vol, mp, started, &ops), nil },
-		Metrics: metrics.Handler(metrics.NewRegistry(&ops, vol.Figures), log),
-		Fsck:    vol.Fsck,
-		Import:  imports.run,
-		Clone: func(req control.CloneRequest) (namespace.CloneResult, error) {
-			res, err := vol.NS.ClonePath(req.Src, req.Dst, namespace.CloneOptions{Excludes: req.Excludes, ReadOnly: req.ReadOnly, Lazy: req.Lazy})
-			if err == nil {
-				srv.EntryNotify(res.Parent, res.Name) // the kernel may remember DST did not exist
-			}
-			return res, err
-		},
-		Diff: func(r *http.Request, req control.DiffRequest) (namespace.DiffResult, error) {
-			return vol.NS.Diff(r.Context(), req.A, req.B, namespace.DiffOptions{Patch: req.Patch, Full: req.Full})
-		},
-		Clones: vol.NS.Clones,
-		RemoveClone: func(path string) error {
-			err := vol.NS.RemoveClone(path)
-			if err == nil {
-				if parent, name, ok := vol.NS.EntryOf(path); ok {
-					srv.EntryNotify(parent, name) // the kernel may still have it cached
-				}
-			}
-			return err
-		},
-		Scan: func(ctx context.Context, req control.ScanRequest) ([]namespace.ContentGroup, error) {
-			return vol.NS.ScanGroups(ctx, req.Paths, req.Since)
-		},
-	})
+	served := servedVolume{Volume: vol.Operations(), vol: vol, srv: srv, imports: imports,
+		status: func() ops.Status { return daemonStatus(vol, mp, started, &fuseOps) }}
+	stopControl, err := control.Serve(context.Background(), dir, served,
+		metrics.Handler(metrics.NewRegistry(&fuseOps, vol.Figures), log))
 	if err != nil {
 		srv.Unmount()
 		return err
@@ -141,16 +111,16 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 }
 
 // daemonStatus answers `doppel status` for the volume this daemon serves.
-func daemonStatus(vol *volume.Volume, mp string, started time.Time, ops *metrics.Ops) control.Status {
+func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *metrics.Ops) ops.Status {
 	c, n, s := vol.Engine.Counters(), vol.NS.Counters(), vol.Engine.Stats()
-	st := control.Status{
+	st := ops.Status{
 		Store: vol.Dir, Mountpoint: mp, PID: os.Getpid(), Started: started,
 		UptimeSeconds: time.Since(started).Seconds(),
 		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
 		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,
 		OpenFiles: n.OpenFiles, LogicalBytes: s.LogicalBytes, PhysicalBytes: s.PhysicalBytes,
 	}
-	t := ops.Totals()
+	t := fuseOps.Totals()
 	st.Requests, st.RequestErrors, st.RequestEIO = t.Count, t.Errors, t.EIO
 	return st
 }

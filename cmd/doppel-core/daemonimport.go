@@ -8,8 +8,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/importer"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -29,7 +29,7 @@ type daemonImports struct {
 	closed  bool
 }
 
-func (d *daemonImports) run(ctx context.Context, req control.ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
+func (d *daemonImports) run(ctx context.Context, req ops.ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	d.mu.Lock()
@@ -51,7 +51,7 @@ func (d *daemonImports) run(ctx context.Context, req control.ImportRequest, prog
 	}()
 
 	d.log.Info("import", "src", req.Src, "dst", req.Dst, "jobs", req.Jobs)
-	opt := importer.Options{Jobs: req.Jobs, Mountpoint: d.mp, OnProgress: progress}
+	opt := importer.Options{Jobs: req.Jobs, Mountpoint: d.mp, OnProgress: progress, ProgressInterval: req.ProgressEvery}
 	s, err := d.vol.Import(ctx, req.Src, req.Dst, opt)
 	if parent, name := s.TargetEntry(); parent != 0 && !d.isClosed() {
 		// The kernel may remember that the name did not exist.

@@ -12,8 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const dfAbout = `Without PATH, or with a PATH naming a volume's root (its mount point, or / with
@@ -79,7 +78,7 @@ func runDf(args []string) error {
 	if *asJSON {
 		return printJSON(struct {
 			Store string `json:"store"`
-			namespace.Usage
+			ops.Usage
 		}{vp.Store, u})
 	}
 	printUsage(os.Stdout, vp.Store, u)
@@ -89,16 +88,12 @@ func runDf(args []string) error {
 // spaceReport asks the daemon when the volume is mounted and opens the
 // store directly otherwise.
 func spaceReport(dir string) (rep control.SpaceReport, err error) {
-	err = onVolume(dir,
-		func(c *control.Client) (err error) { rep, err = c.Space(); return err },
-		func(v *volume.Volume) (err error) { rep, err = v.Space(); return err })
+	err = withVolume(dir, func(v ops.Volume) (err error) { rep, err = v.Space(context.Background()); return err })
 	return rep, err
 }
 
-func subtreeUsage(vp volumePath) (u namespace.Usage, err error) {
-	err = onVolume(vp.Store,
-		func(c *control.Client) (err error) { u, err = c.Usage(vp.Path); return err },
-		func(v *volume.Volume) (err error) { u, err = v.NS.Usage(context.Background(), vp.Path); return err })
+func subtreeUsage(vp volumePath) (u ops.Usage, err error) {
+	err = withVolume(vp.Store, func(v ops.Volume) (err error) { u, err = v.Usage(context.Background(), vp.Path); return err })
 	return u, explainPath(vp, err)
 }
 
@@ -129,7 +124,7 @@ func printSpace(w io.Writer, r control.SpaceReport) {
 	tw.Flush()
 }
 
-func printUsage(w io.Writer, store string, u namespace.Usage) {
+func printUsage(w io.Writer, store string, u ops.Usage) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "store\t%s\n", store)
 	fmt.Fprintf(tw, "path\t%s\t%s, %s\n", u.Path, plural(u.Files, "file"), plural(u.Dirs, "directory"))

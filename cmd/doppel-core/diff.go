@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const diffAbout = `Show the entries that differ between two trees A and B of one volume, one
@@ -58,20 +56,15 @@ func runDiff(args []string) error {
 	if a.Store != b.Store {
 		return fmt.Errorf("%s and %s are not in the same volume", pos[0], pos[1])
 	}
-	req := control.DiffRequest{A: a.Path, B: b.Path, Patch: *patch, Full: *full}
-	var res namespace.DiffResult
-	err = onVolume(a.Store,
-		func(c *control.Client) (err error) { res, err = c.Diff(req); return err },
-		func(v *volume.Volume) (err error) {
-			res, err = v.NS.Diff(context.Background(), req.A, req.B, namespace.DiffOptions{Patch: req.Patch, Full: req.Full})
-			return err
-		})
+	req := ops.DiffRequest{A: a.Path, B: b.Path, Patch: *patch, Full: *full}
+	var res ops.DiffResult
+	err = withVolume(a.Store, func(v ops.Volume) (err error) { res, err = v.Diff(context.Background(), req); return err })
 	if err != nil {
 		return explainPath(a, err)
 	}
 	if *asJSON {
 		if res.Entries == nil {
-			res.Entries = []namespace.DiffEntry{} // [], not null, for equal trees
+			res.Entries = []ops.DiffEntry{} // [], not null, for equal trees
 		}
 		return printJSON(res)
 	}
@@ -79,7 +72,7 @@ func runDiff(args []string) error {
 	return nil
 }
 
-func printDiff(w io.Writer, res namespace.DiffResult, stat, patch bool) {
+func printDiff(w io.Writer, res ops.DiffResult, stat, patch bool) {
 	counts := map[string]int{}
 	for _, e := range res.Entries {
 		counts[e.Status]++

@@ -1,23 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
-	"github.com/doppelfs/doppel/internal/blob"
-	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/fsck"
-	"github.com/doppelfs/doppel/internal/meta"
-	"github.com/doppelfs/doppel/internal/schema"
-	"github.com/doppelfs/doppel/internal/volume"
-	"golang.org/x/sys/unix"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const fsckAbout = `Check a volume's consistency; with --repair, repair it.
@@ -87,12 +81,9 @@ func fsckMain(args []string) (int, error) {
 	}
 	prog := newProgressLine(os.Stderr, !*asJSON)
 	show := func(p fsck.Progress) { prog.show(func() string { return progressText(p, *verify) }) }
-	req := control.FsckRequest{VerifyData: *verify, Repair: *repair}
-	var res control.FsckResult
-	err = onStore(dir,
-		func(c *control.Client) (err error) { res, err = c.Fsck(req, show); return err },
-		openForCheck,
-		func(s fsck.Stores) (err error) { res, err = fsckOffline(s, req, show); return err })
+	req := ops.FsckRequest{VerifyData: *verify, Repair: *repair}
+	var res ops.FsckResult
+	err = withVolumeForCheck(dir, func(v ops.Volume) (err error) { res, err = v.Fsck(context.Background(), req, show); return err })
 	prog.done()
 	if err != nil {
 		return 0, err
@@ -117,17 +108,6 @@ func fsckMain(args []string) (int, error) {
 	return 0, nil
 }
 
-// fsckOffline checks or repairs an unmounted volume.
-func fsckOffline(s fsck.Stores, req control.FsckRequest, progress func(fsck.Progress)) (control.FsckResult, error) {
-	opt := fsck.Options{VerifyData: req.VerifyData, Progress: progress}
-	if req.Repair {
-		rr, err := fsck.Repair(s, opt, slog.Default())
-		return control.FsckResult{Repair: rr}, err
-	}
-	rep, err := fsck.Check(s, opt)
-	return control.FsckResult{Report: rep}, err
-}
-
 func progressText(p fsck.Progress, verify bool) string {
 	if p.Phase == fsck.PhaseChunks && p.Total > 0 {
 		what := "checking chunk locations"
@@ -137,63 +117,6 @@ func progressText(p fsck.Progress, verify bool) string {
 		return fmt.Sprintf("fsck: %s %3d%% (%s of %s)", what, p.Done*100/p.Total, human(p.Done), human(p.Total))
 	}
 	return fmt.Sprintf("fsck: reading metadata (%s): %d records", p.Step, p.Done)
-}
-
-// openForCheck opens the volume's stores without starting the file system
-// on them: a mount would delete orphans and needs intact counters, while
-// fsck must only read (unless repairing) and must work on a damaged
-// volume. A volume in use gives an error wrapping volume.ErrInUse.
-func openForCheck(dir string) (fsck.Stores, func() error, error) {
-	if err := volume.CheckFormat(dir); err != nil {
-		return fsck.Stores{}, nil, err // not a volume, or one this doppel must not touch
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return fsck.Stores{}, nil, err
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		lock.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return fsck.Stores{}, nil, fmt.Errorf("%s: %w", dir, volume.ErrInUse)
-		}
-		return fsck.Stores{}, nil, fmt.Errorf("lock %s: %w", dir, err)
-	}
-	lock.Truncate(0)
-	lock.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	s, err := openStores(dir)
-	if err != nil {
-		lock.Close()
-		return fsck.Stores{}, nil, err
-	}
-	return s, func() error {
-		err := errors.Join(s.Blobs.Close(), s.Meta.Close())
-		lock.Close()
-		return err
-	}, nil
-}
-
-func openStores(dir string) (fsck.Stores, error) {
-	metaDir := filepath.Join(dir, "meta")
-	if _, err := os.Stat(metaDir); err != nil {
-		return fsck.Stores{}, fmt.Errorf("metadata store: %w", err)
-	}
-	m, err := meta.OpenPebble(metaDir)
-	if err != nil {
-		return fsck.Stores{}, err
-	}
-	if raw, err := m.Get(schema.KeyConfig); err == nil {
-		// fsck reports a bad config; one of a newer doppel it must not touch.
-		if _, err := schema.DecodeConfig(raw); errors.Is(err, schema.ErrNewerFormat) {
-			m.Close()
-			return fsck.Stores{}, fmt.Errorf("%s: %w", dir, err)
-		}
-	}
-	b, err := blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
-	if err != nil {
-		m.Close()
-		return fsck.Stores{}, err
-	}
-	return fsck.Stores{Dir: dir, Meta: m, Blobs: b}, nil
 }
 
 // fsckJSON is the --json output of a check.

@@ -9,9 +9,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/importer"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 func runImport(args []string) error {
@@ -64,22 +63,13 @@ func runImport(args []string) error {
 	defer stop()
 	show := newImportDisplay(os.Stderr, *quiet)
 	var sum importer.Summary
-	err = onVolume(dst.Store,
-		func(c *control.Client) (err error) {
-			req := control.ImportRequest{Src: src, Dst: dst.Path, Jobs: *jobs}
-			sum, err = c.Import(ctx, req, show.progress)
-			return err
-		},
-		func(v *volume.Volume) (err error) {
-			stopProfiles, err := recordProfiles()
-			if err != nil {
-				return err
-			}
-			defer stopProfiles()
-			opt := importer.Options{Jobs: *jobs, OnProgress: show.progress, ProgressInterval: show.interval()}
-			sum, err = v.Import(ctx, src, dst.Path, opt)
-			return err
-		})
+	stopProfiles, err := recordProfiles() // of an import run here, on an unmounted volume
+	if err != nil {
+		return err
+	}
+	req := ops.ImportRequest{Src: src, Dst: dst.Path, Jobs: *jobs, ProgressEvery: show.interval()}
+	err = withVolume(dst.Store, func(v ops.Volume) (err error) { sum, err = v.Import(ctx, req, show.progress); return err })
+	stopProfiles()
 	show.done()
 	if sum.Target != "" {
 		printImportSummary(os.Stdout, os.Stderr, src, dst.Store, sum, err == nil)

@@ -1,10 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const rmcloneAbout = `Remove the clone or snapshot at PATH (the root of one: see "doppel clones").
@@ -27,9 +27,7 @@ func runRmclone(args []string) error {
 		if err != nil {
 			return err
 		}
-		err = onVolume(vp.Store,
-			func(c *control.Client) error { return c.RemoveClone(vp.Path) },
-			func(v *volume.Volume) error { return v.NS.RemoveClone(vp.Path) })
+		err = withVolume(vp.Store, func(v ops.Volume) error { return v.RemoveClone(context.Background(), vp.Path) })
 		if err != nil {
 			return fmt.Errorf("rmclone %s: %w", p, explainPath(vp, err))
 		}

@@ -12,9 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const scanAbout = `Run CMD once per distinct file content found below the DIRs (trees of one
@@ -40,7 +38,7 @@ the paths. --json prints a list of {id, size, paths, exit_code, output}.
 The exit status is 1 if CMD failed for any content, 0 otherwise.`
 
 type scanResult struct {
-	namespace.ContentGroup
+	ops.ContentGroup
 	ExitCode int    `json:"exit_code"`
 	Output   string `json:"output"`
 }
@@ -82,7 +80,7 @@ func runScan(args []string) error {
 		}
 		vps = append(vps, vp)
 	}
-	req := control.ScanRequest{}
+	req := ops.ScanRequest{}
 	for _, vp := range vps[:len(pos)] {
 		req.Paths = append(req.Paths, vp.Path)
 	}
@@ -90,29 +88,20 @@ func runScan(args []string) error {
 		req.Since = vps[len(vps)-1].Path
 	}
 	sc := scanner{args: cmdArgs, progress: newProgressLine(os.Stderr, !*asJSON)}
-	err = onVolume(vps[0].Store,
-		func(c *control.Client) error {
-			groups, err := c.Scan(req)
-			if err != nil {
-				return err
-			}
-			mp, err := mountpointOf(vps[0])
-			if err != nil {
-				return err
-			}
-			return sc.run(groups, func(path string) (string, func(), error) {
+	ctx := context.Background()
+	err = withVolume(vps[0].Store, func(v ops.Volume) error {
+		groups, err := v.Scan(ctx, req)
+		if err != nil {
+			return err
+		}
+		mp := mountpointOf(vps[0])
+		return sc.run(groups, func(path string) (string, func(), error) {
+			if mp != "" {
 				return filepath.Join(mp, filepath.FromSlash(path)), func() {}, nil
-			})
-		},
-		func(v *volume.Volume) error {
-			groups, err := v.NS.ScanGroups(context.Background(), req.Paths, req.Since)
-			if err != nil {
-				return err
 			}
-			return sc.run(groups, func(path string) (string, func(), error) {
-				return copyOut(v.NS, path)
-			})
+			return copyOut(ctx, v, path)
 		})
+	})
 	if err != nil {
 		return err
 	}
@@ -154,7 +143,7 @@ type scanner struct {
 
 // run runs the command on one file of each group; fileOf gives the host
 // path of a volume path and what to do once the command is done with it.
-func (s *scanner) run(groups []namespace.ContentGroup, fileOf func(path string) (string, func(), error)) error {
+func (s *scanner) run(groups []ops.ContentGroup, fileOf func(path string) (string, func(), error)) error {
 	defer s.progress.done()
 	for i, g := range groups {
 		s.progress.show(func() string { return fmt.Sprintf("scanning %d/%d contents", i+1, len(groups)) })
@@ -174,27 +163,27 @@ func (s *scanner) run(groups []namespace.ContentGroup, fileOf func(path string) 
 }
 
 // mountpointOf is where vp's volume is mounted: the mount the argument
-// went through, else (with --store) any mount of the store.
-func mountpointOf(vp volumePath) (string, error) {
+// went through, else (with --store) any mount of the store, else "".
+func mountpointOf(vp volumePath) string {
 	if vp.Mountpoint != "" {
-		return vp.Mountpoint, nil
+		return vp.Mountpoint
 	}
 	ms, err := mounts()
 	if err != nil {
-		return "", err
+		return ""
 	}
 	for _, m := range ms {
 		if m.FSType == fuseType && m.Source == vp.Store {
-			return m.Point, nil
+			return m.Point
 		}
 	}
-	return "", fmt.Errorf("volume %s is in use by a daemon but not mounted: scan needs its files", vp.Store)
+	return ""
 }
 
 // copyOut copies the volume file at path into a new private directory,
 // under the same name and permission bits (readable by its owner), for
 // the command to read.
-func copyOut(ns *namespace.Volume, path string) (string, func(), error) {
+func copyOut(ctx context.Context, v ops.Volume, path string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "doppel-scan-")
 	if err != nil {
 		return "", nil, err
@@ -205,7 +194,7 @@ func copyOut(ns *namespace.Volume, path string) (string, func(), error) {
 	if err == nil {
 		var mode uint32
 		w := bufio.NewWriterSize(f, 1<<20)
-		mode, err = ns.CopyFile(context.Background(), path, w)
+		mode, err = v.CopyFile(ctx, path, w)
 		err = errors.Join(err, w.Flush(), f.Chmod(os.FileMode(mode&0o777|0o400)), f.Close())
 	}
 	if err != nil {

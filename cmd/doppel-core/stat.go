@@ -1,14 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"text/tabwriter"
 
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/namespace"
-	"github.com/doppelfs/doppel/internal/volume"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 const statAbout = `Show how FILE is stored: its size, its extents (which part of which chunk
@@ -42,24 +41,22 @@ func runStat(args []string) error {
 	if err != nil {
 		return err
 	}
-	var st namespace.FileStat
-	err = onVolume(vp.Store,
-		func(c *control.Client) (err error) { st, err = c.Stat(vp.Path); return err },
-		func(v *volume.Volume) (err error) { st, err = v.NS.Stat(vp.Path); return err })
+	var st ops.FileStat
+	err = withVolume(vp.Store, func(v ops.Volume) (err error) { st, err = v.Stat(context.Background(), vp.Path); return err })
 	if err != nil {
 		return explainPath(vp, err)
 	}
 	if *asJSON {
 		return printJSON(struct {
 			Store string `json:"store"`
-			namespace.FileStat
+			ops.FileStat
 		}{vp.Store, st})
 	}
 	printStat(os.Stdout, vp.Store, st)
 	return nil
 }
 
-func printStat(w io.Writer, store string, st namespace.FileStat) {
+func printStat(w io.Writer, store string, st ops.FileStat) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "store\t%s\n", store)
 	switch {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,7 +84,7 @@ func askDaemon(v *volumeStatus) {
 	c, err := control.DialTimeout(v.Store, statusTimeout)
 	if err == nil {
 		var s control.Status
-		if s, err = c.Status(); err == nil {
+		if s, err = c.Status(context.Background()); err == nil {
 			v.Responding, v.Daemon = true, &s
 			return
 		}

@@ -1,8 +1,9 @@
 package main
 
 import (
-	"github.com/doppelfs/doppel/internal/control"
-	"github.com/doppelfs/doppel/internal/volume"
+	"context"
+
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 func runSync(args []string) error {
@@ -21,7 +22,7 @@ func runSync(args []string) error {
 		return err
 	}
 	// Opening and closing the store offline syncs it.
-	return onVolume(dir, (*control.Client).Sync, func(*volume.Volume) error { return nil })
+	return withVolume(dir, func(v ops.Volume) error { return v.Sync(context.Background()) })
 }
 
 // volumeArg resolves an optional MOUNTPOINT argument or the --store flag.

@@ -71,7 +71,7 @@ func fastClone(name string, args []string) (code int, ok bool) {
 		os.Stdout.Write(out.Bytes())
 		return 0, true
 	}
-	var res wire.CloneReply
+	var res wire.CloneResult
 	if err := json.Unmarshal(body, &res); err != nil {
 		fmt.Fprintf(os.Stderr, "doppel: daemon reply: %v\n", err)
 		return 1, true

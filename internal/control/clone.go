@@ -1,30 +1,89 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
-	"github.com/doppelfs/doppel/internal/control/wire"
-	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // CloneRequest asks the daemon for `doppel clone` or `doppel snapshot`.
-type CloneRequest = wire.CloneRequest
+type CloneRequest = ops.CloneRequest
 
-func serveClone(mux *http.ServeMux, clone func(CloneRequest) (namespace.CloneResult, error)) {
+// serveClones answers clone, clones, rmclone, diff and scan.
+func serveClones(mux *http.ServeMux, vol ops.Volume) {
 	mux.HandleFunc("POST /v1/clone", func(w http.ResponseWriter, r *http.Request) {
-		var req CloneRequest
+		var req ops.CloneRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			reply(w, nil, err)
 			return
 		}
-		res, err := clone(req)
+		res, err := vol.Clone(r.Context(), req)
+		reply(w, res, err)
+	})
+	mux.HandleFunc("GET /v1/clones", func(w http.ResponseWriter, r *http.Request) {
+		res, err := vol.Clones(r.Context(), r.URL.Query().Get("space") == "1")
+		reply(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/rmclone", func(w http.ResponseWriter, r *http.Request) {
+		path, err := pathParam(r)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		reply(w, struct{}{}, vol.RemoveClone(r.Context(), path))
+	})
+	mux.HandleFunc("POST /v1/diff", func(w http.ResponseWriter, r *http.Request) {
+		var req ops.DiffRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		res, err := vol.Diff(r.Context(), req)
+		reply(w, res, err)
+	})
+	mux.HandleFunc("POST /v1/scan", func(w http.ResponseWriter, r *http.Request) {
+		var req ops.ScanRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		res, err := vol.Scan(r.Context(), req)
 		reply(w, res, err)
 	})
 }
 
 // Clone asks the daemon to make a clone.
-func (c *Client) Clone(req CloneRequest) (namespace.CloneResult, error) {
-	var res namespace.CloneResult
-	return res, c.doJSON("POST", "/v1/clone", req, &res)
+func (c *Client) Clone(ctx context.Context, req ops.CloneRequest) (ops.CloneResult, error) {
+	var res ops.CloneResult
+	return res, c.doJSON(ctx, "POST", "/v1/clone", req, &res)
+}
+
+// Clones asks for the volume's clones and snapshots.
+func (c *Client) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, error) {
+	var res []ops.CloneInfo
+	q := ""
+	if withSpace {
+		q = "?space=1"
+	}
+	return res, c.do(ctx, "GET", "/v1/clones"+q, &res)
+}
+
+// RemoveClone asks the daemon to remove a clone in the background.
+func (c *Client) RemoveClone(ctx context.Context, path string) error {
+	var res struct{}
+	return c.do(ctx, "POST", "/v1/rmclone?path="+urlQuery(path), &res)
+}
+
+// Diff asks the daemon to compare two trees.
+func (c *Client) Diff(ctx context.Context, req ops.DiffRequest) (ops.DiffResult, error) {
+	var res ops.DiffResult
+	return res, c.doJSON(ctx, "POST", "/v1/diff", req, &res)
+}
+
+// Scan asks for the distinct contents below paths.
+func (c *Client) Scan(ctx context.Context, req ops.ScanRequest) ([]ops.ContentGroup, error) {
+	var res []ops.ContentGroup
+	return res, c.doJSON(ctx, "POST", "/v1/scan", req, &res)
 }

@@ -13,51 +13,19 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/control/wire"
-	"github.com/doppelfs/doppel/internal/fsck"
-	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // SocketName is the control socket's file name inside a volume directory.
 const SocketName = wire.SocketName
 
 // SpaceReport is what `doppel df` shows.
-type SpaceReport struct {
-	Store          string  `json:"store"`
-	LogicalBytes   int64   `json:"logical_bytes"`
-	RawBytes       int64   `json:"raw_bytes"`
-	PhysicalBytes  int64   `json:"physical_bytes"`
-	MetaBytes      int64   `json:"meta_bytes"`
-	AllocatedBytes int64   `json:"allocated_bytes"`
-	Segments       int     `json:"segments"`
-	Chunks         int64   `json:"chunks"`
-	Inodes         int64   `json:"inodes"`
-	DedupRatio     float64 `json:"dedup_ratio"`
-	CompressRatio  float64 `json:"compression_ratio"`
-	ReclaimedBytes int64   `json:"reclaimed_bytes"`
-}
+type SpaceReport = ops.SpaceReport
 
-// Handlers are the daemon's answers.
-type Handlers struct {
-	Space   func() (SpaceReport, error)
-	Sync    func() error
-	Usage   func(ctx context.Context, path string) (namespace.Usage, error)
-	Stat    func(path string) (namespace.FileStat, error)
-	Status  func() (Status, error)
-	Metrics http.Handler // the Prometheus scrape
-	// Fsck checks (or repairs) the volume in use, reporting progress.
-	Fsck   func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error)
-	Import ImportHandler
-	Clone  func(CloneRequest) (namespace.CloneResult, error)
-	Diff   func(r *http.Request, req DiffRequest) (namespace.DiffResult, error)
-	Clones func(ctx context.Context, withSpace bool) ([]namespace.CloneInfo, error)
-	// RemoveClone detaches a clone and frees it in the background.
-	RemoveClone func(path string) error
-	Scan        func(ctx context.Context, req ScanRequest) ([]namespace.ContentGroup, error)
-}
-
-// Serve listens on the control socket in dir until the returned stop is
-// called, which waits (briefly) for the requests under way to end.
-func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
+// Serve listens on the control socket in dir, answering with vol, until
+// the returned stop is called, which waits (briefly) for the requests
+// under way to end. metrics (if not nil) answers the Prometheus scrape.
+func Serve(ctx context.Context, dir string, vol ops.Volume, metrics http.Handler) (func(), error) {
 	path := filepath.Join(dir, SocketName)
 	os.Remove(path) // stale from a killed daemon: we hold the volume lock
 	ln, err := net.Listen("unix", path)
@@ -70,29 +38,21 @@ func Serve(ctx context.Context, dir string, h Handlers) (func(), error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/space", func(w http.ResponseWriter, r *http.Request) {
-		rep, err := h.Space()
+		rep, err := vol.Space(r.Context())
 		reply(w, rep, err)
 	})
 	mux.HandleFunc("POST /v1/sync", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, struct{}{}, h.Sync())
+		reply(w, struct{}{}, vol.Sync(r.Context()))
 	})
-	serveInspect(mux, h)
-	if h.Status != nil {
-		serveStatus(mux, h.Status)
+	serveInspect(mux, vol)
+	serveStatus(mux, vol)
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
 	}
-	if h.Metrics != nil {
-		mux.Handle("GET /metrics", h.Metrics)
-	}
-	if h.Fsck != nil {
-		serveFsck(mux, h.Fsck)
-	}
-	if h.Import != nil {
-		mux.HandleFunc("POST /v1/import", serveImport(h.Import))
-	}
-	if h.Clone != nil {
-		serveClone(mux, h.Clone)
-	}
-	serveClones(mux, h)
+	serveFsck(mux, vol)
+	mux.HandleFunc("POST /v1/import", serveImport(vol))
+	serveClones(mux, vol)
+	serveCopyFile(mux, vol)
 	// Requests run in base, so that stopping ends the long ones (an online
 	// fsck, a subtree walk) before the volume under them closes.
 	base, cancel := context.WithCancel(ctx)
@@ -125,10 +85,12 @@ func reply(w http.ResponseWriter, v any, err error) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// Client talks to a running daemon.
+// Client talks to a running daemon: it is the volume the daemon serves.
 type Client struct {
 	*wire.Client
 }
+
+var _ ops.Volume = (*Client)(nil)
 
 // ErrNoDaemon means no daemon answers on the volume's socket.
 var ErrNoDaemon = wire.ErrNoDaemon
@@ -147,8 +109,8 @@ func DialTimeout(dir string, timeout time.Duration) (*Client, error) {
 }
 
 // do sends a request and decodes the JSON reply into out.
-func (c *Client) do(method, path string, out any) error {
-	body, err := c.Raw(method, path, nil)
+func (c *Client) do(ctx context.Context, method, path string, out any) error {
+	body, err := c.RawContext(ctx, method, path, nil)
 	if err != nil {
 		return err
 	}
@@ -156,12 +118,12 @@ func (c *Client) do(method, path string, out any) error {
 }
 
 // doJSON sends in as the request's JSON body and decodes the reply.
-func (c *Client) doJSON(method, path string, in, out any) error {
+func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return err
 	}
-	body, err := c.Raw(method, path, b)
+	body, err := c.RawContext(ctx, method, path, b)
 	if err != nil {
 		return err
 	}
@@ -169,13 +131,13 @@ func (c *Client) doJSON(method, path string, in, out any) error {
 }
 
 // Space asks for the space report.
-func (c *Client) Space() (SpaceReport, error) {
-	var r SpaceReport
-	return r, c.do("GET", "/v1/space", &r)
+func (c *Client) Space(ctx context.Context) (ops.SpaceReport, error) {
+	var r ops.SpaceReport
+	return r, c.do(ctx, "GET", "/v1/space", &r)
 }
 
 // Sync asks the daemon to make everything durable.
-func (c *Client) Sync() error {
+func (c *Client) Sync(ctx context.Context) error {
 	var r struct{}
-	return c.do("POST", "/v1/sync", &r)
+	return c.do(ctx, "POST", "/v1/sync", &r)
 }

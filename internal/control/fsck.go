@@ -14,19 +14,14 @@ import (
 
 	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // FsckRequest asks the daemon to check (and repair) its volume.
-type FsckRequest struct {
-	VerifyData bool `json:"verify_data"`
-	Repair     bool `json:"repair"`
-}
+type FsckRequest = ops.FsckRequest
 
 // FsckResult is the outcome: Report for a check, Repair for a repair.
-type FsckResult struct {
-	Report *fsck.Report       `json:"report,omitempty"`
-	Repair *fsck.RepairReport `json:"repair,omitempty"`
-}
+type FsckResult = ops.FsckResult
 
 // fsckLine is one line of the streamed reply: progress while the check
 // runs, then the result or the error.
@@ -43,7 +38,7 @@ var progressEvery = 500 * time.Millisecond
 // serveFsck answers POST /v1/fsck with newline-delimited JSON: progress
 // lines while the check runs, then one line with the result or the
 // error. The check stops if the client goes away.
-func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(fsck.Progress)) (FsckResult, error)) {
+func serveFsck(mux *http.ServeMux, vol ops.Volume) {
 	mux.HandleFunc("POST /v1/fsck", func(w http.ResponseWriter, r *http.Request) {
 		var req FsckRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -69,7 +64,7 @@ func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(f
 				send(fsckLine{Progress: &p})
 			}
 		}
-		res, err := run(r.Context(), req, progress)
+		res, err := vol.Fsck(r.Context(), req, progress)
 		if err != nil {
 			var errno syscall.Errno
 			errors.As(err, &errno)
@@ -82,9 +77,12 @@ func serveFsck(mux *http.ServeMux, run func(context.Context, FsckRequest, func(f
 
 // Fsck asks the daemon to check its volume, calling progress (if not nil)
 // as the check goes. It waits as long as the check takes.
-func (c *Client) Fsck(req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
+func (c *Client) Fsck(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
 	body, _ := json.Marshal(req)
-	hreq, _ := http.NewRequest("POST", "http://doppel/v1/fsck", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, "POST", "http://doppel/v1/fsck", bytes.NewReader(body))
+	if err != nil {
+		return FsckResult{}, err
+	}
 	long := &http.Client{Transport: c.Transport()} // no timeout: a check reads the whole volume
 	resp, err := long.Do(hreq)
 	if err != nil {

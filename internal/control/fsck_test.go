@@ -16,8 +16,8 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 	progressEvery = 0 // stream every progress call
 	dir := t.TempDir()
 	var asked []FsckRequest
-	stop, err := Serve(context.Background(), dir, Handlers{
-		Fsck: func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
+	stop, err := Serve(context.Background(), dir, fakeVolume{
+		fsck: func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
 			asked = append(asked, req)
 			if req.Repair {
 				return FsckResult{}, fmt.Errorf("repair refused: %w", syscall.EBUSY)
@@ -27,7 +27,7 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 			}
 			return FsckResult{Report: &fsck.Report{Inodes: 7, Problems: []fsck.Problem{{Kind: fsck.KindNlink, Path: "/x"}}}}, nil
 		},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	var seen []int64
-	res, err := c.Fsck(FsckRequest{VerifyData: true}, func(p fsck.Progress) { seen = append(seen, p.Done) })
+	res, err := c.Fsck(context.Background(), FsckRequest{VerifyData: true}, func(p fsck.Progress) { seen = append(seen, p.Done) })
 	if err != nil || res.Report == nil || res.Report.Inodes != 7 || len(res.Report.Problems) != 1 || res.Report.Problems[0].Path != "/x" {
 		t.Fatalf("Fsck = %+v, %v", res, err)
 	}
@@ -46,7 +46,7 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 	}
 	// A failure after the reply started still arrives as an error, errno
 	// included.
-	if _, err := c.Fsck(FsckRequest{Repair: true}, nil); !errors.Is(err, syscall.EBUSY) {
+	if _, err := c.Fsck(context.Background(), FsckRequest{Repair: true}, nil); !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("a failed repair: %v, want EBUSY", err)
 	}
 }
@@ -56,14 +56,14 @@ func TestFsckStreamsProgressThenResult(t *testing.T) {
 func TestStopEndsRunningFsck(t *testing.T) {
 	dir := t.TempDir()
 	started, ended := make(chan struct{}), make(chan struct{})
-	stop, err := Serve(context.Background(), dir, Handlers{
-		Fsck: func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
+	stop, err := Serve(context.Background(), dir, fakeVolume{
+		fsck: func(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
 			close(started)
 			<-ctx.Done()
 			close(ended)
 			return FsckResult{}, ctx.Err()
 		},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestStopEndsRunningFsck(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Fsck(FsckRequest{}, nil)
+		_, err := c.Fsck(context.Background(), FsckRequest{}, nil)
 		errc <- err
 	}()
 	<-started

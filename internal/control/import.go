@@ -11,19 +11,11 @@ import (
 	"sync"
 
 	"github.com/doppelfs/doppel/internal/importer"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // ImportRequest asks the daemon to import a host tree into its volume.
-// The daemon reads Src itself: it runs on the same host, as the same user
-// (the socket admits its owner only).
-type ImportRequest struct {
-	Src  string `json:"src"` // absolute host path
-	Dst  string `json:"dst"` // path inside the volume
-	Jobs int    `json:"jobs"`
-}
-
-// ImportHandler runs an import, calling progress now and then.
-type ImportHandler func(ctx context.Context, req ImportRequest, progress func(importer.Progress)) (importer.Summary, error)
+type ImportRequest = ops.ImportRequest
 
 // ImportEvent is one line of the newline-delimited JSON stream that
 // POST /v1/import answers with: progress lines while the import runs,
@@ -36,17 +28,12 @@ type ImportEvent struct {
 
 // serveImport streams an import's progress. Closing the connection
 // interrupts the import.
-func serveImport(h ImportHandler) http.HandlerFunc {
+func serveImport(vol ops.Volume) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ImportRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
 			json.NewEncoder(w).Encode(map[string]string{"error": "bad import request: " + err.Error()})
-			return
-		}
-		if h == nil {
-			w.WriteHeader(http.StatusNotImplemented)
-			json.NewEncoder(w).Encode(map[string]string{"error": "this daemon does not import"})
 			return
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -65,7 +52,7 @@ func serveImport(h ImportHandler) http.HandlerFunc {
 		if flusher != nil {
 			flusher.Flush()
 		}
-		sum, err := h(r.Context(), req, func(p importer.Progress) { send(ImportEvent{Progress: &p}) })
+		sum, err := vol.Import(r.Context(), req, func(p importer.Progress) { send(ImportEvent{Progress: &p}) })
 		last := ImportEvent{Summary: &sum}
 		if err != nil {
 			last.Error = err.Error()

@@ -19,8 +19,8 @@ func TestImportStream(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	var got ImportRequest
-	stop, err := Serve(context.Background(), dir, Handlers{
-		Import: func(ctx context.Context, req ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
+	stop, err := Serve(context.Background(), dir, fakeVolume{
+		imports: func(ctx context.Context, req ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
 			got = req
 			for i := range 3 {
 				progress(importer.Progress{Files: int64(i)})
@@ -31,7 +31,7 @@ func TestImportStream(t *testing.T) {
 			}
 			return s, nil
 		},
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

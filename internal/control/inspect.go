@@ -1,23 +1,24 @@
 package control
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
 
-	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // Inspection endpoints: "doppel df PATH" and "doppel stat FILE" on a
 // mounted volume. The path is "/"-rooted inside the volume.
-func serveInspect(mux *http.ServeMux, h Handlers) {
+func serveInspect(mux *http.ServeMux, vol ops.Volume) {
 	mux.HandleFunc("GET /v1/usage", func(w http.ResponseWriter, r *http.Request) {
 		path, err := pathParam(r)
 		if err != nil {
 			reply(w, nil, err)
 			return
 		}
-		u, err := h.Usage(r.Context(), path)
+		u, err := vol.Usage(r.Context(), path)
 		reply(w, u, err)
 	})
 	mux.HandleFunc("GET /v1/stat", func(w http.ResponseWriter, r *http.Request) {
@@ -26,7 +27,7 @@ func serveInspect(mux *http.ServeMux, h Handlers) {
 			reply(w, nil, err)
 			return
 		}
-		st, err := h.Stat(path)
+		st, err := vol.Stat(r.Context(), path)
 		reply(w, st, err)
 	})
 }
@@ -42,13 +43,13 @@ func pathParam(r *http.Request) (string, error) {
 func urlQuery(s string) string { return url.QueryEscape(s) }
 
 // Usage asks for the space used by the subtree at path.
-func (c *Client) Usage(path string) (namespace.Usage, error) {
-	var u namespace.Usage
-	return u, c.do("GET", "/v1/usage?"+url.Values{"path": {path}}.Encode(), &u)
+func (c *Client) Usage(ctx context.Context, path string) (ops.Usage, error) {
+	var u ops.Usage
+	return u, c.do(ctx, "GET", "/v1/usage?"+url.Values{"path": {path}}.Encode(), &u)
 }
 
 // Stat asks how the file at path is stored.
-func (c *Client) Stat(path string) (namespace.FileStat, error) {
-	var st namespace.FileStat
-	return st, c.do("GET", "/v1/stat?"+url.Values{"path": {path}}.Encode(), &st)
+func (c *Client) Stat(ctx context.Context, path string) (ops.FileStat, error) {
+	var st ops.FileStat
+	return st, c.do(ctx, "GET", "/v1/stat?"+url.Values{"path": {path}}.Encode(), &st)
 }

@@ -1,42 +1,24 @@
 package control
 
 import (
+	"context"
 	"net/http"
-	"time"
+
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
-// Status is a mounted volume's daemon and its main counters, as
-// `doppel status` shows them. The byte counters count since the daemon
-// started; the space figures describe the whole volume.
-type Status struct {
-	Store          string    `json:"store"`
-	Mountpoint     string    `json:"mountpoint"`
-	PID            int       `json:"pid"`
-	Started        time.Time `json:"started"`
-	UptimeSeconds  float64   `json:"uptime_seconds"`
-	Requests       uint64    `json:"fuse_requests"`
-	RequestErrors  uint64    `json:"fuse_request_errors"`
-	RequestEIO     uint64    `json:"fuse_request_eio"`
-	WrittenBytes   int64     `json:"written_bytes"`
-	DedupBytes     int64     `json:"deduplicated_bytes"`
-	StoredBytes    int64     `json:"stored_bytes"`
-	ReclaimedBytes int64     `json:"reclaimed_bytes"`
-	DirtyBytes     int64     `json:"dirty_bytes"`
-	DirtyFiles     int64     `json:"dirty_files"`
-	OpenFiles      int64     `json:"open_files"`
-	LogicalBytes   int64     `json:"logical_bytes"`
-	PhysicalBytes  int64     `json:"physical_bytes"`
-}
+// Status is a mounted volume's daemon and its main counters.
+type Status = ops.Status
 
-func serveStatus(mux *http.ServeMux, status func() (Status, error)) {
+func serveStatus(mux *http.ServeMux, vol ops.Volume) {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
-		s, err := status()
+		s, err := vol.Status(r.Context())
 		reply(w, s, err)
 	})
 }
 
 // Status asks the daemon for its status.
-func (c *Client) Status() (Status, error) {
-	var s Status
-	return s, c.do("GET", "/v1/status", &s)
+func (c *Client) Status(ctx context.Context) (ops.Status, error) {
+	var s ops.Status
+	return s, c.do(ctx, "GET", "/v1/status", &s)
 }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
@@ -32,7 +33,7 @@ func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Att
 	if err := checkName(name); err != nil {
 		return vfs.Attr{}, err
 	}
-	if err := CheckExcludes(o.Excludes); err != nil {
+	if err := exclude.Check(o.Excludes); err != nil {
 		return vfs.Attr{}, fmt.Errorf("%w: %v", syscall.EINVAL, err)
 	}
 	if err := v.opt.Headroom.ForMeta(); err != nil {
@@ -120,11 +121,11 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
 		return 0, err
 	}
-	xs, err := parseExcludes(o.Excludes)
+	xs, err := exclude.Parse(o.Excludes)
 	if err != nil {
 		return 0, err
 	}
-	v.pinExcludes.Store(pin, excludeMatcher(xs)) // before it retains anything
+	v.pinExcludes.Store(pin, xs.Matcher()) // before it retains anything
 	v.ret.Add(versions.Pinned{Version: pin, Pin: p})
 	if *ino, err = allocIno(tx); err != nil {
 		return pin, err

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // checkDiff diffs two random trees both ways the volume can: from the
@@ -55,7 +56,7 @@ func (m *cloneModel) checkDiff() {
 
 // diffLines renders entries as "STATUS\tPATH"; without times, entries
 // that differ only in modification time are left out.
-func diffLines(es []namespace.DiffEntry, withTimes bool) []string {
+func diffLines(es []ops.DiffEntry, withTimes bool) []string {
 	var out []string
 	for _, e := range es {
 		what := slices.DeleteFunc(slices.Clone(e.What), func(w string) bool { return !withTimes && w == "times" })

@@ -7,28 +7,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-// CloneResult is what a clone made, for the CLI and the daemon.
-type CloneResult struct {
-	Src       string `json:"src"`
-	Dst       string `json:"dst"`
-	Ino       uint64 `json:"ino"`
-	Pin       uint64 `json:"pin"`
-	ReadOnly  bool   `json:"read_only"`
-	Lazy      bool   `json:"lazy"`
-	Parent    uint64 `json:"-"` // the new entry's directory, for the kernel's cache
-	Name      string `json:"-"`
-	ElapsedNs int64  `json:"elapsed_ns"`
-}
-
 // ClonePath clones the tree at src to the new path dst; both are
 // "/"-rooted paths inside the volume.
-func (v *Volume) ClonePath(src, dst string, o CloneOptions) (CloneResult, error) {
+func (v *Volume) ClonePath(src, dst string, o CloneOptions) (ops.CloneResult, error) {
 	start := time.Now()
-	res := CloneResult{Src: path.Clean(src), Dst: path.Clean(dst), ReadOnly: o.ReadOnly, Lazy: o.Lazy}
+	res := ops.CloneResult{Src: path.Clean(src), Dst: path.Clean(dst), ReadOnly: o.ReadOnly, Lazy: o.Lazy}
 	srcIno, err := v.lookupPath(res.Src)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", src, err)

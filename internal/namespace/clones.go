@@ -8,33 +8,15 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
-// CloneInfo is one line of `doppel clones`.
-type CloneInfo struct {
-	Path       string    `json:"path"` // "" while being removed
-	Ino        uint64    `json:"ino"`
-	Origin     string    `json:"origin"` // where its source was when it was made
-	Created    time.Time `json:"created"`
-	Version    uint64    `json:"version"` // the pinned version it shows
-	Excludes   []string  `json:"excludes,omitempty"`
-	ReadOnly   bool      `json:"read_only"`
-	Lazy       bool      `json:"lazy"`
-	State      string    `json:"state"` // lazy, materializing, materialized, removing
-	Done       uint64    `json:"materialized_inodes"`
-	Stubs      uint64    `json:"stub_inodes"`
-	PinHeld    bool      `json:"pin_held"`
-	Exclusive  int64     `json:"exclusive_bytes"` // chunk bytes only it references
-	MetaBytes  int64     `json:"meta_bytes"`      // its own metadata records
-	SpaceError string    `json:"space_error,omitempty"`
-}
-
 // Clones lists the volume's clones and snapshots. withSpace adds the
 // space only each one holds, which walks each clone's own records.
-func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]CloneInfo, error) {
+func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, error) {
 	lower, upper := schema.CloneRange()
-	var out []CloneInfo
+	var out []ops.CloneInfo
 	err := scan(v.meta, lower, upper, func(k, val []byte) error {
 		ino, err := schema.CloneIno(k)
 		if err != nil {
@@ -44,7 +26,7 @@ func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]CloneInfo, error
 		if err != nil {
 			return err
 		}
-		c := CloneInfo{Ino: ino, Origin: rec.OriginPath, Created: time.Unix(0, rec.Created), Version: rec.Pin,
+		c := ops.CloneInfo{Ino: ino, Origin: rec.OriginPath, Created: time.Unix(0, rec.Created), Version: rec.Pin,
 			Excludes: rec.Excludes, ReadOnly: rec.ReadOnly, Lazy: rec.Lazy, Done: rec.Done, Stubs: rec.Stubs,
 			PinHeld: v.pinHeld(rec.Pin)}
 		if !rec.Removed {
@@ -73,14 +55,14 @@ func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]CloneInfo, error
 	return out, err
 }
 
-// usageOf is Usage of the subtree at ino.
-func (v *Volume) usageOf(ctx context.Context, ino uint64) (Usage, error) {
+// usageOf is ops.Usage of the subtree at ino.
+func (v *Volume) usageOf(ctx context.Context, ino uint64) (ops.Usage, error) {
 	defer v.pinReads.begin()()
 	snap := v.meta.Snapshot()
 	defer snap.Close()
 	top, err := v.vnodeOf(snap, ino)
 	if err != nil {
-		return Usage{}, err
+		return ops.Usage{}, err
 	}
 	top.excl = top.n.Excl
 	return usageAt(ctx, snap, top)

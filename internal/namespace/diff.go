@@ -8,34 +8,10 @@ import (
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/exclude"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 )
-
-// DiffEntry is one difference between two trees, git-style: A (only in
-// the second tree), D (only in the first), M (modified: What says how), T
-// (the type changed). Path is relative to both trees.
-type DiffEntry struct {
-	Status  string   `json:"status"`
-	Path    string   `json:"path"`
-	Type    string   `json:"type"`
-	What    []string `json:"what,omitempty"`
-	OldSize int64    `json:"old_size"`
-	NewSize int64    `json:"new_size"`
-	Patch   string   `json:"patch,omitempty"`
-}
-
-// DiffResult lists the differences and how they were found.
-type DiffResult struct {
-	Entries []DiffEntry `json:"entries"`
-	// Method is "journal" when the trees share an origin and only the
-	// changes since then were compared, "walk" when both were walked.
-	Method string `json:"method"`
-	Since  uint64 `json:"since_version,omitempty"`
-	// Compared counts the entries compared: what the diff cost.
-	Compared int `json:"compared"`
-	// JournalRead counts the journal keys a journal diff read.
-	JournalRead int `json:"journal_read,omitempty"`
-}
 
 // DiffOptions shape a diff.
 type DiffOptions struct {
@@ -48,34 +24,34 @@ type DiffOptions struct {
 // the entries the change journal names since the oldest clone between
 // them are compared; else both trees are walked. Chunk identities are
 // compared, never data (except for --patch).
-func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffResult, error) {
+func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffResult, error) {
 	// Compare what has been written, also what open files still buffer.
 	if err := v.flushAll(true); err != nil {
-		return DiffResult{}, err
+		return ops.DiffResult{}, err
 	}
 	defer v.pinReads.begin()() // the walk reads stubs through their pins
 	ra, err := v.lookupPath(a)
 	if err != nil {
-		return DiffResult{}, pathErr(a, err)
+		return ops.DiffResult{}, pathErr(a, err)
 	}
 	rb, err := v.lookupPath(b)
 	if err != nil {
-		return DiffResult{}, pathErr(b, err)
+		return ops.DiffResult{}, pathErr(b, err)
 	}
 	na, err := v.rootVnode(ra)
 	if err != nil {
-		return DiffResult{}, err
+		return ops.DiffResult{}, err
 	}
 	nb, err := v.rootVnode(rb)
 	if err != nil {
-		return DiffResult{}, err
+		return ops.DiffResult{}, err
 	}
 	d := &differ{ctx: ctx, v: v, opt: opt, done: map[string]bool{}, reported: map[string]bool{}}
 	roots, since, related := v.commonOrigin(ra, rb)
 	for _, ino := range []uint64{ra, rb} {
 		xs, inside, err := v.ignoreOf(ino)
 		if err != nil {
-			return DiffResult{}, err
+			return ops.DiffResult{}, err
 		}
 		d.ignore = append(d.ignore, xs...)
 		related = related && !inside
@@ -87,7 +63,7 @@ func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffRe
 			continue
 		}
 		if xs, inside, err := v.ignoreOf(ino); err != nil {
-			return DiffResult{}, err
+			return ops.DiffResult{}, err
 		} else if len(xs) > 0 || inside {
 			related = false
 		}
@@ -99,7 +75,7 @@ func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffRe
 	if related && !opt.Full {
 		floor, err := v.JournalFloor()
 		if err != nil {
-			return DiffResult{}, err
+			return ops.DiffResult{}, err
 		}
 		related = since+1 >= floor // else the entries it needs are pruned
 	}
@@ -110,7 +86,7 @@ func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (DiffRe
 		d.res.Method, d.res.Since = "journal", since
 		err = d.fromJournal(na, nb, roots, since)
 	}
-	slices.SortFunc(d.res.Entries, func(x, y DiffEntry) int {
+	slices.SortFunc(d.res.Entries, func(x, y ops.DiffEntry) int {
 		switch {
 		case x.Path < y.Path:
 			return -1
@@ -126,10 +102,10 @@ type differ struct {
 	ctx      context.Context
 	v        *Volume
 	opt      DiffOptions
-	res      DiffResult
+	res      ops.DiffResult
 	done     map[string]bool // paths compared deeply
 	reported map[string]bool
-	ignore   []exclusion // the compared clones' exclusions
+	ignore   exclude.Set // the compared clones' exclusions
 }
 
 // compare compares the entries at rel in both trees (nil: missing);
@@ -152,7 +128,7 @@ func (d *differ) compare(rel string, a, b *vnode, deep bool) error {
 	}
 	ta, tb := a.n.Mode&syscall.S_IFMT, b.n.Mode&syscall.S_IFMT
 	if ta != tb {
-		d.add(DiffEntry{Status: "T", Path: rel, Type: typeName(tb), OldSize: a.n.Size, NewSize: b.n.Size})
+		d.add(ops.DiffEntry{Status: "T", Path: rel, Type: typeName(tb), OldSize: a.n.Size, NewSize: b.n.Size})
 		if ta == syscall.S_IFDIR {
 			return d.below("D", rel, a)
 		}
@@ -166,7 +142,7 @@ func (d *differ) compare(rel string, a, b *vnode, deep bool) error {
 		return err
 	}
 	if len(what) > 0 {
-		e := DiffEntry{Status: "M", Path: rel, Type: typeName(tb), What: what, OldSize: a.n.Size, NewSize: b.n.Size}
+		e := ops.DiffEntry{Status: "M", Path: rel, Type: typeName(tb), What: what, OldSize: a.n.Size, NewSize: b.n.Size}
 		if d.opt.Patch && ta == syscall.S_IFREG && slices.Contains(what, "content") {
 			if e.Patch, err = patchOf(rel, a, b); err != nil {
 				return err
@@ -204,7 +180,7 @@ func (d *differ) compare(rel string, a, b *vnode, deep bool) error {
 	return nil
 }
 
-func (d *differ) add(e DiffEntry) {
+func (d *differ) add(e ops.DiffEntry) {
 	if e.Path == "" {
 		e.Path = "."
 	}
@@ -220,7 +196,7 @@ func (d *differ) all(status, rel string, n *vnode) error {
 	if d.ignored(rel, n, nil) {
 		return nil
 	}
-	d.add(DiffEntry{Status: status, Path: rel, Type: typeName(n.n.Mode), OldSize: sizeIf(status == "D", n), NewSize: sizeIf(status == "A", n)})
+	d.add(ops.DiffEntry{Status: status, Path: rel, Type: typeName(n.n.Mode), OldSize: sizeIf(status == "D", n), NewSize: sizeIf(status == "A", n)})
 	return d.below(status, rel, n)
 }
 
@@ -393,7 +369,7 @@ func (d *differ) ignored(rel string, a, b *vnode) bool {
 // ignoreOf returns the exclusions of the clone whose root is ino, and
 // whether ino lies inside a clone made with exclusions without being its
 // root (then what it left out cannot be told from the journal).
-func (v *Volume) ignoreOf(ino uint64) ([]exclusion, bool, error) {
+func (v *Volume) ignoreOf(ino uint64) (exclude.Set, bool, error) {
 	n, err := loadInode(v.meta, ino)
 	if err != nil || n.Clone == 0 {
 		return nil, false, err

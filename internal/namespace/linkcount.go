@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
@@ -82,7 +83,7 @@ func namesBelow(near source, l viewLevel) (uint32, error) {
 type viewLevel struct {
 	pin    uint64
 	origin uint64      // the directory it cloned
-	xs     []exclusion // its exclusions, relative to origin
+	xs     exclude.Set // its exclusions, relative to origin
 	// rel is the path, relative to the next level's origin, of the
 	// directory the clone's origin read through its pin; known only if
 	// it did (see linksInView).
@@ -103,7 +104,7 @@ func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		xs, err := parseExcludes(rec.Excludes)
+		xs, err := exclude.Parse(rec.Excludes)
 		if err != nil {
 			return nil, false, err
 		}

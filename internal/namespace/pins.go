@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/versions"
@@ -262,3 +263,31 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 
 // PinCount is the number of pins not released yet.
 func (v *Volume) PinCount() int { return len(v.ret.Pins()) }
+
+// pinExcluder tells the retainer which paths the clone of the pin at
+// version pin leaves out, so that the pin keeps only what the clone can
+// see (versions.Excluder). The clone's record, or its gone-clone record,
+// says; a pin with neither keeps everything.
+func (v *Volume) pinExcluder(pin uint64) (func(string, bool) bool, error) {
+	if m, ok := v.pinExcludes.Load(pin); ok {
+		return m.(func(string, bool) bool), nil
+	}
+	var match func(string, bool) bool
+	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
+		lower, upper := bounds()
+		err := scan(v.meta, lower, upper, func(_, val []byte) error {
+			rec, err := schema.DecodeClone(val)
+			if err != nil || rec.Pin != pin {
+				return err
+			}
+			xs, err := exclude.Parse(rec.Excludes)
+			match = xs.Matcher()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	v.pinExcludes.Store(pin, match)
+	return match, nil
+}

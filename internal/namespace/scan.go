@@ -7,29 +7,21 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/zeebo/blake3"
 )
-
-// ContentGroup is one distinct file content among scanned trees, with
-// every path that has it (Prism's central scan: a file shared by eight
-// clones is scanned once).
-type ContentGroup struct {
-	ID    string   `json:"id"` // names the content: a hash of its extent map
-	Size  int64    `json:"size"`
-	Paths []string `json:"paths"` // "/"-rooted inside the volume
-}
 
 // ScanGroups groups the regular files below paths by content, read from
 // the extent maps: no file data is read, and clones are not
 // materialized. With since (the path of a snapshot or any tree), content
 // that tree also holds is left out: only what is new is scanned.
-func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) ([]ContentGroup, error) {
+func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) ([]ops.ContentGroup, error) {
 	// Scan what has been written, also what open files still buffer.
 	if err := v.flushAll(true); err != nil {
 		return nil, err
 	}
 	defer v.pinReads.begin()() // the walk reads stubs through their pins
-	groups := map[string]*ContentGroup{}
+	groups := map[string]*ops.ContentGroup{}
 	var order []string
 	for _, p := range paths {
 		err := v.eachFile(ctx, p, func(path string, n vnode) error {
@@ -39,7 +31,7 @@ func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) (
 			}
 			g := groups[id]
 			if g == nil {
-				g = &ContentGroup{ID: id, Size: n.n.Size}
+				g = &ops.ContentGroup{ID: id, Size: n.n.Size}
 				groups[id] = g
 				order = append(order, id)
 			}
@@ -60,7 +52,7 @@ func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) (
 			return nil, err
 		}
 	}
-	out := make([]ContentGroup, 0, len(groups))
+	out := make([]ops.ContentGroup, 0, len(groups))
 	for _, id := range order {
 		if g := groups[id]; g != nil {
 			slices.Sort(g.Paths)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -111,10 +112,10 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 
 // excludedPath reports whether xs exclude rel (a directory if dir) or a
 // directory above it.
-func excludedPath(xs []exclusion, rel string, dir bool) bool {
+func excludedPath(xs exclude.Set, rel string, dir bool) bool {
 	parts := splitRel(rel)
 	for i := range parts {
-		if excluded(xs, strings.Join(parts[:i+1], "/"), i < len(parts)-1 || dir) {
+		if xs.Match(strings.Join(parts[:i+1], "/"), i < len(parts)-1 || dir) {
 			return true
 		}
 	}
@@ -153,7 +154,7 @@ func (v *Volume) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bo
 		if err != nil {
 			return false, err
 		}
-		if excluded(xs, joinRel(x.Path, name), dir) {
+		if xs.Match(joinRel(x.Path, name), dir) {
 			return true, nil
 		}
 	}
@@ -161,9 +162,9 @@ func (v *Volume) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bo
 }
 
 // cloneExcludes returns clone c's parsed exclusions, cached.
-func (v *Volume) cloneExcludes(c uint64) ([]exclusion, error) {
+func (v *Volume) cloneExcludes(c uint64) (exclude.Set, error) {
 	if xs, ok := v.excludes.Load(c); ok {
-		return xs.([]exclusion), nil
+		return xs.(exclude.Set), nil
 	}
 	rec, err := v.cloneRecord(c) // also of a clone gone since
 	if errors.Is(err, meta.ErrNotFound) {
@@ -172,7 +173,7 @@ func (v *Volume) cloneExcludes(c uint64) ([]exclusion, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs, err := parseExcludes(rec.Excludes)
+	xs, err := exclude.Parse(rec.Excludes)
 	if err != nil {
 		return nil, err
 	}

@@ -6,28 +6,11 @@ import (
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
-// Usage is the space a subtree uses ("doppel df PATH"). Chunk figures
-// count each distinct chunk the subtree references once; the exclusive
-// ones are what deleting the subtree would free.
-type Usage struct {
-	Path         string `json:"path"`
-	Files        int64  `json:"files"`         // distinct inodes other than directories
-	Dirs         int64  `json:"dirs"`          // directories, the top one included
-	SizeBytes    int64  `json:"size_bytes"`    // sum of file sizes, holes included
-	LogicalBytes int64  `json:"logical_bytes"` // bytes the files' extents map, holes excluded
-	content.ChunkUsage
-	// MetaBytes is the size of the subtree's metadata records (inodes,
-	// entries, back-references, extents, xattrs) before the metadata
-	// store's compression.
-	MetaBytes     int64   `json:"meta_bytes"`
-	DedupRatio    float64 `json:"dedup_ratio"`       // logical / raw
-	CompressRatio float64 `json:"compression_ratio"` // raw / physical
-}
-
-// Usage reports the space used by the subtree at path ("/"-rooted, inside
+// ops.Usage reports the space used by the subtree at path ("/"-rooted, inside
 // the volume). Buffered writes below path are committed first. The walk
 // reads one metadata snapshot, so it sees a consistent state and holds no
 // lock while writers go on.
@@ -41,16 +24,16 @@ type Usage struct {
 // its files, sizes and logical bytes, and its chunks as referenced (never
 // as the subtree's own: its origin, or the clone's pin, holds them). Its
 // records are its origin's, so they are not in MetaBytes.
-func (v *Volume) Usage(ctx context.Context, path string) (Usage, error) {
+func (v *Volume) Usage(ctx context.Context, path string) (ops.Usage, error) {
 	if err := v.flushBelow(path); err != nil {
-		return Usage{}, err
+		return ops.Usage{}, err
 	}
 	defer v.pinReads.begin()() // stubs are read through their pins
 	snap := v.meta.Snapshot()
 	defer snap.Close()
 	top, err := v.viewPath(snap, path)
 	if err != nil {
-		return Usage{}, err
+		return ops.Usage{}, err
 	}
 	u, err := usageAt(ctx, snap, top)
 	u.Path = path
@@ -58,7 +41,7 @@ func (v *Volume) Usage(ctx context.Context, path string) (Usage, error) {
 }
 
 // usageAt walks the subtree at top as snap shows it.
-func usageAt(ctx context.Context, snap meta.Reader, top vnode) (Usage, error) {
+func usageAt(ctx context.Context, snap meta.Reader, top vnode) (ops.Usage, error) {
 	w := usageWalk{ctx: ctx, r: snap, tally: content.NewRefTally(), links: map[nodeID]uint32{}, nodes: map[nodeID]vnode{}}
 	var err error
 	if isDir(top.n.Mode) {
@@ -70,11 +53,13 @@ func usageAt(ctx context.Context, snap meta.Reader, top vnode) (Usage, error) {
 		err = w.files()
 	}
 	if err != nil {
-		return Usage{}, err
+		return ops.Usage{}, err
 	}
-	if w.u.ChunkUsage, err = w.tally.Sum(snap); err != nil {
-		return Usage{}, err
+	cu, err := w.tally.Sum(snap)
+	if err != nil {
+		return ops.Usage{}, err
 	}
+	w.u.ChunkUsage = ops.ChunkUsage(cu)
 	w.u.DedupRatio = ratio(w.u.LogicalBytes, w.u.RawBytes)
 	w.u.CompressRatio = ratio(w.u.RawBytes, w.u.PhysicalBytes)
 	return w.u, nil
@@ -94,7 +79,7 @@ type usageWalk struct {
 	tally *content.RefTally
 	links map[nodeID]uint32 // non-directories found: their links inside
 	nodes map[nodeID]vnode
-	u     Usage
+	u     ops.Usage
 }
 
 // nodeID tells nodes apart: an inode as of a pin (0: live).

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -41,7 +41,7 @@ func random(seed uint64, n int) []byte {
 	return b
 }
 
-func usage(t *testing.T, v *volume.Volume, path string) namespace.Usage {
+func usage(t *testing.T, v *volume.Volume, path string) ops.Usage {
 	t.Helper()
 	u, err := v.NS.Usage(context.Background(), path)
 	if err != nil {
@@ -50,7 +50,7 @@ func usage(t *testing.T, v *volume.Volume, path string) namespace.Usage {
 	return u
 }
 
-func fileStat(t *testing.T, v *volume.Volume, path string) namespace.FileStat {
+func fileStat(t *testing.T, v *volume.Volume, path string) ops.FileStat {
 	t.Helper()
 	st, err := v.NS.Stat(path)
 	if err != nil {
@@ -65,7 +65,7 @@ func mkdir(t *testing.T, fs vfs.FS, parent uint64, name string) uint64 {
 }
 
 // wantUsage compares the figures that tests set up on purpose.
-func wantUsage(t *testing.T, u namespace.Usage, files, logical, chunks, physical, exclusive int64) {
+func wantUsage(t *testing.T, u ops.Usage, files, logical, chunks, physical, exclusive int64) {
 	t.Helper()
 	if u.Files != files || u.LogicalBytes != logical || u.Chunks != chunks || u.PhysicalBytes != physical || u.ExclusiveBytes != exclusive {
 		t.Fatalf("%s: files %d logical %d chunks %d physical %d exclusive %d; want %d %d %d %d %d",

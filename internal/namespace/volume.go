@@ -76,7 +76,7 @@ type Volume struct {
 	trees           treeCache    // the clones each directory lies in
 	pruneMu         sync.Mutex   // one journal pruning pass at a time
 	journalMu       sync.RWMutex // diffs (read) against the journal floor rising
-	excludes        sync.Map     // clone root ino -> []exclusion
+	excludes        sync.Map     // clone root ino -> exclude.Set
 	pinExcludes     sync.Map     // pin version -> func(string, bool) bool (nil: none)
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)

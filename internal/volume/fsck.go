@@ -3,8 +3,8 @@ package volume
 import (
 	"context"
 
-	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/ops"
 )
 
 // FsckStores are the stores fsck reads.
@@ -14,12 +14,12 @@ func (v *Volume) FsckStores() fsck.Stores {
 
 // Fsck checks the volume while it is in use (doppel fsck of a mounted
 // volume), or repairs what can be repaired online with req.Repair.
-func (v *Volume) Fsck(ctx context.Context, req control.FsckRequest, progress func(fsck.Progress)) (control.FsckResult, error) {
+func (v *Volume) Fsck(ctx context.Context, req ops.FsckRequest, progress func(fsck.Progress)) (ops.FsckResult, error) {
 	opt := fsck.Options{VerifyData: req.VerifyData, Progress: progress}
 	if req.Repair {
 		rr, err := fsck.RepairLive(ctx, v.FsckStores(), v.Engine, opt)
-		return control.FsckResult{Repair: rr}, err
+		return ops.FsckResult{Repair: rr}, err
 	}
 	rep, err := fsck.CheckLive(ctx, v.FsckStores(), v.Engine, opt)
-	return control.FsckResult{Report: rep}, err
+	return ops.FsckResult{Report: rep}, err
 }

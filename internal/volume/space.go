@@ -1,15 +1,15 @@
 package volume
 
-import "github.com/doppelfs/doppel/internal/control"
+import "github.com/doppelfs/doppel/internal/ops"
 
 // Space reports the volume's space use.
-func (v *Volume) Space() (control.SpaceReport, error) {
+func (v *Volume) Space() (ops.SpaceReport, error) {
 	s := v.Engine.Stats()
 	alloc, segs, err := v.Blobs.Usage()
 	if err != nil {
-		return control.SpaceReport{}, err
+		return ops.SpaceReport{}, err
 	}
-	r := control.SpaceReport{
+	r := ops.SpaceReport{
 		Store: v.Dir, LogicalBytes: s.LogicalBytes, RawBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
 		MetaBytes: v.Meta.DiskUsage(), AllocatedBytes: alloc, Segments: segs, Chunks: s.Chunks, Inodes: s.Inodes,
 		DedupRatio: 1, CompressRatio: 1, ReclaimedBytes: v.Engine.ReclaimedBytes(),

@@ -67,11 +67,19 @@ func Dial(dir string, timeout time.Duration) (*Client, error) {
 // Raw sends a request (in, if not nil, as its body) and returns the
 // reply's body; a reply other than 200 OK becomes a RemoteError.
 func (c *Client) Raw(method, path string, in []byte) ([]byte, error) {
+	return c.RawContext(context.Background(), method, path, in)
+}
+
+// RawContext is Raw that gives up when ctx ends.
+func (c *Client) RawContext(ctx context.Context, method, path string, in []byte) ([]byte, error) {
 	var rd io.Reader
 	if in != nil {
 		rd = bytes.NewReader(in)
 	}
-	req, _ := http.NewRequest(method, "http://doppel"+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, "http://doppel"+path, rd)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
@@ -104,15 +112,21 @@ func (c *Client) PostJSON(path string, in any) ([]byte, error) {
 // must not time out (streams).
 func (c *Client) Transport() http.RoundTripper { return c.http.Transport }
 
-// CloneReply is what a clone's reply says that `doppel clone` prints.
-type CloneReply struct {
+// CloneResult is what a clone made.
+type CloneResult struct {
+	Src       string `json:"src"`
+	Dst       string `json:"dst"`
+	Ino       uint64 `json:"ino"`
 	Pin       uint64 `json:"pin"`
 	ReadOnly  bool   `json:"read_only"`
+	Lazy      bool   `json:"lazy"`
+	Parent    uint64 `json:"-"` // the new entry's directory, for the kernel's cache
+	Name      string `json:"-"`
 	ElapsedNs int64  `json:"elapsed_ns"`
 }
 
 // Summary is the line `doppel clone` and `doppel snapshot` print.
-func (r CloneReply) Summary(src, dst string) string {
+func (r CloneResult) Summary(src, dst string) string {
 	kind := "clone"
 	if r.ReadOnly {
 		kind = "snapshot"

@@ -1,0 +1,33 @@
+package ops
+
+import (
+	"errors"
+	"time"
+)
+
+// ErrNotMounted answers what only a serving daemon knows (Status) about
+// a volume no daemon serves.
+var ErrNotMounted = errors.New("the volume is not mounted")
+
+// Status is a mounted volume's daemon and its main counters, as
+// `doppel status` shows them. The byte counters count since the daemon
+// started; the space figures describe the whole volume.
+type Status struct {
+	Store          string    `json:"store"`
+	Mountpoint     string    `json:"mountpoint"`
+	PID            int       `json:"pid"`
+	Started        time.Time `json:"started"`
+	UptimeSeconds  float64   `json:"uptime_seconds"`
+	Requests       uint64    `json:"fuse_requests"`
+	RequestErrors  uint64    `json:"fuse_request_errors"`
+	RequestEIO     uint64    `json:"fuse_request_eio"`
+	WrittenBytes   int64     `json:"written_bytes"`
+	DedupBytes     int64     `json:"deduplicated_bytes"`
+	StoredBytes    int64     `json:"stored_bytes"`
+	ReclaimedBytes int64     `json:"reclaimed_bytes"`
+	DirtyBytes     int64     `json:"dirty_bytes"`
+	DirtyFiles     int64     `json:"dirty_files"`
+	OpenFiles      int64     `json:"open_files"`
+	LogicalBytes   int64     `json:"logical_bytes"`
+	PhysicalBytes  int64     `json:"physical_bytes"`
+}
