@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/ops"
 )
@@ -39,43 +39,30 @@ volume, which is right for short-lived sandboxes. While a clone reads
 through its pin, data that SRC's side overwrites or deletes stays stored
 until the clone is materialized or removed.`
 
-// stringList is a repeatable flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
 func runClone(args []string) error {
 	fs := newFlags("clone", "[--exclude PATTERN]... [--exclude-from FILE] [--read-only] [--lazy|--materialize] [--json] SRC DST", cloneAbout)
-	store := storeFlag(fs)
-	var excludes, excludeFiles stringList
-	fs.Var(&excludes, "exclude", "leave out paths matching this pattern (repeatable)")
-	fs.Var(&excludeFiles, "exclude-from", "read patterns from this file, one per line (repeatable)")
-	readOnly := fs.Bool("read-only", false, "make a read-only clone (a snapshot)")
-	lazy := fs.Bool("lazy", false, "never materialize the clone in the background")
-	fs.Bool("materialize", true, "materialize the clone in the background (the default)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	f := wire.DefineCloneFlags(fs, "clone")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	for _, f := range excludeFiles {
-		lines, err := readPatterns(f)
+	for _, file := range f.ExcludeFrom {
+		lines, err := readPatterns(file)
 		if err != nil {
 			return err
 		}
-		excludes = append(excludes, lines...)
+		f.Excludes = append(f.Excludes, lines...)
 	}
-	req := control.CloneRequest{Excludes: excludes, ReadOnly: *readOnly, Lazy: *lazy}
-	return cloneCommand(pos, *store, req, *asJSON)
+	return cloneCommand(pos, f)
 }
 
 // cloneCommand runs a clone request on SRC and DST (pos), mounted or not.
-func cloneCommand(pos []string, store string, req control.CloneRequest, asJSON bool) error {
+func cloneCommand(pos []string, f *wire.CloneFlags) error {
+	store, asJSON := f.Store, f.JSON
 	if len(pos) != 2 {
 		return usagef("need SRC and DST (see --help)")
 	}
-	if err := exclude.Check(req.Excludes); err != nil {
+	if err := exclude.Check(f.Excludes); err != nil {
 		return usagef("%v", err)
 	}
 	src, err := resolveVolumePath(pos[0], store)
@@ -89,7 +76,7 @@ func cloneCommand(pos []string, store string, req control.CloneRequest, asJSON b
 	if src.Store != dst.Store {
 		return fmt.Errorf("%s and %s are not in the same volume (%s, %s): a clone stays inside its volume", pos[0], pos[1], src.Store, dst.Store)
 	}
-	req.Src, req.Dst = src.Path, dst.Path
+	req := f.Request(src.Path, dst.Path)
 	var res ops.CloneResult
 	err = withVolume(src.Store, func(v ops.Volume) (err error) { res, err = v.Clone(context.Background(), req); return err })
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -93,7 +94,7 @@ func parseMountpoint(fs *flag.FlagSet, args []string) (string, error) {
 	return filepath.Abs(pos[0])
 }
 
-const storeHelp = "volume directory (default $DOPPEL_STORE or ~/.local/share/doppel/default)"
+const storeHelp = wire.StoreHelp
 
 // storeFlag adds the --store option every volume command takes.
 func storeFlag(fs *flag.FlagSet) *string { return fs.String("store", "", storeHelp) }

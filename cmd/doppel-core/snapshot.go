@@ -1,6 +1,6 @@
 package main
 
-import "github.com/doppelfs/doppel/internal/control"
+import "github.com/doppelfs/doppel/internal/control/wire"
 
 const snapshotAbout = `Make DST a read-only snapshot of SRC, in constant time: a clone (see
 "doppel clone --help") that refuses every change with EROFS and is never
@@ -11,14 +11,10 @@ changes in SRC afterwards. Clone the snapshot to get a writable copy back
 
 func runSnapshot(args []string) error {
 	fs := newFlags("snapshot", "[--exclude PATTERN]... [--json] SRC DST", snapshotAbout)
-	store := storeFlag(fs)
-	var excludes stringList
-	fs.Var(&excludes, "exclude", "leave out paths matching this pattern (repeatable)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	f := wire.DefineCloneFlags(fs, "snapshot")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	req := control.CloneRequest{Excludes: excludes, ReadOnly: true, Lazy: true}
-	return cloneCommand(pos, *store, req, *asJSON)
+	return cloneCommand(pos, f)
 }

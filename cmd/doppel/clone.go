@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/control/wire"
@@ -21,22 +20,12 @@ import (
 // answering, a malformed command line): doppel-core then runs the command
 // and explains whatever is wrong.
 func fastClone(name string, args []string) (code int, ok bool) {
-	// The same flags as doppel-core's command; any other (--store,
-	// --exclude-from, --help...) is doppel-core's to handle.
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var excludes patterns
-	fs.Var(&excludes, "exclude", "")
-	asJSON := fs.Bool("json", false, "")
-	readOnly, lazy := new(bool), new(bool)
-	if name == "clone" {
-		readOnly = fs.Bool("read-only", false, "")
-		lazy = fs.Bool("lazy", false, "")
-		fs.Bool("materialize", true, "")
-	} else {
-		*readOnly, *lazy = true, true
-	}
-	if err := fs.Parse(args); err != nil || fs.NArg() != 2 {
+	f := wire.DefineCloneFlags(fs, name)
+	// --store and --exclude-from (and --help, a malformed command line)
+	// are doppel-core's to handle.
+	if err := fs.Parse(args); err != nil || fs.NArg() != 2 || f.Store != "" || len(f.ExcludeFrom) > 0 {
 		return 0, false
 	}
 	m, src, ok, err := mountinfo.Enclosing(fs.Arg(0))
@@ -47,7 +36,7 @@ func fastClone(name string, args []string) (code int, ok bool) {
 	if err != nil || !ok || dm.Source != m.Source {
 		return 0, false
 	}
-	req := wire.CloneRequest{Src: src, Dst: dst, Excludes: excludes, ReadOnly: *readOnly, Lazy: *lazy}
+	req := f.Request(src, dst)
 	c, err := wire.Dial(m.Source, 5*time.Minute)
 	if err != nil {
 		return 0, false
@@ -61,7 +50,7 @@ func fastClone(name string, args []string) (code int, ok bool) {
 	case err != nil:
 		return 0, false // the daemon went away: doppel-core finds out why
 	}
-	if *asJSON {
+	if f.JSON {
 		var out bytes.Buffer
 		if err := json.Indent(&out, body, "", "  "); err != nil {
 			fmt.Fprintf(os.Stderr, "doppel: daemon reply: %v\n", err)
@@ -81,7 +70,3 @@ func fastClone(name string, args []string) (code int, ok bool) {
 }
 
 // patterns is a repeatable flag.
-type patterns []string
-
-func (l *patterns) String() string     { return strings.Join(*l, ",") }
-func (l *patterns) Set(s string) error { *l = append(*l, s); return nil }
