@@ -14,13 +14,16 @@ import (
 // socket when it is mounted, otherwise on the store opened here for the
 // command (through the daemon after all if it got mounted meanwhile).
 func withVolume(dir string, fn func(ops.Volume) error) error {
-	return withOpened(dir, func(dir string) (ops.Volume, func() error, error) {
-		v, err := volume.Open(dir, slog.Default())
-		if err != nil {
-			return nil, nil, err
-		}
-		return v.Operations(), v.Close, nil
-	}, fn)
+	return withOpened(dir, openVolume, fn)
+}
+
+// openVolume opens an unmounted volume for a command (tests replace it).
+var openVolume = func(dir string) (ops.Volume, func() error, error) {
+	v, err := volume.Open(dir, slog.Default())
+	if err != nil {
+		return nil, nil, err
+	}
+	return v.Operations(), v.Close, nil
 }
 
 // withVolumeForCheck is withVolume for fsck: an unmounted volume is
