@@ -13,6 +13,12 @@ func (s *session) execute(rw *replyWriter, req *request) {
 	off, length := int64(req.Offset), int64(req.Length)
 	fua := req.Flags&cmdFlagFUA != 0
 	var err error
+	if length == 0 && (req.Type == cmdTrim || req.Type == cmdWriteZeroes || req.Type == cmdCache) {
+		// The protocol leaves empty ranges unspecified; answering success
+		// without a backend call spares backends that edge case.
+		rw.send(appendSimpleReply(nil, 0, req.Cookie))
+		return
+	}
 	switch req.Type {
 	case cmdRead:
 		s.read(rw, req)

@@ -139,12 +139,15 @@ func (s *Server) limits() Limits {
 // in-flight requests and flush, and returns nil once all are closed.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stop := context.AfterFunc(ctx, func() { l.Close() })
-	defer stop()
-
 	var conns sync.WaitGroup
-	defer conns.Wait()
+	defer func() {
+		// Whatever ended the accept loop, connections are shut down
+		// gracefully before Serve returns.
+		cancel()
+		stop()
+		conns.Wait()
+	}()
 	for {
 		conn, err := l.Accept()
 		if err != nil {
