@@ -26,10 +26,11 @@
 //	wire_reply.go     encode of simple replies and structured reply chunks
 //
 // Tests: memory_backend_test.go (reference backend with an allocation map),
-// client_test.go (a minimal client), server_test.go (unit tests),
-// model_test.go (randomised comparison with the reference), fuzz_test.go
-// (decoders and whole sessions), conformance_test.go (nbdinfo, qemu-io,
-// qemu-img, nbdcopy when installed).
+// client_test.go (a minimal, strict client), helpers_test.go (servers on
+// pipes and Unix sockets), server_test.go and budget_test.go (unit tests),
+// model_test.go (randomised comparison with a reference model, replayable
+// with -nbd.seed), fuzz_test.go (decoders, handshakes and whole sessions),
+// conformance_test.go (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).
 //
 // Not implemented: TLS (STARTTLS is answered NBD_REP_ERR_UNSUP), oldstyle
 // negotiation, extended headers, resize, metadata contexts other than
