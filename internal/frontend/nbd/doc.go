@@ -1,0 +1,38 @@
+// Package nbd is a small NBD (Network Block Device) server: the fixed
+// newstyle handshake, simple and structured replies, TRIM, WRITE_ZEROES
+// (NO_HOLE, FAST_ZERO), CACHE and BLOCK_STATUS for the base:allocation
+// context, written from the protocol document (doc/proto.md of
+// NetworkBlockDevice/nbd). It knows nothing of doppel: an export is a name
+// and a Backend.
+//
+// Files:
+//
+//	doc.go            this map
+//	backend.go        Backend and its one-method capabilities, Extent
+//	export.go         Export (name, backend, read-only, description) and its transmission flags
+//	server.go         Server: exports, limits, Serve, ServeConn, graceful shutdown
+//	clients.go        registry of connected clients per export
+//	session.go        per-connection state, shutdown interrupt, error filtering
+//	negotiate.go      option haggling: EXPORT_NAME, INFO/GO, LIST, ABORT,
+//	                  STRUCTURED_REPLY, LIST/SET_META_CONTEXT
+//	transmission.go   request reader loop, concurrency and memory bounds, request validation
+//	commands.go       execution of each command and its reply; extent normalisation
+//	reply_writer.go   serialised, whole-message reply output
+//	budget.go         byte semaphore bounding buffered payloads per connection
+//	errno.go          mapping of backend errors to NBD error values
+//	wire_constants.go protocol numbers, Errno, size constraints
+//	wire_handshake.go encode/decode of greeting, options and option replies
+//	wire_request.go   encode/decode of the request header
+//	wire_reply.go     encode of simple replies and structured reply chunks
+//
+// Tests: memory_backend_test.go (reference backend with an allocation map),
+// client_test.go (a minimal, strict client), helpers_test.go (servers on
+// pipes and Unix sockets), server_test.go and budget_test.go (unit tests),
+// model_test.go (randomised comparison with a reference model, replayable
+// with -nbd.seed), fuzz_test.go (decoders, handshakes and whole sessions),
+// conformance_test.go (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).
+//
+// Not implemented: TLS (STARTTLS is answered NBD_REP_ERR_UNSUP), oldstyle
+// negotiation, extended headers, resize, metadata contexts other than
+// base:allocation, OFFSET_HOLE chunks in READ replies.
+package nbd

@@ -1,0 +1,73 @@
+package nbd
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// session is the state of one connection, from greeting to close.
+type session struct {
+	srv    *Server
+	conn   net.Conn
+	r      *bufio.Reader
+	w      *bufio.Writer
+	limits Limits
+
+	shuttingDown atomic.Bool
+
+	// Negotiated during the handshake.
+	noZeroes   bool
+	structured bool
+	// metaExport is the export the last NBD_OPT_SET_META_CONTEXT named, when
+	// it selected base:allocation; BLOCK_STATUS is allowed only if the client
+	// then enters transmission on that same export.
+	metaExport *Export
+
+	// Fixed when transmission starts.
+	export      *Export
+	size        uint64
+	flags       uint16
+	blockStatus bool
+}
+
+func newSession(srv *Server, conn net.Conn) *session {
+	return &session{
+		srv:    srv,
+		conn:   conn,
+		r:      bufio.NewReaderSize(conn, 64<<10),
+		w:      bufio.NewWriterSize(conn, 64<<10),
+		limits: srv.limits(),
+	}
+}
+
+// interrupt starts a graceful shutdown: the blocked read of the next
+// option or request returns at once, while replies still in flight get
+// ShutdownGrace to reach the client.
+func (s *session) interrupt() {
+	s.shuttingDown.Store(true)
+	if err := s.conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		// Without deadlines the only way to stop the reader is to close.
+		s.conn.Close()
+		return
+	}
+	_ = s.conn.SetWriteDeadline(time.Now().Add(s.limits.ShutdownGrace))
+}
+
+// filterErr turns the ends of a connection that are not failures (client
+// hung up, server shut down) into nil.
+func (s *session) filterErr(err error) error {
+	switch {
+	case err == nil, errors.Is(err, errClientGone):
+		return nil
+	case s.shuttingDown.Load():
+		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,169 @@
+package nbd
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// request is one decoded request handed to a worker.
+type request struct {
+	requestHeader
+	payload []byte // NBD_CMD_WRITE data
+	granted int64  // bytes taken from the budget, returned when done
+}
+
+// transmit runs the transmission phase: one goroutine reads requests in
+// order and hands each to a worker, at most MaxInFlight at a time and within
+// the byte budget; replies go out as workers finish, tagged with the
+// client's cookie. It returns once every worker has replied and the export
+// has been flushed.
+func (s *session) transmit() error {
+	if err := s.w.Flush(); err != nil {
+		return err
+	}
+	rw := &replyWriter{w: s.w, conn: s.conn}
+	budget := newByteBudget(s.limits.MaxBufferBytes)
+	slots := make(chan struct{}, s.limits.MaxInFlight)
+	var workers sync.WaitGroup
+
+	err := s.readRequests(rw, budget, slots, &workers)
+	workers.Wait()
+	if !s.export.ReadOnly {
+		// Closing is a flush point, so that a client that hangs up without
+		// NBD_CMD_FLUSH, or a server shutdown, loses no acknowledged write.
+		if ferr := s.export.Backend.Flush(); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	if werr := rw.failed(); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+// readRequests is the reader loop. It returns on NBD_CMD_DISC (nil), on
+// shutdown, or on a read or protocol error.
+func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan struct{}, workers *sync.WaitGroup) error {
+	var hb [requestHeaderLen]byte
+	for {
+		if _, err := io.ReadFull(s.r, hb[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return errClientGone // hung up between requests
+			}
+			return err
+		}
+		h, err := parseRequestHeader(hb)
+		if err != nil {
+			return err // garbage instead of a request: the stream is lost
+		}
+		if h.Type == cmdDisc {
+			return nil
+		}
+		if s.shuttingDown.Load() {
+			// Requests that were already buffered when shutdown began are
+			// dropped; the client sees a hard disconnect as the protocol
+			// allows after in-flight requests are answered.
+			return nil
+		}
+		req := &request{requestHeader: h}
+		if errno := s.validate(h); errno != 0 {
+			if h.Type == cmdWrite {
+				// Skip the payload in small pieces to stay in step with the
+				// client without buffering an oversized write.
+				if _, err := io.CopyN(io.Discard, s.r, int64(h.Length)); err != nil {
+					return err
+				}
+			}
+			if err := s.sendError(rw, req, errno); err != nil {
+				return err
+			}
+			continue
+		}
+		if h.Type == cmdRead || h.Type == cmdWrite {
+			req.granted = budget.acquire(int64(h.Length))
+		}
+		if h.Type == cmdWrite {
+			req.payload = make([]byte, h.Length)
+			if _, err := io.ReadFull(s.r, req.payload); err != nil {
+				budget.release(req.granted)
+				return err
+			}
+		}
+		if err := rw.failed(); err != nil {
+			budget.release(req.granted)
+			return err
+		}
+		slots <- struct{}{}
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			defer func() { <-slots }()
+			defer budget.release(req.granted)
+			s.execute(rw, req)
+		}()
+	}
+}
+
+// validate checks a request against the negotiated state before any
+// payload is buffered; it returns the error to answer with, or 0.
+func (s *session) validate(h requestHeader) Errno {
+	allowed := cmdFlagFUA // accepted everywhere: known clients set it loosely
+	switch h.Type {
+	case cmdRead:
+		if s.structured {
+			allowed |= cmdFlagDF
+		}
+	case cmdWrite, cmdFlush, cmdTrim, cmdCache:
+	case cmdWriteZeroes:
+		allowed |= cmdFlagNoHole
+		if s.flags&flagSendFastZero != 0 {
+			allowed |= cmdFlagFastZero
+		}
+	case cmdBlockStatus:
+		allowed |= cmdFlagReqOne
+	default:
+		return EINVAL
+	}
+	if h.Flags&^allowed != 0 {
+		return EINVAL
+	}
+
+	switch h.Type {
+	case cmdWrite, cmdTrim, cmdWriteZeroes:
+		if s.export.ReadOnly {
+			return EPERM
+		}
+	}
+
+	if h.Type == cmdFlush {
+		if h.Offset != 0 || h.Length != 0 {
+			return EINVAL
+		}
+		return 0
+	}
+	if h.Offset > s.size || uint64(h.Length) > s.size-h.Offset {
+		if h.Type == cmdWrite || h.Type == cmdWriteZeroes {
+			return ENOSPC // what the protocol asks for writes past the end
+		}
+		return EINVAL
+	}
+	switch h.Type {
+	case cmdRead:
+		if h.Length > MaxPayload {
+			if s.structured {
+				return EOVERFLOW
+			}
+			return EINVAL
+		}
+	case cmdWrite:
+		if h.Length > MaxPayload {
+			return EINVAL
+		}
+	case cmdBlockStatus:
+		if !s.blockStatus || h.Length == 0 {
+			return EINVAL
+		}
+	}
+	return 0
+}
