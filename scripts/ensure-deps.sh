@@ -3,7 +3,8 @@
 # need, if (and only if) they are missing. Idempotent and quiet when there is
 # nothing to do.
 #
-#   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3; checks go
+#   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3, NBD clients
+#                                   # (libnbd-bin, qemu-utils); checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
@@ -22,7 +23,7 @@ LOG_PREFIX=ensure-deps
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 bench=0
@@ -67,6 +68,11 @@ need_cmd git git
 need_cmd rsync rsync
 need_cmd sqlite3 sqlite3
 need_cmd tar tar
+# The NBD export's conformance tests run real clients.
+need_cmd nbdinfo libnbd-bin
+need_cmd nbdcopy libnbd-bin
+need_cmd qemu-io qemu-utils
+need_cmd qemu-img qemu-utils
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
 	# Reference file systems and tools of bench/suite.sh and bench/clone.sh.
