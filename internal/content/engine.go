@@ -55,7 +55,8 @@ type Engine struct {
 
 	sessionOpen bool // Recover started a session that Close must end
 
-	retainer Retainer // keeps old versions for pins; guarded by txMu
+	retainer  Retainer  // keeps old versions for pins; guarded by txMu
+	beginHook func(*Tx) // runs as each transaction begins (SetBeginHook)
 
 	// syncGate keeps transactions that bring new chunks from committing
 	// while Sync runs. Sync makes the chunk data durable, then the metadata

@@ -42,6 +42,9 @@ func (e *Engine) Begin() (*Tx, error) {
 	if e.retainer != nil {
 		t.b = &retainBatch{Batch: t.b, t: t, r: e.retainer}
 	}
+	if e.beginHook != nil {
+		e.beginHook(t)
+	}
 	return t, nil
 }
 

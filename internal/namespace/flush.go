@@ -81,25 +81,17 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 	if len(chunks) == 0 && !(all && final) {
 		return nil
 	}
-	if err := v.eng.Store(chunks); err != nil {
+	gone := false
+	err := v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
+		err := v.commitFlush(tx, f, groups, end, all)
+		gone = errors.Is(err, syscall.ENOENT)
 		return err
+	})
+	if gone { // deleted under us: nothing to keep
+		v.dropBuffer(f)
+		return nil
 	}
-	tx, err := v.begin()
 	if err != nil {
-		v.eng.Discard(chunks)
-		return err
-	}
-	tx.Adopt(chunks)
-	err = v.commitFlush(tx, f, groups, end, all)
-	if err != nil {
-		tx.Abort()
-		if errors.Is(err, syscall.ENOENT) { // deleted under us: nothing to keep
-			v.dropBuffer(f)
-			return nil
-		}
-		return err
-	}
-	if err := tx.Commit(false); err != nil {
 		return err
 	}
 	f.held = heldAttrs{}

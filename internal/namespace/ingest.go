@@ -191,33 +191,28 @@ func (in *ingest) setXattrs(tx *content.Tx, ino uint64) error {
 // commit stores window w and commits it to ino.
 func (in *ingest) commit(ino uint64, w *window) (schema.Inode, error) {
 	v := in.v
-	if err := v.eng.Store(w.chunks); err != nil {
-		return schema.Inode{}, err
-	}
 	l := v.locks.of(ino)
-	l.Lock()
-	defer l.Unlock()
-	tx, err := v.begin()
-	if err != nil {
-		v.eng.Discard(w.chunks)
-		return schema.Inode{}, err
-	}
-	tx.Adopt(w.chunks)
-	n, err := loadInode(tx.Batch(), ino)
-	if err == nil {
-		err = in.addWindow(tx, ino, &n, w)
-	}
-	if err == nil && w.last {
-		n.Atime, n.Mtime = in.nf.Atime.UnixNano(), in.nf.Mtime.UnixNano()
-	}
-	if err == nil {
-		err = saveInode(tx, ino, &n)
-	}
-	if err != nil {
-		tx.Abort()
-		return n, err
-	}
-	return n, tx.Commit(false)
+	locked := false
+	defer func() {
+		if locked {
+			l.Unlock()
+		}
+	}()
+	var n schema.Inode
+	err := v.eng.CommitChunks(w.chunks, func() { l.Lock(); locked = true }, func(tx *content.Tx) error {
+		var err error
+		if n, err = loadInode(tx.Batch(), ino); err != nil {
+			return err
+		}
+		if err := in.addWindow(tx, ino, &n, w); err != nil {
+			return err
+		}
+		if w.last {
+			n.Atime, n.Mtime = in.nf.Atime.UnixNano(), in.nf.Mtime.UnixNano()
+		}
+		return saveInode(tx, ino, &n)
+	})
+	return n, err
 }
 
 // addWindow adds w's chunks to n (inode ino) inside tx. The size follows

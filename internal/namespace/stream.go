@@ -87,30 +87,20 @@ func (v *Volume) startStream(f *openFile, r content.Run) {
 // commitStream stores the chunks cut from the n bytes at off and commits
 // them. The recorded size never exceeds the end of committed data.
 func (v *Volume) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64) error {
-	if err := v.eng.Store(chunks); err != nil {
-		return err
-	}
-	tx, err := v.begin()
-	if err != nil {
-		v.eng.Discard(chunks)
-		return err
-	}
-	tx.Adopt(chunks)
-	node, err := loadInode(tx.Batch(), ino)
-	if err == nil {
-		var mapped int64
-		if mapped, err = tx.WriteChunks(ino, chunks); err == nil {
-			node.Mapped += mapped
-			node.Size = max(node.Size, min(off+int64(n), size))
-			node.Mtime, node.Ctime = mtime, max(node.Ctime, mtime)
-			err = saveInode(tx, ino, &node)
+	return v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
+		node, err := loadInode(tx.Batch(), ino)
+		if err != nil {
+			return err
 		}
-	}
-	if err != nil {
-		tx.Abort()
-		return err
-	}
-	return tx.Commit(false)
+		mapped, err := tx.WriteChunks(ino, chunks)
+		if err != nil {
+			return err
+		}
+		node.Mapped += mapped
+		node.Size = max(node.Size, min(off+int64(n), size))
+		node.Mtime, node.Ctime = mtime, max(node.Ctime, mtime)
+		return saveInode(tx, ino, &node)
+	})
 }
 
 // streamDone reports whether f's background commit has finished, so that

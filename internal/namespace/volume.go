@@ -132,6 +132,13 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	if err := v.noteClones(); err != nil {
 		return nil, err
 	}
+	// Once the volume has a clone, every transaction journals into the
+	// clones its changes lie in.
+	eng.SetBeginHook(func(tx *content.Tx) {
+		if v.hasClones.Load() {
+			tx.SetTrees(v.trees.forTx(tx))
+		}
+	})
 	v.wg.Add(5)
 	go v.flusher()
 	go v.releaser()
@@ -173,9 +180,6 @@ func (v *Volume) begin() (*content.Tx, error) {
 	tx, err := v.eng.Begin()
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
-	}
-	if v.hasClones.Load() {
-		tx.SetTrees(v.trees.forTx(tx))
 	}
 	return tx, nil
 }
