@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/doppelfs/doppel/internal/ops"
@@ -13,45 +12,16 @@ type CloneRequest = ops.CloneRequest
 
 // serveClones answers clone, clones, rmclone, diff and scan.
 func serveClones(mux *http.ServeMux, vol ops.Volume) {
-	mux.HandleFunc("POST /v1/clone", func(w http.ResponseWriter, r *http.Request) {
-		var req ops.CloneRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			reply(w, nil, err)
-			return
-		}
-		res, err := vol.Clone(r.Context(), req)
-		reply(w, res, err)
-	})
+	serveJSON(mux, "POST /v1/clone", vol.Clone)
 	mux.HandleFunc("GET /v1/clones", func(w http.ResponseWriter, r *http.Request) {
 		res, err := vol.Clones(r.Context(), r.URL.Query().Get("space") == "1")
 		reply(w, res, err)
 	})
-	mux.HandleFunc("POST /v1/rmclone", func(w http.ResponseWriter, r *http.Request) {
-		path, err := pathParam(r)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		reply(w, struct{}{}, vol.RemoveClone(r.Context(), path))
+	servePath(mux, "POST /v1/rmclone", func(ctx context.Context, path string) (struct{}, error) {
+		return struct{}{}, vol.RemoveClone(ctx, path)
 	})
-	mux.HandleFunc("POST /v1/diff", func(w http.ResponseWriter, r *http.Request) {
-		var req ops.DiffRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			reply(w, nil, err)
-			return
-		}
-		res, err := vol.Diff(r.Context(), req)
-		reply(w, res, err)
-	})
-	mux.HandleFunc("POST /v1/scan", func(w http.ResponseWriter, r *http.Request) {
-		var req ops.ScanRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			reply(w, nil, err)
-			return
-		}
-		res, err := vol.Scan(r.Context(), req)
-		reply(w, res, err)
-	})
+	serveJSON(mux, "POST /v1/diff", vol.Diff)
+	serveJSON(mux, "POST /v1/scan", vol.Scan)
 }
 
 // Clone asks the daemon to make a clone.

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -12,23 +13,33 @@ import (
 // Inspection endpoints: "doppel df PATH" and "doppel stat FILE" on a
 // mounted volume. The path is "/"-rooted inside the volume.
 func serveInspect(mux *http.ServeMux, vol ops.Volume) {
-	mux.HandleFunc("GET /v1/usage", func(w http.ResponseWriter, r *http.Request) {
-		path, err := pathParam(r)
-		if err != nil {
+	servePath(mux, "GET /v1/usage", vol.Usage)
+	servePath(mux, "GET /v1/stat", vol.Stat)
+}
+
+// serveJSON answers pattern with fn, the request's body decoded as Req.
+func serveJSON[Req, Res any](mux *http.ServeMux, pattern string, fn func(context.Context, Req) (Res, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			reply(w, nil, err)
 			return
 		}
-		u, err := vol.Usage(r.Context(), path)
-		reply(w, u, err)
+		res, err := fn(r.Context(), req)
+		reply(w, res, err)
 	})
-	mux.HandleFunc("GET /v1/stat", func(w http.ResponseWriter, r *http.Request) {
+}
+
+// servePath answers pattern with fn of the request's path parameter.
+func servePath[Res any](mux *http.ServeMux, pattern string, fn func(context.Context, string) (Res, error)) {
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		path, err := pathParam(r)
 		if err != nil {
 			reply(w, nil, err)
 			return
 		}
-		st, err := vol.Stat(r.Context(), path)
-		reply(w, st, err)
+		res, err := fn(r.Context(), path)
+		reply(w, res, err)
 	})
 }
 

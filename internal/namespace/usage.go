@@ -55,11 +55,9 @@ func usageAt(ctx context.Context, snap meta.Reader, top vnode) (ops.Usage, error
 	if err != nil {
 		return ops.Usage{}, err
 	}
-	cu, err := w.tally.Sum(snap)
-	if err != nil {
+	if w.u.ChunkUsage, err = w.tally.Sum(snap); err != nil {
 		return ops.Usage{}, err
 	}
-	w.u.ChunkUsage = ops.ChunkUsage(cu)
 	w.u.DedupRatio = ratio(w.u.LogicalBytes, w.u.RawBytes)
 	w.u.CompressRatio = ratio(w.u.RawBytes, w.u.PhysicalBytes)
 	return w.u, nil

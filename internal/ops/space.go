@@ -1,5 +1,7 @@
 package ops
 
+import "github.com/doppelfs/doppel/internal/content"
+
 // SpaceReport is what `doppel df` shows.
 type SpaceReport struct {
 	Store          string  `json:"store"`
@@ -25,21 +27,11 @@ type Usage struct {
 	Dirs         int64  `json:"dirs"`          // directories, the top one included
 	SizeBytes    int64  `json:"size_bytes"`    // sum of file sizes, holes included
 	LogicalBytes int64  `json:"logical_bytes"` // bytes the files' extents map, holes excluded
-	ChunkUsage
+	content.ChunkUsage
 	// MetaBytes is the size of the subtree's metadata records (inodes,
 	// entries, back-references, extents, xattrs) before the metadata
 	// store's compression.
 	MetaBytes     int64   `json:"meta_bytes"`
 	DedupRatio    float64 `json:"dedup_ratio"`       // logical / raw
 	CompressRatio float64 `json:"compression_ratio"` // raw / physical
-}
-
-// ChunkUsage is the chunk space a set of files uses (the same fields as
-// content.ChunkUsage, which converts to it).
-type ChunkUsage struct {
-	Chunks          int64 `json:"chunks"`           // distinct chunks referenced
-	RawBytes        int64 `json:"raw_bytes"`        // their size before compression
-	PhysicalBytes   int64 `json:"physical_bytes"`   // their size as stored
-	ExclusiveChunks int64 `json:"exclusive_chunks"` // chunks referenced from the set only
-	ExclusiveBytes  int64 `json:"exclusive_bytes"`  // their stored size: what deleting the set frees
 }
