@@ -8,4 +8,19 @@
 //	              it contains that process's PID
 //	control.sock  the mounted daemon's control socket
 //	daemon.log    the background daemon's log
+//
+// Files:
+//
+//   - volume.go: Init, Open (the stores, crash recovery, the engine and
+//     the namespace) and Close.
+//   - ops.go: Operations, the volume as the command line uses it
+//     (ops.Volume).
+//   - check.go: OpenForCheck, the stores of an unmounted volume for fsck,
+//     without starting the file system on them.
+//   - format.go, lock.go, paths.go: the format file, the lock, the
+//     default store.
+//   - space.go, figures.go, fsck.go, import.go: df, metrics figures, the
+//     online check and the import.
+//   - nopblobs.go: a chunk store that stores nothing, while init writes
+//     metadata only.
 package volume
