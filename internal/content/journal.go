@@ -39,9 +39,36 @@ func (t *Tx) treesOf(ino uint64) []uint64 {
 	if t.trees == nil {
 		return nil
 	}
-	return t.trees(t.b, ino)
+	return t.trees.Of(t.b, ino)
 }
 
-// SetTrees sets how the transaction finds the clones whose journals an
-// inode's changes also go to (nil: none, only the volume's journal).
-func (t *Tx) SetTrees(fn func(r meta.Reader, ino uint64) []uint64) { t.trees = fn }
+// TreeJournal is how a transaction finds the clones whose journals an
+// inode's changes also go to, and tells the finder what changes that.
+type TreeJournal interface {
+	// Of lists the clones ino lies in, as r shows the volume.
+	Of(r meta.Reader, ino uint64) []uint64
+	// Relinked says that ino's names changed (a link, an unlink, a new
+	// inode linked for the first time, a rename within its directory).
+	Relinked(ino uint64)
+	// Moved says that a directory moved to another parent: the clones
+	// above everything below it may have changed.
+	Moved()
+}
+
+// SetTrees sets the transaction's TreeJournal (nil: none, only the
+// volume's journal).
+func (t *Tx) SetTrees(tj TreeJournal) { t.trees = tj }
+
+// Relinked tells the tree journal that ino's names changed.
+func (t *Tx) Relinked(ino uint64) {
+	if t.trees != nil {
+		t.trees.Relinked(ino)
+	}
+}
+
+// Moved tells the tree journal that a directory moved to another parent.
+func (t *Tx) Moved() {
+	if t.trees != nil {
+		t.trees.Moved()
+	}
+}

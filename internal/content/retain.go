@@ -49,3 +49,7 @@ func (t *Tx) AddRef(h schema.Hash, d int64) { t.refs[h] += d }
 
 // OnCommit runs fn after the transaction commits (not if it aborts).
 func (t *Tx) OnCommit(fn func()) { t.after = append(t.after, fn) }
+
+// OnCommitLocked runs fn once the transaction committed, before the next
+// transaction may begin.
+func (t *Tx) OnCommitLocked(fn func()) { t.locked = append(t.locked, fn) }

@@ -24,10 +24,11 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc                         // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc                         // stored bytes nobody references; punch at once
-	after   []func()                           // run once committed
-	trees   func(meta.Reader, uint64) []uint64 // the clones an inode lies in
+	freed   []blob.Loc  // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc  // stored bytes nobody references; punch at once
+	after   []func()    // run once committed
+	locked  []func()    // run once committed, before the lock goes
+	trees   TreeJournal // the clones an inode lies in (SetTrees)
 	done    bool
 }
 
@@ -135,6 +136,9 @@ func (t *Tx) Commit(sync bool) error {
 	t.e.statsMu.Lock()
 	t.e.stats = stats
 	t.e.statsMu.Unlock()
+	for _, fn := range t.locked {
+		fn()
+	}
 	t.e.txMu.Unlock()
 	for _, loc := range t.dupes {
 		t.e.freeNow(loc)

@@ -102,9 +102,10 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 			return 0, fmt.Errorf("%w: the clone would be inside its own source", syscall.EINVAL)
 		}
 	}
-	v.hasClones.Store(true)
-	tx.SetTrees(v.trees.forTx(tx)) // this transaction's entries too
-	pin := tx.Version() - 1        // the state every committed transaction left
+	if !v.hasClones.Swap(true) {
+		tx.SetTrees(v.trees.forTx(tx)) // this transaction's entries too
+	}
+	pin := tx.Version() - 1 // the state every committed transaction left
 	raw, err := b.Get(schema.KeyNextIno)
 	if err != nil {
 		return 0, err

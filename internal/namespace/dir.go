@@ -96,6 +96,7 @@ func addEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino
 	if err := b.Set(schema.ParentKey(ino, dirIno, name), nil); err != nil {
 		return err
 	}
+	tx.Relinked(ino)
 	t := now()
 	dir.Mtime, dir.Ctime = t, t
 	if isDir(mode) {
@@ -116,6 +117,7 @@ func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, 
 	if err := b.Delete(schema.ParentKey(ino, dirIno, name)); err != nil {
 		return err
 	}
+	tx.Relinked(ino)
 	t := now()
 	dir.Mtime, dir.Ctime = t, t
 	if isDir(mode) {

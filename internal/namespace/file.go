@@ -130,10 +130,25 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 
 // Open implements vfs.FS.
 func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
-	h, n, err := v.openExisting(ino, flags)
+	n, err := loadInode(v.meta, ino)
 	if err != nil {
-		return 0, err
+		return 0, v.errno("open", err)
 	}
+	if isDir(n.Mode) && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
+		return 0, syscall.EISDIR
+	}
+	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
+		if err := v.checkWritable(&n); err != nil {
+			return 0, err
+		}
+		if n.Stub { // writes go to the file's own extents
+			if err := v.materialize(ino); err != nil {
+				return 0, v.errno("open", err)
+			}
+			n.Stub = false
+		}
+	}
+	h := v.openHandle(ino, flags)
 	if n.Stub {
 		v.filesMu.Lock()
 		if f := v.files[ino]; f != nil {
@@ -149,6 +164,10 @@ func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 			v.filesMu.Unlock()
 		}
 	}
+	if err := v.stillThere(ino); err != nil {
+		v.Release(h)
+		return 0, v.errno("open", err)
+	}
 	if flags&syscall.O_TRUNC != 0 && n.Mode&syscall.S_IFMT == syscall.S_IFREG {
 		if _, err := v.SetAttr(vfs.Caller{}, ino, vfs.SetAttr{SetSize: true}); err != nil {
 			v.Release(h)
@@ -158,39 +177,17 @@ func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 	return h, nil
 }
 
-// openExisting registers a handle on ino and loads its record, or fails
-// if ino is gone. The handle comes first: an unlink of ino's last name
-// then either sees it open and keeps the inode (an orphan until the last
-// close), or had begun before and is awaited, so that the load finds the
-// inode deleted. Loading first left a window in which the open succeeded
-// on an inode the unlink deleted, and fstat of the new descriptor failed
-// with ENOENT (go-fuse's posixtest OpenSymlinkRace).
-func (v *Volume) openExisting(ino uint64, flags uint32) (vfs.Handle, schema.Inode, error) {
-	h := v.openHandle(ino, flags)
+// stillThere checks, once a handle on ino is registered, that ino was not
+// deleted meanwhile. An unlink of its last name decides, inside its
+// transaction, whether the inode is open (then it stays, an orphan until
+// the last close) or goes; one that decided before the handle existed is
+// awaited here, so that the open fails with ENOENT instead of succeeding
+// on a deleted inode (fstat of the new descriptor then said ENOENT:
+// go-fuse's posixtest OpenSymlinkRace).
+func (v *Volume) stillThere(ino uint64) error {
 	v.eng.AwaitTransactions()
-	n, err := loadInode(v.meta, ino)
-	fail := func(err error) (vfs.Handle, schema.Inode, error) {
-		v.Release(h)
-		return 0, n, err
-	}
-	if err != nil {
-		return fail(v.errno("open", err))
-	}
-	if isDir(n.Mode) && flags&syscall.O_ACCMODE != syscall.O_RDONLY {
-		return fail(syscall.EISDIR)
-	}
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		if err := v.checkWritable(&n); err != nil {
-			return fail(err)
-		}
-		if n.Stub { // writes go to the file's own extents
-			if err := v.materialize(ino); err != nil {
-				return fail(v.errno("open", err))
-			}
-			n.Stub = false
-		}
-	}
-	return h, n, nil
+	_, err := loadInode(v.meta, ino)
+	return err
 }
 
 // Read implements vfs.FS.

@@ -3,7 +3,6 @@ package namespace
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -19,21 +18,21 @@ import (
 // taken as the transaction leaves them; a name change is journaled at its
 // directory, whose paths hold the new and the old place alike.
 //
-// Only a directory's move changes the clones above anything, so the
-// clones of each directory are remembered (treeCache) and forgotten when
-// a directory moves: journaling a file's change then costs reading its
-// record and its parents, whatever the depth.
+// The answers are remembered per inode (treeCache): an inode's clones
+// change only when its own names change (the namespace says Relinked) or
+// a directory above it moves to another parent (Moved: everything is
+// forgotten). Journaling a change then costs no read at all once the
+// inode's answer is known.
 
-// treeCache remembers, per directory, the clones it lies in. Entries a
-// transaction works out are kept once it commits, unless a directory
-// moved meanwhile (gen changed).
+// treeCache remembers the clones each inode lies in. It is read and
+// changed only by transactions, which the content engine runs one at a
+// time, and what a transaction works out is kept when it commits, before
+// the next one begins (so never from an aborted transaction's state).
 type treeCache struct {
-	mu   sync.Mutex
-	gen  uint64              // bumped whenever a directory moves
-	dirs map[uint64][]uint64 // directory -> clones, sorted
+	known map[uint64][]uint64 // inode -> clones, sorted
 }
 
-const treeCacheMax = 1 << 16 // directories remembered; past it, start over
+const treeCacheMax = 1 << 18 // inodes remembered; past it, start over
 
 // checkTreeCache makes every answer the cache gives checked against a walk
 // (the randomized tests set it).
@@ -43,56 +42,43 @@ var checkTreeCache atomic.Bool
 // pending until it commits, as its reads see its own uncommitted writes.
 type txTrees struct {
 	c       *treeCache
-	gen     uint64
 	pending map[uint64][]uint64
 }
 
-// forTx returns the clones-of function for tx, and keeps what it learns
-// when tx commits.
-func (c *treeCache) forTx(tx *content.Tx) func(meta.Reader, uint64) []uint64 {
-	c.mu.Lock()
-	t := &txTrees{c: c, gen: c.gen, pending: map[uint64][]uint64{}}
-	c.mu.Unlock()
-	tx.OnCommit(t.keep)
-	return t.of
+// forTx returns the tree journal of tx.
+func (c *treeCache) forTx(tx *content.Tx) content.TreeJournal {
+	t := &txTrees{c: c, pending: map[uint64][]uint64{}}
+	tx.OnCommitLocked(t.keep)
+	return t
 }
 
-// moved forgets every directory's clones: a directory moved.
-func (c *treeCache) moved() {
-	c.mu.Lock()
-	c.gen++
-	c.dirs = nil
-	c.mu.Unlock()
-}
-
-func (c *treeCache) lookup(gen, dir uint64) ([]uint64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if gen != c.gen {
-		return nil, false
-	}
-	cl, ok := c.dirs[dir]
-	return cl, ok
-}
-
-// keep adds the transaction's findings, unless a directory moved since
-// it began.
+// keep adds the transaction's findings.
 func (t *txTrees) keep() {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.gen != t.c.gen || len(t.pending) == 0 {
+	if len(t.pending) == 0 {
 		return
 	}
-	if t.c.dirs == nil || len(t.c.dirs)+len(t.pending) > treeCacheMax {
-		t.c.dirs = map[uint64][]uint64{}
+	if t.c.known == nil || len(t.c.known)+len(t.pending) > treeCacheMax {
+		t.c.known = map[uint64][]uint64{}
 	}
-	for d, cl := range t.pending {
-		t.c.dirs[d] = cl
+	for ino, cl := range t.pending {
+		t.c.known[ino] = cl
 	}
 }
 
-// of lists the clones ino lies in, as r shows the volume.
-func (t *txTrees) of(r meta.Reader, ino uint64) []uint64 {
+// Relinked forgets ino: its names changed.
+func (t *txTrees) Relinked(ino uint64) {
+	delete(t.pending, ino)
+	delete(t.c.known, ino)
+}
+
+// Moved forgets everything: a directory moved to another parent.
+func (t *txTrees) Moved() {
+	clear(t.pending)
+	t.c.known = nil
+}
+
+// Of lists the clones ino lies in, as r shows the volume.
+func (t *txTrees) Of(r meta.Reader, ino uint64) []uint64 {
 	return t.walk(r, ino, 0)
 }
 
@@ -100,11 +86,11 @@ func (t *txTrees) walk(r meta.Reader, ino uint64, depth int) []uint64 {
 	if cl, ok := t.pending[ino]; ok {
 		return cl
 	}
-	if cl, ok := t.c.lookup(t.gen, ino); ok {
+	if cl, ok := t.c.known[ino]; ok {
 		if checkTreeCache.Load() && named(r, ino) {
-			fresh := (&txTrees{c: &treeCache{gen: 1}, pending: map[uint64][]uint64{}}).walk(r, ino, depth)
+			fresh := (&txTrees{c: &treeCache{}, pending: map[uint64][]uint64{}}).walk(r, ino, depth)
 			if !slices.Equal(fresh, cl) {
-				panic(fmt.Sprintf("namespace: clones of directory %d remembered as %v, are %v", ino, cl, fresh))
+				panic(fmt.Sprintf("namespace: clones of inode %d remembered as %v, are %v", ino, cl, fresh))
 			}
 		}
 		return cl
@@ -133,12 +119,19 @@ func (t *txTrees) walk(r meta.Reader, ino uint64, depth int) []uint64 {
 		})
 	}
 	slices.Sort(out)
-	// A directory without a name is being made (its entry comes later in
-	// the transaction) or removed: its clones are not settled yet.
-	if isDir(n.Mode) && linked {
+	// An inode without a name is being made (its entry comes later in the
+	// transaction) or removed: its clones are not settled yet.
+	if linked {
 		t.pending[ino] = out
 	}
 	return out
+}
+
+// named reports whether ino is the root or has a name.
+func named(r meta.Reader, ino uint64) bool {
+	lower, upper := schema.ParentRange(ino)
+	ok, _ := hasKey(r, lower, upper)
+	return ino == vfs.RootIno || ok
 }
 
 // noteClones sets hasClones if the volume has a clone record: until then
@@ -155,11 +148,4 @@ func (v *Volume) noteClones() error {
 		}
 	}
 	return nil
-}
-
-// named reports whether ino is the root or has a name.
-func named(r meta.Reader, ino uint64) bool {
-	lower, upper := schema.ParentRange(ino)
-	ok, _ := hasKey(r, lower, upper)
-	return ino == vfs.RootIno || ok
 }

@@ -70,7 +70,7 @@ func (v *Volume) rename(tx *content.Tx, op uint64, on string, np uint64, nn stri
 		}
 	}
 	if op != np && (src.Type == syscall.S_IFDIR || flags&vfs.RenameExchange != 0 && dst.Type == syscall.S_IFDIR) {
-		v.trees.moved() // the clones above its subtree may change
+		tx.Moved() // the clones above its subtree may change
 	}
 	if flags&vfs.RenameExchange != 0 {
 		if dst.Type == syscall.S_IFDIR && op != np {
@@ -167,6 +167,7 @@ func exchange(tx *content.Tx, op uint64, on string, src schema.Dirent, np uint64
 		if err := b.Set(schema.ParentKey(e.now.Ino, e.dir, e.name), nil); err != nil {
 			return err
 		}
+		tx.Relinked(e.now.Ino)
 		if err := tx.JournalName(e.dir, e.name); err != nil {
 			return err
 		}

@@ -46,6 +46,7 @@ func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src so
 		if err := b.Set(schema.DirentKey(ino, name), e.Encode()); err != nil {
 			return err
 		}
+		tx.Relinked(local) // a hard link in the clone may gain a name
 		return b.Set(schema.ParentKey(local, ino, name), nil)
 	})
 	return subdirs, stubs, err
