@@ -8,6 +8,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -21,12 +22,12 @@ func (e *env) segment(p string) (string, int64) {
 func TestFlippedByteNeedsVerifyData(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
 	seg, off := e.segment("/solo")
-	f := must(os.OpenFile(seg, os.O_RDWR, 0))
+	f := testutil.Must(os.OpenFile(seg, os.O_RDWR, 0))
 	defer f.Close()
 	b := make([]byte, 1)
-	must(f.ReadAt(b, off+100))
+	testutil.Must(f.ReadAt(b, off+100))
 	b[0] ^= 0x20
-	must(f.WriteAt(b, off+100))
+	testutil.Must(f.WriteAt(b, off+100))
 
 	wantOnlyWithVerifyData(t, e, fsck.KindBadHash, "/solo")
 }
@@ -61,12 +62,12 @@ func TestWrongCheckNeedsVerifyData(t *testing.T) {
 
 func TestGarbageAfterLastChunkIsReclaimable(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
-	nums := must(e.v.Blobs.Segments())
+	nums := testutil.Must(e.v.Blobs.Segments())
 	seg := filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", nums[len(nums)-1]))
-	f := must(os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0))
-	size := must(f.Stat()).Size()
-	must(f.Write(randomBytes(9, 10000)))
-	check(t, f.Close())
+	f := testutil.Must(os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0))
+	size := testutil.Must(f.Stat()).Size()
+	testutil.Must(f.Write(testutil.SeededBytes(9, 10000)))
+	testutil.Check(t, f.Close())
 	roundUp := func(n int64) int64 { return (n + 4095) &^ 4095 }
 
 	r := e.check(true)
@@ -81,7 +82,7 @@ func TestGarbageAfterLastChunkIsReclaimable(t *testing.T) {
 func TestTruncatedSegment(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
 	seg, off := e.segment("/solo")
-	check(t, os.Truncate(seg, off+100))
+	testutil.Check(t, os.Truncate(seg, off+100))
 	for _, verify := range []bool{false, true} {
 		r := e.check(verify)
 		want(t, r, fsck.KindShortChunk, "/solo")
@@ -94,7 +95,7 @@ func TestTruncatedSegment(t *testing.T) {
 func TestMissingSegment(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
 	seg, _ := e.segment("/a")
-	check(t, os.Remove(seg))
+	testutil.Check(t, os.Remove(seg))
 	r := e.check(true)
 	for _, p := range []string{"/a", "/d/b", "/d/copy"} {
 		want(t, r, fsck.KindMissingSegment, p)

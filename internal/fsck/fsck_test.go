@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -26,68 +26,48 @@ type env struct {
 	ino map[string]uint64
 }
 
-func must[T any](x T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return x
-}
-
-func check(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func randomBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
-	return b
-}
-
 // newEnv builds a volume exercising shared chunks, hard links, holes,
 // copy_file_range, overwrites, truncation, renames and deletions, then
 // closes and reopens it so that freed space is punched.
 func newEnv(t *testing.T, opt volume.InitOptions) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), ino: map[string]uint64{"/": vfs.RootIno}}
-	check(t, volume.Init(e.dir, opt))
+	testutil.Check(t, volume.Init(e.dir, opt))
 	e.open()
 	fs := e.v.NS
-	shared := randomBytes(1, 300<<10)
+	shared := testutil.SeededBytes(1, 300<<10)
 	e.mkdir("/d")
 	e.mkdir("/d/e")
 	e.mkdir("/gone")
 	e.write("/a", shared)
-	e.write("/d/b", shared)                    // same chunks as /a
-	e.write("/solo", randomBytes(2, 40<<10))   // chunks of its own
-	e.write("/holes", randomBytes(3, 200<<10)) // a hole punched below
-	e.write("/doomed", randomBytes(4, 100<<10))
-	must(fs.Link(e.ino["/a"], e.ino["/d/e"], "link"))
-	must(fs.Symlink(caller, vfs.RootIno, "sym", "a"))
-	must(fs.Mknod(caller, e.ino["/d"], "fifo", syscall.S_IFIFO|0o644, 0))
-	check(t, fs.SetXattr(e.ino["/d"], "user.note", []byte("x"), 0))
+	e.write("/d/b", shared)                             // same chunks as /a
+	e.write("/solo", testutil.SeededBytes(2, 40<<10))   // chunks of its own
+	e.write("/holes", testutil.SeededBytes(3, 200<<10)) // a hole punched below
+	e.write("/doomed", testutil.SeededBytes(4, 100<<10))
+	testutil.Must(fs.Link(e.ino["/a"], e.ino["/d/e"], "link"))
+	testutil.Must(fs.Symlink(caller, vfs.RootIno, "sym", "a"))
+	testutil.Must(fs.Mknod(caller, e.ino["/d"], "fifo", syscall.S_IFIFO|0o644, 0))
+	testutil.Check(t, fs.SetXattr(e.ino["/d"], "user.note", []byte("x"), 0))
 
-	h := must(fs.Open(e.ino["/holes"], syscall.O_RDWR))
-	check(t, fs.Fallocate(h, vfs.FallocPunchHole|vfs.FallocKeepSize, 50000, 70000))
-	must(fs.Write(h, 150000, []byte("overwrite in the middle of a chunk")))
-	check(t, fs.Release(h))
+	h := testutil.Must(fs.Open(e.ino["/holes"], syscall.O_RDWR))
+	testutil.Check(t, fs.Fallocate(h, vfs.FallocPunchHole|vfs.FallocKeepSize, 50000, 70000))
+	testutil.Must(fs.Write(h, 150000, []byte("overwrite in the middle of a chunk")))
+	testutil.Check(t, fs.Release(h))
 
-	src := must(fs.Open(e.ino["/a"], syscall.O_RDONLY))
+	src := testutil.Must(fs.Open(e.ino["/a"], syscall.O_RDONLY))
 	a, dst := must2(fs.Create(caller, e.ino["/d"], "copy", 0o644, syscall.O_WRONLY))
 	e.ino["/d/copy"] = a.Ino
-	if n := must(fs.CopyFileRange(src, 1000, dst, 4096, 200<<10)); n != 200<<10 {
+	if n := testutil.Must(fs.CopyFileRange(src, 1000, dst, 4096, 200<<10)); n != 200<<10 {
 		t.Fatalf("copied %d bytes", n)
 	}
-	check(t, fs.Release(src))
-	check(t, fs.Release(dst))
+	testutil.Check(t, fs.Release(src))
+	testutil.Check(t, fs.Release(dst))
 
-	must(fs.SetAttr(caller, e.ino["/d/b"], vfs.SetAttr{SetSize: true, Size: 100 << 10}))
-	check(t, fs.Rename(vfs.RootIno, "holes", e.ino["/d/e"], "holes", 0))
+	testutil.Must(fs.SetAttr(caller, e.ino["/d/b"], vfs.SetAttr{SetSize: true, Size: 100 << 10}))
+	testutil.Check(t, fs.Rename(vfs.RootIno, "holes", e.ino["/d/e"], "holes", 0))
 	e.ino["/d/e/holes"] = e.ino["/holes"]
-	check(t, fs.Unlink(vfs.RootIno, "doomed"))
-	check(t, fs.Rmdir(vfs.RootIno, "gone"))
+	testutil.Check(t, fs.Unlink(vfs.RootIno, "doomed"))
+	testutil.Check(t, fs.Rmdir(vfs.RootIno, "gone"))
 	e.reopen()
 	return e
 }
@@ -100,13 +80,13 @@ func must2[A, B any](a A, b B, err error) (A, B) {
 }
 
 func (e *env) open() {
-	e.v = must(volume.Open(e.dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	e.v = testutil.Must(volume.Open(e.dir, slog.New(slog.NewTextHandler(io.Discard, nil))))
 	v := e.v
 	e.t.Cleanup(func() { v.Close() })
 }
 
 func (e *env) reopen() {
-	check(e.t, e.v.Close())
+	testutil.Check(e.t, e.v.Close())
 	e.open()
 }
 
@@ -117,26 +97,26 @@ func split(p string) (string, string) {
 
 func (e *env) mkdir(p string) {
 	dir, name := split(p)
-	e.ino[p] = must(e.v.NS.Mkdir(caller, e.ino[dir], name, 0o755)).Ino
+	e.ino[p] = testutil.Must(e.v.NS.Mkdir(caller, e.ino[dir], name, 0o755)).Ino
 }
 
 func (e *env) write(p string, data []byte) {
 	dir, name := split(p)
 	a, h := must2(e.v.NS.Create(caller, e.ino[dir], name, 0o644, syscall.O_WRONLY))
-	must(e.v.NS.Write(h, 0, data))
-	check(e.t, e.v.NS.Release(h))
+	testutil.Must(e.v.NS.Write(h, 0, data))
+	testutil.Check(e.t, e.v.NS.Release(h))
 	e.ino[p] = a.Ino
 }
 
 // extents returns the extents of the file at p.
 func (e *env) extents(p string) []content.Piece {
-	return must(content.Extents(e.v.Meta, e.ino[p], 0, math.MaxInt64))
+	return testutil.Must(content.Extents(e.v.Meta, e.ino[p], 0, math.MaxInt64))
 }
 
 // chunkOf returns the first chunk of the file at p and its record.
 func (e *env) chunkOf(p string) (schema.Hash, schema.Chunk) {
 	h := e.extents(p)[0].Hash
-	return h, must(schema.DecodeChunk(must(e.v.Meta.Get(schema.ChunkKey(h)))))
+	return h, testutil.Must(schema.DecodeChunk(testutil.Must(e.v.Meta.Get(schema.ChunkKey(h)))))
 }
 
 // commit applies sets (a nil value deletes the key) in one batch.
@@ -145,22 +125,22 @@ func (e *env) commit(kv ...[]byte) {
 	defer b.Close()
 	for i := 0; i < len(kv); i += 2 {
 		if kv[i+1] == nil {
-			check(e.t, b.Delete(kv[i]))
+			testutil.Check(e.t, b.Delete(kv[i]))
 		} else {
-			check(e.t, b.Set(kv[i], kv[i+1]))
+			testutil.Check(e.t, b.Set(kv[i], kv[i+1]))
 		}
 	}
-	check(e.t, b.Commit(true))
+	testutil.Check(e.t, b.Commit(true))
 }
 
 func (e *env) inode(p string) schema.Inode {
-	return must(schema.DecodeInode(must(e.v.Meta.Get(schema.InodeKey(e.ino[p])))))
+	return testutil.Must(schema.DecodeInode(testutil.Must(e.v.Meta.Get(schema.InodeKey(e.ino[p])))))
 }
 
 func (e *env) check(verify bool) *fsck.Report {
 	e.t.Helper()
 	r, err := fsck.Check(e.v.FsckStores(), fsck.Options{VerifyData: verify})
-	check(e.t, err)
+	testutil.Check(e.t, err)
 	for _, p := range r.Problems {
 		e.t.Logf("%s %s", p.Severity, p)
 	}
@@ -197,12 +177,12 @@ func TestCleanVolume(t *testing.T) {
 
 func TestOpenUnlinkedFileIsNoProblem(t *testing.T) {
 	e := newEnv(t, volume.InitOptions{})
-	h := must(e.v.NS.Open(e.ino["/solo"], syscall.O_RDWR))
-	check(t, e.v.NS.Unlink(vfs.RootIno, "solo"))
+	h := testutil.Must(e.v.NS.Open(e.ino["/solo"], syscall.O_RDWR))
+	testutil.Check(t, e.v.NS.Unlink(vfs.RootIno, "solo"))
 	if r := e.check(false); !r.Clean() {
 		t.Fatalf("problems with an orphan inode: %v", r.Kinds())
 	}
-	check(t, e.v.NS.Release(h))
+	testutil.Check(t, e.v.NS.Release(h))
 }
 
 func TestMetadataDamage(t *testing.T) {
@@ -258,7 +238,7 @@ func TestMetadataDamage(t *testing.T) {
 			e.commit(schema.ExtentKey(e.ino["/solo"], x.Off), x.Extent.Encode())
 		}},
 		{"dirent type", fsck.KindDirentType, "/sym", func(e *env) {
-			sym := must(e.v.NS.Lookup(vfs.RootIno, "sym")).Ino
+			sym := testutil.Must(e.v.NS.Lookup(vfs.RootIno, "sym")).Ino
 			d := schema.Dirent{Ino: sym, Type: syscall.S_IFREG} // it is a symlink
 			e.commit(schema.DirentKey(vfs.RootIno, "sym"), d.Encode())
 		}},
@@ -268,7 +248,7 @@ func TestMetadataDamage(t *testing.T) {
 			e.commit(schema.KeyStats, s.Encode())
 		}},
 		{"undecodable inode", fsck.KindDecode, "/d/fifo", func(e *env) {
-			fifo := must(e.v.NS.Lookup(e.ino["/d"], "fifo")).Ino
+			fifo := testutil.Must(e.v.NS.Lookup(e.ino["/d"], "fifo")).Ino
 			e.commit(schema.InodeKey(fifo), []byte{9, 9})
 		}},
 		{"unknown key", fsck.KindUnknownKey, "", func(e *env) {

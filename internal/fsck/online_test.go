@@ -16,6 +16,7 @@ import (
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -24,9 +25,9 @@ import (
 // frequent flushes, so that transactions, frees and punches happen all
 // the time.
 func (e *env) openBusy() {
-	check(e.t, e.v.Close())
+	testutil.Check(e.t, e.v.Close())
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.v = must(volume.OpenWith(e.dir, log, namespace.Options{StreamFlush: 64 << 10, FlushInterval: 5 * time.Millisecond}))
+	e.v = testutil.Must(volume.OpenWith(e.dir, log, namespace.Options{StreamFlush: 64 << 10, FlushInterval: 5 * time.Millisecond}))
 	v := e.v
 	e.t.Cleanup(func() { v.Close() })
 }
@@ -39,7 +40,7 @@ func (e *env) writers(n int, ops *atomic.Int64) (stop func() error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for w := range n {
-		dir := must(e.v.NS.Mkdir(caller, vfs.RootIno, fmt.Sprintf("w%d", w), 0o755)).Ino
+		dir := testutil.Must(e.v.NS.Mkdir(caller, vfs.RootIno, fmt.Sprintf("w%d", w), 0o755)).Ino
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -67,9 +68,9 @@ func writeLoop(fs *namespace.Volume, dir, seed uint64, quit *atomic.Bool, ops *a
 			name := fmt.Sprintf("f%d", i)
 			var h vfs.Handle
 			if _, h, err = fs.Create(caller, dir, name, 0o644, syscall.O_RDWR); err == nil {
-				_, err = fs.Write(h, 0, randomBytes(uint64(r.IntN(6)), 1+r.IntN(300<<10)))
+				_, err = fs.Write(h, 0, testutil.SeededBytes(uint64(r.IntN(6)), 1+r.IntN(300<<10)))
 				if err == nil && r.IntN(4) == 0 {
-					_, err = fs.Write(h, int64(r.IntN(100<<10)), randomBytes(uint64(i), 1+r.IntN(20<<10)))
+					_, err = fs.Write(h, int64(r.IntN(100<<10)), testutil.SeededBytes(uint64(i), 1+r.IntN(20<<10)))
 				}
 				err = errors.Join(err, fs.Release(h))
 				names = append(names, name)
@@ -80,7 +81,7 @@ func writeLoop(fs *namespace.Volume, dir, seed uint64, quit *atomic.Bool, ops *a
 				err = fs.Unlink(dir, names[j])
 				names = append(names[:j], names[j+1:]...)
 			} else {
-				ino := must(fs.Lookup(dir, names[j])).Ino
+				ino := testutil.Must(fs.Lookup(dir, names[j])).Ino
 				_, err = fs.SetAttr(caller, ino, vfs.SetAttr{SetSize: true, Size: int64(r.IntN(50 << 10))})
 			}
 		case op < 9: // rename over another
@@ -90,7 +91,7 @@ func writeLoop(fs *namespace.Volume, dir, seed uint64, quit *atomic.Bool, ops *a
 				names = append(names[:j], names[j+1:]...)
 			}
 		default: // share extents with copy_file_range
-			src := must(fs.Open(must(fs.Lookup(dir, names[r.IntN(len(names))])).Ino, syscall.O_RDONLY))
+			src := testutil.Must(fs.Open(testutil.Must(fs.Lookup(dir, names[r.IntN(len(names))])).Ino, syscall.O_RDONLY))
 			_, dst, cerr := fs.Create(caller, dir, fmt.Sprintf("c%d", i), 0o644, syscall.O_WRONLY)
 			if err = cerr; err == nil {
 				_, err = fs.CopyFileRange(src, int64(r.IntN(4096)), dst, 0, 200<<10)
@@ -129,7 +130,7 @@ func TestCheckLiveDuringWrites(t *testing.T) {
 			t.Fatalf("online check %d found %d problems while writers ran", checks, len(r.Problems))
 		}
 	}
-	check(t, stop())
+	testutil.Check(t, stop())
 	t.Logf("%d online checks during %d operations", checks, ops.Load())
 	e.reopen()
 	if r := e.check(true); len(r.Problems) != 0 {
@@ -152,7 +153,7 @@ func TestRepairLive(t *testing.T) {
 	var ops atomic.Int64
 	stop := e.writers(2, &ops)
 	rr, err := fsck.RepairLive(context.Background(), e.v.FsckStores(), e.v.Engine, fsck.Options{})
-	check(t, errors.Join(err, stop()))
+	testutil.Check(t, errors.Join(err, stop()))
 	for _, r := range rr.Repairs {
 		t.Logf("repaired %s %q: %s", r.Kind, r.Path, r.Action)
 	}

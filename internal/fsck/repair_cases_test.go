@@ -8,19 +8,20 @@ import (
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // appendGarbage writes n random bytes at the next aligned offset of the
 // last segment and returns where.
 func (e *env) appendGarbage(n int) (uint32, uint64, []byte) {
-	nums := must(e.v.Blobs.Segments())
+	nums := testutil.Must(e.v.Blobs.Segments())
 	num := nums[len(nums)-1]
-	f := must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", num)), os.O_RDWR, 0))
+	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", num)), os.O_RDWR, 0))
 	defer f.Close()
-	off := (must(f.Stat()).Size() + 4095) &^ 4095
-	data := randomBytes(77, n)
-	must(f.WriteAt(data, off))
+	off := (testutil.Must(f.Stat()).Size() + 4095) &^ 4095
+	data := testutil.SeededBytes(77, n)
+	testutil.Must(f.WriteAt(data, off))
 	return num, uint64(off), data
 }
 
@@ -32,12 +33,12 @@ func (e *env) setInode(p string, change func(*schema.Inode)) {
 
 func (e *env) flipByte(p string) {
 	seg, off := e.segment(p)
-	f := must(os.OpenFile(seg, os.O_RDWR, 0))
+	f := testutil.Must(os.OpenFile(seg, os.O_RDWR, 0))
 	defer f.Close()
 	b := make([]byte, 1)
-	must(f.ReadAt(b, off+100))
+	testutil.Must(f.ReadAt(b, off+100))
 	b[0] ^= 0x20
-	must(f.WriteAt(b, off+100))
+	testutil.Must(f.WriteAt(b, off+100))
 }
 
 // metadataRepairs damage records; no file data is lost.
@@ -128,12 +129,12 @@ func metadataRepairs() []repairCase {
 			e.setInode("/d/b", func(n *schema.Inode) { n.Mapped++ })
 		}},
 		{name: "dirent type", kind: fsck.KindDirentType, path: "/sym", damage: func(e *env) {
-			sym := must(e.v.NS.Lookup(vfs.RootIno, "sym")).Ino
+			sym := testutil.Must(e.v.NS.Lookup(vfs.RootIno, "sym")).Ino
 			d := schema.Dirent{Ino: sym, Type: syscall.S_IFREG}
 			e.commit(schema.DirentKey(vfs.RootIno, "sym"), d.Encode())
 		}},
 		{name: "undecodable inode stays", kind: fsck.KindNlink, remains: fsck.KindDecode, damage: func(e *env) {
-			fifo := must(e.v.NS.Lookup(e.ino["/d"], "fifo")).Ino
+			fifo := testutil.Must(e.v.NS.Lookup(e.ino["/d"], "fifo")).Ino
 			e.commit(schema.InodeKey(fifo), []byte{9, 9})
 			e.setInode("/a", func(n *schema.Inode) { n.Nlink = 7 })
 		}},
@@ -163,11 +164,11 @@ func dataRepairs() []repairCase {
 		}},
 		{name: "truncated segment", kind: fsck.KindShortChunk, path: "/solo", lost: []string{"/solo"}, anyLost: true, damage: func(e *env) {
 			seg, off := e.segment("/solo")
-			check(e.t, os.Truncate(seg, off+100))
+			testutil.Check(e.t, os.Truncate(seg, off+100))
 		}},
 		{name: "missing segment", kind: fsck.KindMissingSegment, path: "/a", lost: []string{"/a", "/d/b", "/d/copy"}, anyLost: true, damage: func(e *env) {
 			seg, _ := e.segment("/a")
-			check(e.t, os.Remove(seg))
+			testutil.Check(e.t, os.Remove(seg))
 		}},
 		{name: "extent past chunk", kind: fsck.KindExtentPastChunk, path: "/solo", lost: []string{"/solo"}, damage: func(e *env) {
 			x := e.extents("/solo")[0]

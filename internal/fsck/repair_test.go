@@ -12,6 +12,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -49,7 +50,7 @@ func (e *env) read(p string) ([]byte, error) {
 func (e *env) contents() map[string][]byte {
 	m := map[string][]byte{}
 	for _, p := range files {
-		m[p] = must(e.read(p))
+		m[p] = testutil.Must(e.read(p))
 	}
 	return m
 }
@@ -58,14 +59,14 @@ func (e *env) contents() map[string][]byte {
 // does, and opens the volume again.
 func (e *env) repair(verify bool) *fsck.RepairReport {
 	e.t.Helper()
-	check(e.t, e.v.Close())
-	m := must(meta.OpenPebble(filepath.Join(e.dir, "meta")))
-	b := must(blob.OpenDir(filepath.Join(e.dir, "chunks"), blob.Options{}))
+	testutil.Check(e.t, e.v.Close())
+	m := testutil.Must(meta.OpenPebble(filepath.Join(e.dir, "meta")))
+	b := testutil.Must(blob.OpenDir(filepath.Join(e.dir, "chunks"), blob.Options{}))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rr, err := fsck.Repair(fsck.Stores{Dir: e.dir, Meta: m, Blobs: b}, fsck.Options{VerifyData: verify}, log)
-	check(e.t, b.Close())
-	check(e.t, m.Close())
-	check(e.t, err)
+	testutil.Check(e.t, b.Close())
+	testutil.Check(e.t, m.Close())
+	testutil.Check(e.t, err)
 	for _, r := range rr.Repairs {
 		e.t.Logf("repaired %s %q: %s", r.Kind, r.Path, r.Action)
 	}

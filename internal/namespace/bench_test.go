@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -17,7 +18,7 @@ import (
 // stores a new chunk.
 func BenchmarkSmallFile(b *testing.B) {
 	v, _ := openVolume(b)
-	benchSmallFiles(b, v.NS, must(v.NS.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino)
+	benchSmallFiles(b, v.NS, testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino)
 }
 
 // BenchmarkSmallFileInClone is BenchmarkSmallFile four directories deep
@@ -27,12 +28,12 @@ func BenchmarkSmallFileInClone(b *testing.B) {
 	fs := v.NS
 	dir := uint64(vfs.RootIno)
 	for _, name := range []string{"a", "b", "c", "d"} {
-		dir = must(fs.Mkdir(root, dir, name, 0o755)).Ino
+		dir = testutil.Must(fs.Mkdir(root, dir, name, 0o755)).Ino
 	}
-	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
-	dir = must(fs.Clone(a, vfs.RootIno, "clone", namespace.CloneOptions{})).Ino
+	a := testutil.Must(fs.Lookup(vfs.RootIno, "a")).Ino
+	dir = testutil.Must(fs.Clone(a, vfs.RootIno, "clone", namespace.CloneOptions{})).Ino
 	for _, name := range []string{"b", "c", "d"} {
-		dir = must(fs.Lookup(dir, name)).Ino
+		dir = testutil.Must(fs.Lookup(dir, name)).Ino
 	}
 	benchSmallFiles(b, fs, dir)
 }
@@ -50,7 +51,7 @@ func benchSmallFiles(b *testing.B, fs *namespace.Volume, dir uint64) {
 				b.Fatal(err)
 			}
 			copy(data, name)
-			must(fs.Write(h, 0, data))
+			testutil.Must(fs.Write(h, 0, data))
 			if err := fs.Flush(h); err != nil {
 				b.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -19,12 +20,12 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 	for _, lazy := range []bool{true, false} {
 		v, _ := openVolume(t)
 		fs := v.NS
-		top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-		d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
-		other := must(fs.Mkdir(root, top, "other", 0o755)).Ino
+		top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+		d := testutil.Must(fs.Mkdir(root, top, "d", 0o755)).Ino
+		other := testutil.Must(fs.Mkdir(root, top, "other", 0o755)).Ino
 		f := writeFile(t, fs, d, "f", []byte("linked"))
-		must(fs.Link(f, d, "x1"))
-		must(fs.Link(f, other, "g"))
+		testutil.Must(fs.Link(f, d, "x1"))
+		testutil.Must(fs.Link(f, other, "g"))
 
 		// a: /t without d/x1; b: a's d; c: b again, lazily.
 		for _, c := range []struct{ src, dst string }{{"/t", "/a"}, {"/a/d", "/b"}, {"/b", "/c"}} {
@@ -32,7 +33,7 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 			if c.dst == "/a" {
 				o.Excludes = []string{"d/x1"}
 			}
-			must(fs.ClonePath(c.src, c.dst, o))
+			testutil.Must(fs.ClonePath(c.src, c.dst, o))
 		}
 		for _, c := range []struct {
 			path  []string
@@ -45,14 +46,14 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 		} {
 			ino := uint64(vfs.RootIno)
 			for _, name := range c.path {
-				ino = must(fs.Lookup(ino, name)).Ino
+				ino = testutil.Must(fs.Lookup(ino, name)).Ino
 			}
-			if got := must(fs.GetAttr(ino)).Nlink; got != c.links {
+			if got := testutil.Must(fs.GetAttr(ino)).Nlink; got != c.links {
 				t.Errorf("lazy %v: %v has %d links, want %d", lazy, c.path, got, c.links)
 			}
 		}
 		for _, p := range []string{"c", "b"} {
-			must(0, fs.Unlink(must(fs.Lookup(vfs.RootIno, p)).Ino, "f"))
+			testutil.Must(0, fs.Unlink(testutil.Must(fs.Lookup(vfs.RootIno, p)).Ino, "f"))
 		}
 		wantFsckClean(t, v)
 	}
@@ -64,24 +65,24 @@ func TestCloneLinkCountsThroughChains(t *testing.T) {
 func TestCloneOfRemovedCloneKeepsExclusions(t *testing.T) {
 	v, dir := openVolume(t)
 	fs := v.NS
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	sub := must(fs.Mkdir(root, top, "sub", 0o755)).Ino
+	top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	sub := testutil.Must(fs.Mkdir(root, top, "sub", 0o755)).Ino
 	writeFile(t, fs, sub, "secret", []byte("s"))
 	writeFile(t, fs, sub, "kept", []byte("k"))
-	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true, Excludes: []string{"secret"}}))
-	must(fs.ClonePath("/a", "/b", namespace.CloneOptions{Lazy: true}))
-	a := must(fs.Lookup(vfs.RootIno, "a")).Ino
-	asub := must(fs.Lookup(a, "sub")).Ino
-	for _, e := range must(fs.ReadDir(asub)) {
-		must(0, fs.Unlink(asub, e.Name))
+	testutil.Must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true, Excludes: []string{"secret"}}))
+	testutil.Must(fs.ClonePath("/a", "/b", namespace.CloneOptions{Lazy: true}))
+	a := testutil.Must(fs.Lookup(vfs.RootIno, "a")).Ino
+	asub := testutil.Must(fs.Lookup(a, "sub")).Ino
+	for _, e := range testutil.Must(fs.ReadDir(asub)) {
+		testutil.Must(0, fs.Unlink(asub, e.Name))
 	}
-	must(0, fs.Rmdir(a, "sub"))
-	must(0, fs.Rmdir(vfs.RootIno, "a"))
+	testutil.Must(0, fs.Rmdir(a, "sub"))
+	testutil.Must(0, fs.Rmdir(vfs.RootIno, "a"))
 	v = reopen(t, v, dir)
 	fs = v.NS
-	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
+	b := testutil.Must(fs.Lookup(vfs.RootIno, "b")).Ino
 	var names []string
-	for _, e := range must(fs.ReadDir(must(fs.Lookup(b, "sub")).Ino)) {
+	for _, e := range testutil.Must(fs.ReadDir(testutil.Must(fs.Lookup(b, "sub")).Ino)) {
 		names = append(names, e.Name)
 	}
 	if len(names) != 1 || names[0] != "kept" {
@@ -98,15 +99,15 @@ func TestCloneLinkCountAfterRenameInMiddleClone(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
 	a := linkedThenCloned(t, v, "d", "x")
-	must(0, fs.Rename(a, "d", a, "e", 0)) // a/d stays a stub
-	must(fs.ClonePath("/a/e", "/b", namespace.CloneOptions{Lazy: true}))
-	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
-	bf := must(fs.Lookup(b, "f"))
+	testutil.Must(0, fs.Rename(a, "d", a, "e", 0)) // a/d stays a stub
+	testutil.Must(fs.ClonePath("/a/e", "/b", namespace.CloneOptions{Lazy: true}))
+	b := testutil.Must(fs.Lookup(vfs.RootIno, "b")).Ino
+	bf := testutil.Must(fs.Lookup(b, "f"))
 	if bf.Nlink != 2 {
 		t.Fatalf("b/f has %d links, want 2 (f and x)", bf.Nlink)
 	}
-	must(0, fs.Unlink(b, "f"))
-	if got := readFile(t, fs, must(fs.Lookup(b, "x")).Ino); string(got) != "linked" {
+	testutil.Must(0, fs.Unlink(b, "f"))
+	if got := readFile(t, fs, testutil.Must(fs.Lookup(b, "x")).Ino); string(got) != "linked" {
 		t.Fatalf("b/x reads %q after b/f went", got)
 	}
 }
@@ -120,14 +121,14 @@ func TestCloneLinkCountThroughMaterializedMiddle(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
 	a := linkedThenCloned(t, v, "other", "g")
-	must(fs.ReadDir(must(fs.Lookup(a, "d")).Ino)) // a/d gets its own entries
-	must(fs.ReadDir(must(fs.Lookup(a, "other")).Ino))
-	must(fs.ClonePath("/a/d", "/b", namespace.CloneOptions{Lazy: true}))
-	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
-	if got := must(fs.Lookup(b, "f")).Nlink; got != 1 {
+	testutil.Must(fs.ReadDir(testutil.Must(fs.Lookup(a, "d")).Ino)) // a/d gets its own entries
+	testutil.Must(fs.ReadDir(testutil.Must(fs.Lookup(a, "other")).Ino))
+	testutil.Must(fs.ClonePath("/a/d", "/b", namespace.CloneOptions{Lazy: true}))
+	b := testutil.Must(fs.Lookup(vfs.RootIno, "b")).Ino
+	if got := testutil.Must(fs.Lookup(b, "f")).Nlink; got != 1 {
 		t.Fatalf("b/f has %d links, want 1 (a/other/g is outside b)", got)
 	}
-	must(0, fs.Unlink(b, "f"))
+	testutil.Must(0, fs.Unlink(b, "f"))
 	wantFsckClean(t, v)
 }
 
@@ -136,16 +137,16 @@ func TestCloneLinkCountThroughMaterializedMiddle(t *testing.T) {
 func linkedThenCloned(t *testing.T, v *volume.Volume, dir, name string) uint64 {
 	t.Helper()
 	fs := v.NS
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+	top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	d := testutil.Must(fs.Mkdir(root, top, "d", 0o755)).Ino
 	f := writeFile(t, fs, d, "f", []byte("linked"))
 	second := d
 	if dir != "d" {
-		second = must(fs.Mkdir(root, top, dir, 0o755)).Ino
+		second = testutil.Must(fs.Mkdir(root, top, dir, 0o755)).Ino
 	}
-	must(fs.Link(f, second, name))
-	must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
-	return must(fs.Lookup(vfs.RootIno, "a")).Ino
+	testutil.Must(fs.Link(f, second, name))
+	testutil.Must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
+	return testutil.Must(fs.Lookup(vfs.RootIno, "a")).Ino
 }
 
 // wantFsckClean fails t on anything fsck finds but reclaimable space.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -35,33 +36,33 @@ func testClonePinKeepsNothingExcluded(t *testing.T, through bool) {
 		rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
 		return b
 	}
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	big := must(fs.Mkdir(root, top, "big", 0o755)).Ino
-	sub := must(fs.Mkdir(root, big, "sub", 0o755)).Ino // first among shared's parents
-	keep := must(fs.Mkdir(root, top, "keep", 0o755)).Ino
+	top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	big := testutil.Must(fs.Mkdir(root, top, "big", 0o755)).Ino
+	sub := testutil.Must(fs.Mkdir(root, big, "sub", 0o755)).Ino // first among shared's parents
+	keep := testutil.Must(fs.Mkdir(root, top, "keep", 0o755)).Ino
 	kept := writeFile(t, fs, keep, "k", data(1))
 	shared := writeFile(t, fs, keep, "shared", data(2))
 	base := v.Engine.Stats().Chunks
 	for i := range 20 {
 		writeFile(t, fs, []uint64{big, sub}[i%2], "f"+strconv.Itoa(i), data(uint64(100+i)))
 	}
-	must(fs.Link(shared, sub, "also")) // one name excluded, one not
+	testutil.Must(fs.Link(shared, sub, "also")) // one name excluded, one not
 	if through {
-		must(fs.ClonePath("/t", "/c1", namespace.CloneOptions{Lazy: true, Excludes: []string{"big"}}))
-		must(fs.ClonePath("/c1", "/c", namespace.CloneOptions{Lazy: true}))
+		testutil.Must(fs.ClonePath("/t", "/c1", namespace.CloneOptions{Lazy: true, Excludes: []string{"big"}}))
+		testutil.Must(fs.ClonePath("/c1", "/c", namespace.CloneOptions{Lazy: true}))
 		removeAll(t, fs, vfs.RootIno, "c1")
 		v = reopen(t, v, vdir)
 		fs = v.NS
 	} else {
-		must(fs.ClonePath("/t", "/c", namespace.CloneOptions{Lazy: true, Excludes: []string{"big"}}))
+		testutil.Must(fs.ClonePath("/t", "/c", namespace.CloneOptions{Lazy: true, Excludes: []string{"big"}}))
 	}
 
 	for i := range 20 {
-		must(0, fs.Unlink([]uint64{big, sub}[i%2], "f"+strconv.Itoa(i)))
+		testutil.Must(0, fs.Unlink([]uint64{big, sub}[i%2], "f"+strconv.Itoa(i)))
 	}
-	must(0, fs.Unlink(sub, "also"))
-	must(0, fs.Rmdir(big, "sub"))
-	must(0, fs.Rmdir(top, "big"))
+	testutil.Must(0, fs.Unlink(sub, "also"))
+	testutil.Must(0, fs.Rmdir(big, "sub"))
+	testutil.Must(0, fs.Rmdir(top, "big"))
 	if got := v.Engine.Stats().Chunks; got != base {
 		t.Errorf("%d chunks after the excluded subtree went, want %d: the clone's pin keeps what it cannot see", got, base)
 	}
@@ -71,17 +72,17 @@ func testClonePinKeepsNothingExcluded(t *testing.T, through bool) {
 		ino  uint64
 		seed uint64
 	}{{kept, 1}, {shared, 2}} {
-		h := must(fs.Open(f.ino, syscall.O_RDWR))
-		must(fs.Write(h, 0, data(f.seed+50)))
-		must(0, fs.Release(h))
+		h := testutil.Must(fs.Open(f.ino, syscall.O_RDWR))
+		testutil.Must(fs.Write(h, 0, data(f.seed+50)))
+		testutil.Must(0, fs.Release(h))
 	}
-	c := must(fs.Lookup(vfs.RootIno, "c")).Ino
-	ck := must(fs.Lookup(c, "keep")).Ino
+	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
+	ck := testutil.Must(fs.Lookup(c, "keep")).Ino
 	for _, f := range []struct {
 		name string
 		seed uint64
 	}{{"k", 1}, {"shared", 2}} {
-		if got := readFile(t, fs, must(fs.Lookup(ck, f.name)).Ino); !bytes.Equal(got, data(f.seed)) {
+		if got := readFile(t, fs, testutil.Must(fs.Lookup(ck, f.name)).Ino); !bytes.Equal(got, data(f.seed)) {
 			t.Errorf("c/keep/%s changed after the source rewrote it", f.name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -32,23 +33,23 @@ func TestCloneLinkCountPendingOutsideMaterializedMiddle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			v, vdir := openVolume(t)
 			fs := v.NS
-			top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-			d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+			top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+			d := testutil.Must(fs.Mkdir(root, top, "d", 0o755)).Ino
 			f := writeFile(t, fs, d, "f", []byte("linked"))
 			dir := top
 			for _, name := range strings.Split(c.other, "/") {
-				dir = must(fs.Mkdir(root, dir, name, 0o755)).Ino
+				dir = testutil.Must(fs.Mkdir(root, dir, name, 0o755)).Ino
 			}
-			must(fs.Link(f, dir, "g"))
-			must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
+			testutil.Must(fs.Link(f, dir, "g"))
+			testutil.Must(fs.ClonePath("/t", "/a", namespace.CloneOptions{Lazy: true}))
 			mid := "/a"
 			if c.chain {
-				must(fs.ClonePath("/a", "/a2", namespace.CloneOptions{Lazy: true}))
+				testutil.Must(fs.ClonePath("/a", "/a2", namespace.CloneOptions{Lazy: true}))
 				mid = "/a2"
 			}
-			m := must(fs.Lookup(vfs.RootIno, mid[1:])).Ino
-			must(fs.ReadDir(must(fs.Lookup(m, "d")).Ino)) // mid/d gets its own entries
-			must(fs.ClonePath(mid+"/d", "/b", namespace.CloneOptions{Lazy: true}))
+			m := testutil.Must(fs.Lookup(vfs.RootIno, mid[1:])).Ino
+			testutil.Must(fs.ReadDir(testutil.Must(fs.Lookup(m, "d")).Ino)) // mid/d gets its own entries
+			testutil.Must(fs.ClonePath(mid+"/d", "/b", namespace.CloneOptions{Lazy: true}))
 			if c.gone {
 				removeAll(t, fs, vfs.RootIno, mid[1:])
 				if c.chain {
@@ -57,11 +58,11 @@ func TestCloneLinkCountPendingOutsideMaterializedMiddle(t *testing.T) {
 				v = reopen(t, v, vdir)
 				fs = v.NS
 			}
-			b := must(fs.Lookup(vfs.RootIno, "b")).Ino
-			if got := must(fs.Lookup(b, "f")).Nlink; got != 1 {
+			b := testutil.Must(fs.Lookup(vfs.RootIno, "b")).Ino
+			if got := testutil.Must(fs.Lookup(b, "f")).Nlink; got != 1 {
 				t.Fatalf("b/f has %d links, want 1 (%s/%s/g is outside b)", got, mid, c.other)
 			}
-			must(0, fs.Unlink(b, "f"))
+			testutil.Must(0, fs.Unlink(b, "f"))
 			wantFsckClean(t, v)
 		})
 	}
@@ -76,25 +77,25 @@ func TestCloneKeepsLinksMaterializedInMiddle(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
 	a := linkedThenCloned(t, v, "other", "g")
-	af := must(fs.Lookup(must(fs.Lookup(a, "d")).Ino, "f")).Ino
-	h := must(fs.Open(af, syscall.O_RDWR))
-	must(fs.Write(h, 0, []byte("L")))
-	must(0, fs.Release(h))
-	must(fs.ClonePath("/a", "/b", namespace.CloneOptions{Lazy: true}))
-	b := must(fs.Lookup(vfs.RootIno, "b")).Ino
-	bf := must(fs.Lookup(must(fs.Lookup(b, "d")).Ino, "f"))
-	bg := must(fs.Lookup(must(fs.Lookup(b, "other")).Ino, "g"))
+	af := testutil.Must(fs.Lookup(testutil.Must(fs.Lookup(a, "d")).Ino, "f")).Ino
+	h := testutil.Must(fs.Open(af, syscall.O_RDWR))
+	testutil.Must(fs.Write(h, 0, []byte("L")))
+	testutil.Must(0, fs.Release(h))
+	testutil.Must(fs.ClonePath("/a", "/b", namespace.CloneOptions{Lazy: true}))
+	b := testutil.Must(fs.Lookup(vfs.RootIno, "b")).Ino
+	bf := testutil.Must(fs.Lookup(testutil.Must(fs.Lookup(b, "d")).Ino, "f"))
+	bg := testutil.Must(fs.Lookup(testutil.Must(fs.Lookup(b, "other")).Ino, "g"))
 	if bf.Ino != bg.Ino || bf.Nlink != 2 {
 		t.Fatalf("b/d/f is inode %d with %d links, b/other/g inode %d with %d: want one inode, 2 links", bf.Ino, bf.Nlink, bg.Ino, bg.Nlink)
 	}
-	h = must(fs.Open(bf.Ino, syscall.O_RDWR))
-	must(fs.Write(h, 1, []byte("X")))
-	must(0, fs.Release(h))
+	h = testutil.Must(fs.Open(bf.Ino, syscall.O_RDWR))
+	testutil.Must(fs.Write(h, 1, []byte("X")))
+	testutil.Must(0, fs.Release(h))
 	if got := readFile(t, fs, bg.Ino); string(got) != "LXnked" {
 		t.Fatalf("b/other/g reads %q", got)
 	}
-	must(0, fs.Unlink(must(fs.Lookup(b, "d")).Ino, "f"))
-	must(0, fs.Unlink(must(fs.Lookup(b, "other")).Ino, "g"))
+	testutil.Must(0, fs.Unlink(testutil.Must(fs.Lookup(b, "d")).Ino, "f"))
+	testutil.Must(0, fs.Unlink(testutil.Must(fs.Lookup(b, "other")).Ino, "g"))
 	wantFsckClean(t, v)
 }
 
@@ -102,15 +103,15 @@ func TestCloneKeepsLinksMaterializedInMiddle(t *testing.T) {
 // entry (rmclone would free it in the background).
 func removeAll(t *testing.T, fs *namespace.Volume, dir uint64, name string) {
 	t.Helper()
-	a := must(fs.Lookup(dir, name))
+	a := testutil.Must(fs.Lookup(dir, name))
 	if a.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		must(0, fs.Unlink(dir, name))
+		testutil.Must(0, fs.Unlink(dir, name))
 		return
 	}
-	for _, e := range must(fs.ReadDir(a.Ino)) {
+	for _, e := range testutil.Must(fs.ReadDir(a.Ino)) {
 		removeAll(t, fs, a.Ino, e.Name)
 	}
-	must(0, fs.Rmdir(dir, name))
+	testutil.Must(0, fs.Rmdir(dir, name))
 }
 
 // TestCloneLinksThroughStubMovedBetweenClones moves a stub directory of
@@ -123,24 +124,24 @@ func removeAll(t *testing.T, fs *namespace.Volume, dir uint64, name string) {
 func TestCloneLinksThroughStubMovedBetweenClones(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-	d := must(fs.Mkdir(root, top, "d", 0o755)).Ino
+	top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+	d := testutil.Must(fs.Mkdir(root, top, "d", 0o755)).Ino
 	f := writeFile(t, fs, d, "f", []byte("linked"))
-	must(fs.Link(f, d, "g"))
-	must(fs.ClonePath("/t", "/m", namespace.CloneOptions{Lazy: true}))
-	must(fs.ClonePath("/m", "/x", namespace.CloneOptions{Lazy: true}))
-	must(fs.ClonePath("/m", "/y", namespace.CloneOptions{Lazy: true}))
-	x := must(fs.Lookup(vfs.RootIno, "x")).Ino
-	y := must(fs.Lookup(vfs.RootIno, "y")).Ino
-	must(0, fs.Rename(y, "d", x, "d2", 0)) // y's stub d, inside x
-	must(fs.ClonePath("/x", "/c", namespace.CloneOptions{Lazy: true}))
-	c := must(fs.Lookup(vfs.RootIno, "c")).Ino
+	testutil.Must(fs.Link(f, d, "g"))
+	testutil.Must(fs.ClonePath("/t", "/m", namespace.CloneOptions{Lazy: true}))
+	testutil.Must(fs.ClonePath("/m", "/x", namespace.CloneOptions{Lazy: true}))
+	testutil.Must(fs.ClonePath("/m", "/y", namespace.CloneOptions{Lazy: true}))
+	x := testutil.Must(fs.Lookup(vfs.RootIno, "x")).Ino
+	y := testutil.Must(fs.Lookup(vfs.RootIno, "y")).Ino
+	testutil.Must(0, fs.Rename(y, "d", x, "d2", 0)) // y's stub d, inside x
+	testutil.Must(fs.ClonePath("/x", "/c", namespace.CloneOptions{Lazy: true}))
+	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
 	names := [][2]string{{"d", "f"}, {"d", "g"}, {"d2", "f"}, {"d2", "g"}}
 	links := map[uint64]uint32{}
 	seen := map[uint64]int{}
 	var inos []uint64
 	for _, p := range names {
-		a := must(fs.Lookup(must(fs.Lookup(c, p[0])).Ino, p[1]))
+		a := testutil.Must(fs.Lookup(testutil.Must(fs.Lookup(c, p[0])).Ino, p[1]))
 		inos = append(inos, a.Ino)
 		links[a.Ino] = a.Nlink
 		seen[a.Ino]++
@@ -154,7 +155,7 @@ func TestCloneLinksThroughStubMovedBetweenClones(t *testing.T) {
 		}
 	}
 	for _, p := range names {
-		must(0, fs.Unlink(must(fs.Lookup(c, p[0])).Ino, p[1]))
+		testutil.Must(0, fs.Unlink(testutil.Must(fs.Lookup(c, p[0])).Ino, p[1]))
 	}
 	wantFsckClean(t, v)
 }

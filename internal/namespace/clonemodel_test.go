@@ -16,6 +16,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -106,7 +107,7 @@ func TestCloneIsolationModel(t *testing.T) {
 	t.Logf("seed %d, %d ops (rerun with -clone.seed=%d)", seed, ops, seed)
 	v, dir := openVolume(t)
 	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), diffRng: rand.New(rand.NewPCG(seed, 2)), v: v, dir: dir, inos: map[string]uint64{}}
-	must(v.NS.Mkdir(root, vfs.RootIno, "t0", 0o755))
+	testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "t0", 0o755))
 	m.trees = []*modelTree{{name: "t0", root: newDir()}}
 	for m.step = 0; m.step < ops; m.step++ {
 		m.randomOp()
@@ -227,17 +228,17 @@ func (m *cloneModel) randomOp() {
 	case op < 18: // write a file (new or existing), through a fresh handle
 		dp, dn := m.pick(tr, true)
 		name := names[m.rng.IntN(len(names))]
-		dino := must(m.lookup(tr, dp))
+		dino := testutil.Must(m.lookup(tr, dp))
 		data := modelBytes(m.rng)
 		if ch, ok := dn.children[name]; ok {
 			if ch.dir || ch.link != "" {
 				return
 			}
 			off := m.rng.IntN(len(ch.data) + 1)
-			ino := must(ns.Lookup(dino, name)).Ino
-			h := must(ns.Open(ino, syscall.O_RDWR))
-			must(ns.Write(h, int64(off), data))
-			must(0, ns.Release(h))
+			ino := testutil.Must(ns.Lookup(dino, name)).Ino
+			h := testutil.Must(ns.Open(ino, syscall.O_RDWR))
+			testutil.Must(ns.Write(h, int64(off), data))
+			testutil.Must(0, ns.Release(h))
 			ch.data = overwrite(ch.data, off, data)
 			m.trace("write %s %v/%s ino %d at %d len %d", tr.name, dp, name, ino, off, len(data))
 			return
@@ -246,14 +247,14 @@ func (m *cloneModel) randomOp() {
 		if err != nil {
 			m.fail("create %v/%s: %v", dp, name, err)
 		}
-		must(ns.Write(h, 0, data))
+		testutil.Must(ns.Write(h, 0, data))
 		n := &mnode{mode: 0o644, data: data, xattrs: map[string]string{}}
 		dn.children[name] = n
 		m.trace("create %s %v/%s len %d", tr.name, dp, name, len(data))
 		if m.rng.IntN(4) == 0 && len(m.open) < 6 { // keep it open across later clones
 			m.open = append(m.open, openModel{h: h, node: n, tree: tr})
 		} else {
-			must(0, ns.Release(h))
+			testutil.Must(0, ns.Release(h))
 		}
 	case op < 24: // write through a handle kept open (maybe unlinked)
 		if len(m.open) == 0 {
@@ -262,7 +263,7 @@ func (m *cloneModel) randomOp() {
 		o := m.open[m.rng.IntN(len(m.open))]
 		data := modelBytes(m.rng)
 		off := m.rng.IntN(len(o.node.data) + 1)
-		must(ns.Write(o.h, int64(off), data))
+		testutil.Must(ns.Write(o.h, int64(off), data))
 		o.node.data = overwrite(o.node.data, off, data)
 		m.trace("write open handle %d of %s at %d len %d", o.h, o.tree.name, off, len(data))
 	case op < 28: // close a kept handle
@@ -270,7 +271,7 @@ func (m *cloneModel) randomOp() {
 			return
 		}
 		i := m.rng.IntN(len(m.open))
-		must(0, ns.Release(m.open[i].h))
+		testutil.Must(0, ns.Release(m.open[i].h))
 		m.open = slices.Delete(m.open, i, i+1)
 	case op < 34: // truncate
 		p, n := m.pick(tr, false)
@@ -278,8 +279,8 @@ func (m *cloneModel) randomOp() {
 			return
 		}
 		size := m.rng.IntN(len(n.data) + 2000)
-		ino := must(m.lookup(tr, p))
-		must(ns.SetAttr(root, ino, vfs.SetAttr{SetSize: true, Size: int64(size)}))
+		ino := testutil.Must(m.lookup(tr, p))
+		testutil.Must(ns.SetAttr(root, ino, vfs.SetAttr{SetSize: true, Size: int64(size)}))
 		m.trace("truncate %s %v ino %d to %d", tr.name, p, ino, size)
 		if size < len(n.data) {
 			n.data = n.data[:size]
@@ -292,7 +293,7 @@ func (m *cloneModel) randomOp() {
 		if _, ok := dn.children[name]; ok {
 			return
 		}
-		must(ns.Mkdir(root, must(m.lookup(tr, dp)), name, 0o755))
+		testutil.Must(ns.Mkdir(root, testutil.Must(m.lookup(tr, dp)), name, 0o755))
 		dn.children[name] = newDir()
 	case op < 46: // symlink
 		dp, dn := m.pick(tr, true)
@@ -301,18 +302,18 @@ func (m *cloneModel) randomOp() {
 			return
 		}
 		target := "t" + strconv.Itoa(m.rng.IntN(100))
-		must(ns.Symlink(root, must(m.lookup(tr, dp)), name, target))
+		testutil.Must(ns.Symlink(root, testutil.Must(m.lookup(tr, dp)), name, target))
 		dn.children[name] = &mnode{link: target, mode: 0o777, xattrs: map[string]string{}}
 	case op < 54: // unlink or rmdir (of an empty directory)
 		p, n := m.pick(tr, false)
 		if len(p) == 0 || (n.dir && len(n.children) > 0) {
 			return
 		}
-		pino := must(m.lookup(tr, p[:len(p)-1]))
+		pino := testutil.Must(m.lookup(tr, p[:len(p)-1]))
 		if n.dir {
-			must(0, ns.Rmdir(pino, p[len(p)-1]))
+			testutil.Must(0, ns.Rmdir(pino, p[len(p)-1]))
 		} else {
-			must(0, ns.Unlink(pino, p[len(p)-1]))
+			testutil.Must(0, ns.Unlink(pino, p[len(p)-1]))
 		}
 		delete(parentOf(tr, p).children, p[len(p)-1])
 		m.trace("remove %s %v", tr.name, p)
@@ -326,7 +327,7 @@ func (m *cloneModel) randomOp() {
 		if old, ok := dn.children[name]; ok && (old.dir || n.dir || old == n) {
 			return // keep the model simple: replace files only (not by a link to themselves)
 		}
-		must(0, ns.Rename(must(m.lookup(tr, p[:len(p)-1])), p[len(p)-1], must(m.lookup(tr, dp)), name, 0))
+		testutil.Must(0, ns.Rename(testutil.Must(m.lookup(tr, p[:len(p)-1])), p[len(p)-1], testutil.Must(m.lookup(tr, dp)), name, 0))
 		delete(parentOf(tr, p).children, p[len(p)-1])
 		dn.children[name] = n
 		m.trace("rename %s %v -> %v/%s", tr.name, p, dp, name)
@@ -340,22 +341,22 @@ func (m *cloneModel) randomOp() {
 		if _, ok := dn.children[name]; ok {
 			return
 		}
-		must(ns.Link(must(m.lookup(tr, p)), must(m.lookup(tr, dp)), name))
+		testutil.Must(ns.Link(testutil.Must(m.lookup(tr, p)), testutil.Must(m.lookup(tr, dp)), name))
 		m.trace("link %s %v -> %v/%s", tr.name, p, dp, name)
 		dn.children[name] = n
 	case op < 70: // xattr or chmod
 		p, n := m.pick(tr, false)
-		ino := must(m.lookup(tr, p))
+		ino := testutil.Must(m.lookup(tr, p))
 		if n.link != "" {
 			return
 		}
 		if m.rng.IntN(2) == 0 {
 			val := strconv.Itoa(m.rng.IntN(1000))
-			must(0, ns.SetXattr(ino, "user.k", []byte(val), 0))
+			testutil.Must(0, ns.SetXattr(ino, "user.k", []byte(val), 0))
 			n.xattrs["user.k"] = val
 		} else {
 			mode := uint32(0o600 + m.rng.IntN(0o100))
-			must(ns.SetAttr(root, ino, vfs.SetAttr{SetMode: true, Mode: mode}))
+			testutil.Must(ns.SetAttr(root, ino, vfs.SetAttr{SetMode: true, Mode: mode}))
 			n.mode = mode
 		}
 	case op < 80: // clone or snapshot, maybe of a subdirectory, maybe excluding a name
@@ -398,7 +399,7 @@ func (m *cloneModel) randomOp() {
 		m.trees = slices.Delete(m.trees, i, i+1)
 	case op < 85: // remount: everything survives, inode numbers too
 		for _, o := range m.open {
-			must(0, ns.Release(o.h))
+			testutil.Must(0, ns.Release(o.h))
 		}
 		m.open = nil
 		m.trace("remount")
@@ -436,15 +437,15 @@ func (m *cloneModel) refusedChange(tr *modelTree) {
 func (m *cloneModel) removeTree(name string) {
 	var rm func(dir uint64, name string)
 	rm = func(dir uint64, name string) {
-		a := must(m.v.NS.Lookup(dir, name))
+		a := testutil.Must(m.v.NS.Lookup(dir, name))
 		if a.Mode&syscall.S_IFMT == syscall.S_IFDIR {
-			for _, e := range must(m.v.NS.ReadDir(a.Ino)) {
+			for _, e := range testutil.Must(m.v.NS.ReadDir(a.Ino)) {
 				rm(a.Ino, e.Name)
 			}
-			must(0, m.v.NS.Rmdir(dir, name))
+			testutil.Must(0, m.v.NS.Rmdir(dir, name))
 			return
 		}
-		must(0, m.v.NS.Unlink(dir, name))
+		testutil.Must(0, m.v.NS.Unlink(dir, name))
 	}
 	// A snapshot refuses rm; its root can be renamed into a writable
 	// place, but its contents stay read-only: such trees are dropped
@@ -477,7 +478,7 @@ func (m *cloneModel) checkSome() {
 // checkOne compares a tree with its model, including which paths share
 // an inode.
 func (m *cloneModel) checkOne(tr *modelTree) {
-	ino := must(m.lookup(tr, nil))
+	ino := testutil.Must(m.lookup(tr, nil))
 	seen := map[*mnode]uint64{}
 	owner := map[uint64]*mnode{}
 	m.compare(tr, ino, tr.root, tr.name, seen, owner)
@@ -501,7 +502,7 @@ func (m *cloneModel) checkLinks(tr *modelTree, inos map[*mnode]uint64) {
 	}
 	walk(tr.root)
 	for n, want := range names {
-		got := must(m.v.NS.GetAttr(inos[n])).Nlink
+		got := testutil.Must(m.v.NS.GetAttr(inos[n])).Nlink
 		if got != want {
 			m.fail("%s: inode %d has link count %d, but %d names", tr.name, inos[n], got, want)
 		}
@@ -523,13 +524,13 @@ func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, s
 	if m.recordInos {
 		m.inos[path] = ino
 	}
-	a := must(ns.GetAttr(ino))
+	a := testutil.Must(ns.GetAttr(ino))
 	switch {
 	case n.dir:
 		if a.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 			m.fail("%s: not a directory", path)
 		}
-		ents := must(ns.ReadDir(ino))
+		ents := testutil.Must(ns.ReadDir(ino))
 		var got, want []string
 		for _, e := range ents {
 			got = append(got, e.Name)
@@ -546,7 +547,7 @@ func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, s
 			m.compare(tr, e.Ino, n.children[e.Name], path+"/"+e.Name, seen, owner)
 		}
 	case n.link != "":
-		if got := must(ns.Readlink(ino)); got != n.link {
+		if got := testutil.Must(ns.Readlink(ino)); got != n.link {
 			m.fail("%s: symlink to %q, want %q", path, got, n.link)
 		}
 		return
@@ -554,10 +555,10 @@ func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, s
 		if a.Size != int64(len(n.data)) {
 			m.fail("%s: size %d, want %d", path, a.Size, len(n.data))
 		}
-		h := must(ns.Open(ino, syscall.O_RDONLY))
+		h := testutil.Must(ns.Open(ino, syscall.O_RDONLY))
 		buf := make([]byte, len(n.data)+1)
-		got := must(ns.Read(h, 0, buf))
-		must(0, ns.Release(h))
+		got := testutil.Must(ns.Read(h, 0, buf))
+		testutil.Must(0, ns.Release(h))
 		if !bytes.Equal(buf[:got], n.data) {
 			first := 0
 			for first < got && buf[first] == n.data[first] {
@@ -579,7 +580,7 @@ func (m *cloneModel) compare(tr *modelTree, ino uint64, n *mnode, path string, s
 			m.fail("%s: xattr %s = %q, %v; want %q", path, k, got, err, want)
 		}
 	}
-	if names := must(ns.ListXattr(ino)); len(names) != len(n.xattrs) {
+	if names := testutil.Must(ns.ListXattr(ino)); len(names) != len(n.xattrs) {
 		m.fail("%s: xattrs %v, want %d", path, names, len(n.xattrs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -34,16 +35,16 @@ func TestCountersFollowTheFlushQueue(t *testing.T) {
 
 	a, ha := must2(fs.Create(root, vfs.RootIno, "a", 0o644, syscall.O_WRONLY))
 	_, hb := must2(fs.Create(root, vfs.RootIno, "b", 0o644, syscall.O_WRONLY))
-	must(fs.Write(ha, 0, make([]byte, 1000)))
-	must(fs.Write(ha, 500, make([]byte, 1000))) // overlaps: 1500 bytes buffered
-	must(fs.Write(hb, 0, []byte("hello")))
+	testutil.Must(fs.Write(ha, 0, make([]byte, 1000)))
+	testutil.Must(fs.Write(ha, 500, make([]byte, 1000))) // overlaps: 1500 bytes buffered
+	testutil.Must(fs.Write(hb, 0, []byte("hello")))
 	check("after writes", namespace.Counters{WrittenBytes: 2005, DirtyBytes: 1505, DirtyFiles: 2, OpenFiles: 2})
 
 	if err := fs.Flush(ha); err != nil {
 		t.Fatal(err)
 	}
 	check("after flushing a", namespace.Counters{WrittenBytes: 2005, DirtyBytes: 5, DirtyFiles: 1, OpenFiles: 2})
-	must(fs.Write(ha, 2000, make([]byte, 100)))
+	testutil.Must(fs.Write(ha, 2000, make([]byte, 100)))
 	check("after writing a again", namespace.Counters{WrittenBytes: 2105, DirtyBytes: 105, DirtyFiles: 2, OpenFiles: 2})
 	if _, err := fs.SetAttr(root, a.Ino, vfs.SetAttr{SetSize: true, Size: 10}); err != nil {
 		t.Fatal(err)

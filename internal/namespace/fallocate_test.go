@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -23,15 +24,6 @@ const (
 	insert   = vfs.FallocInsertRange
 	unshare  = vfs.FallocUnshareRange
 )
-
-func randomData(seed uint64, n int) []byte {
-	r := rand.New(rand.NewPCG(seed, 0))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
 
 func wantContent(t *testing.T, fs vfs.FS, ino uint64, want []byte, what string) {
 	t.Helper()
@@ -46,21 +38,21 @@ func wantContent(t *testing.T, fs vfs.FS, ino uint64, want []byte, what string) 
 func TestFallocateCollapseInsert(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	want := randomData(1, 1<<20) // several chunks, so extents split mid-chunk
+	want := testutil.SeededBytes(1, 1<<20) // several chunks, so extents split mid-chunk
 	f := writeFile(t, fs, vfs.RootIno, "f", want)
-	h := must(fs.Open(f, syscall.O_RDWR))
+	h := testutil.Must(fs.Open(f, syscall.O_RDWR))
 	defer fs.Release(h)
-	tail := randomData(2, 5000)
-	must(fs.Write(h, int64(len(want)), tail)) // buffered, not committed
+	tail := testutil.SeededBytes(2, 5000)
+	testutil.Must(fs.Write(h, int64(len(want)), tail)) // buffered, not committed
 	want = append(want, tail...)
 
 	past := time.Unix(1e9, 0)
-	must(fs.SetAttr(root, f, vfs.SetAttr{SetMtime: true, Mtime: past}))
-	before := must(fs.GetAttr(f))
-	must(0, fs.Fallocate(h, collapse, 12288, 40960))
+	testutil.Must(fs.SetAttr(root, f, vfs.SetAttr{SetMtime: true, Mtime: past}))
+	before := testutil.Must(fs.GetAttr(f))
+	testutil.Must(0, fs.Fallocate(h, collapse, 12288, 40960))
 	want = slices.Delete(want, 12288, 12288+40960)
 	wantContent(t, fs, f, want, "after collapse")
-	a := must(fs.GetAttr(f))
+	a := testutil.Must(fs.GetAttr(f))
 	if a.Size != int64(len(want)) || a.Blocks != (int64(len(want))+511)/512 {
 		t.Errorf("after collapse: size %d blocks %d, want %d and %d", a.Size, a.Blocks, len(want), (len(want)+511)/512)
 	}
@@ -68,16 +60,16 @@ func TestFallocateCollapseInsert(t *testing.T) {
 		t.Errorf("after collapse: mtime %v ctime %v, want both moved", a.Mtime, a.Ctime)
 	}
 
-	must(0, fs.Fallocate(h, insert, 4096, 8192))
+	testutil.Must(0, fs.Fallocate(h, insert, 4096, 8192))
 	want = slices.Insert(want, 4096, make([]byte, 8192)...)
 	wantContent(t, fs, f, want, "after insert")
-	if a := must(fs.GetAttr(f)); a.Size != int64(len(want)) || a.Blocks != (int64(len(want))-8192+511)/512 {
+	if a := testutil.Must(fs.GetAttr(f)); a.Size != int64(len(want)) || a.Blocks != (int64(len(want))-8192+511)/512 {
 		t.Errorf("after insert: size %d blocks %d, want %d and %d (the range is a hole)", a.Size, a.Blocks, len(want), (len(want)-8192+511)/512)
 	}
 	// Data written into the inserted hole, then a collapse of most of it.
-	must(fs.Write(h, 4096+100, []byte("in the gap")))
+	testutil.Must(fs.Write(h, 4096+100, []byte("in the gap")))
 	copy(want[4096+100:], "in the gap")
-	must(0, fs.Fallocate(h, collapse, 0, 4096))
+	testutil.Must(0, fs.Fallocate(h, collapse, 0, 4096))
 	want = want[4096:]
 	wantContent(t, fs, f, want, "after the second collapse")
 	wantFsckClean(t, v)
@@ -89,12 +81,12 @@ func TestFallocateCollapseInsert(t *testing.T) {
 func TestFallocateShiftRules(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	data := randomData(3, 64<<10)
+	data := testutil.SeededBytes(3, 64<<10)
 	f := writeFile(t, fs, vfs.RootIno, "f", data)
-	h := must(fs.Open(f, syscall.O_RDWR))
+	h := testutil.Must(fs.Open(f, syscall.O_RDWR))
 	defer fs.Release(h)
-	d := must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
-	dh := must(fs.Open(d, syscall.O_RDONLY))
+	d := testutil.Must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
+	dh := testutil.Must(fs.Open(d, syscall.O_RDONLY))
 	defer fs.Release(dh)
 	size := int64(len(data))
 	for _, c := range []struct {
@@ -127,14 +119,14 @@ func TestFallocateShiftRules(t *testing.T) {
 		}
 	}
 	wantContent(t, fs, f, data, "after refused calls")
-	if a := must(fs.GetAttr(d)); a.Size != 4096 {
+	if a := testutil.Must(fs.GetAttr(d)); a.Size != 4096 {
 		t.Errorf("directory size %d after refused calls", a.Size)
 	}
 	// Beyond the largest file size doppel takes.
-	must(fs.SetAttr(root, f, vfs.SetAttr{SetSize: true, Size: 1<<62 - 4096}))
+	testutil.Must(fs.SetAttr(root, f, vfs.SetAttr{SetSize: true, Size: 1<<62 - 4096}))
 	wantErr(t, fs.Fallocate(h, insert, 0, 8192), syscall.EFBIG)
-	must(0, fs.Fallocate(h, insert, 0, 4096))
-	if a := must(fs.GetAttr(f)); a.Size != 1<<62 {
+	testutil.Must(0, fs.Fallocate(h, insert, 0, 4096))
+	if a := testutil.Must(fs.GetAttr(f)); a.Size != 1<<62 {
 		t.Errorf("size %d after inserting up to the limit", a.Size)
 	}
 	wantFsckClean(t, v)
@@ -145,14 +137,14 @@ func TestFallocateShiftRules(t *testing.T) {
 func TestFallocateUnshare(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	data := randomData(4, 10000)
+	data := testutil.SeededBytes(4, 10000)
 	f := writeFile(t, fs, vfs.RootIno, "f", data)
 	g := writeFile(t, fs, vfs.RootIno, "g", data) // shares f's chunks
-	h := must(fs.Open(f, syscall.O_RDWR))
+	h := testutil.Must(fs.Open(f, syscall.O_RDWR))
 	defer fs.Release(h)
-	must(0, fs.Fallocate(h, unshare|vfs.FallocKeepSize, 0, 50000))
+	testutil.Must(0, fs.Fallocate(h, unshare|vfs.FallocKeepSize, 0, 50000))
 	wantContent(t, fs, f, data, "after unshare|KEEP_SIZE")
-	must(0, fs.Fallocate(h, unshare, 100, 19900))
+	testutil.Must(0, fs.Fallocate(h, unshare, 100, 19900))
 	want := append(slices.Clone(data), make([]byte, 10000)...)
 	wantContent(t, fs, f, want, "after unshare")
 	wantContent(t, fs, g, data, "the other file after unshare")
@@ -166,20 +158,20 @@ func TestFallocateShiftKeepsClones(t *testing.T) {
 	for _, lazy := range []bool{false, true} {
 		v, _ := openVolume(t)
 		fs := v.NS
-		top := must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
-		old := randomData(5, 300<<10)
+		top := testutil.Must(fs.Mkdir(root, vfs.RootIno, "t", 0o755)).Ino
+		old := testutil.SeededBytes(5, 300<<10)
 		f := writeFile(t, fs, top, "f", old)
-		must(fs.ClonePath("/t", "/c", namespace.CloneOptions{Lazy: lazy}))
-		h := must(fs.Open(f, syscall.O_RDWR))
-		must(0, fs.Fallocate(h, collapse, 8192, 65536))
-		must(0, fs.Fallocate(h, insert, 4096, 4096))
-		must(0, fs.Release(h))
+		testutil.Must(fs.ClonePath("/t", "/c", namespace.CloneOptions{Lazy: lazy}))
+		h := testutil.Must(fs.Open(f, syscall.O_RDWR))
+		testutil.Must(0, fs.Fallocate(h, collapse, 8192, 65536))
+		testutil.Must(0, fs.Fallocate(h, insert, 4096, 4096))
+		testutil.Must(0, fs.Release(h))
 		want := slices.Insert(slices.Delete(slices.Clone(old), 8192, 8192+65536), 4096, make([]byte, 4096)...)
 		wantContent(t, fs, f, want, "the shifted file")
-		c := must(fs.Lookup(must(fs.Lookup(vfs.RootIno, "c")).Ino, "f")).Ino
+		c := testutil.Must(fs.Lookup(testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino, "f")).Ino
 		wantContent(t, fs, c, old, "the clone")
 		wantFsckClean(t, v)
-		must(0, fs.Unlink(top, "f"))
+		testutil.Must(0, fs.Unlink(top, "f"))
 		wantContent(t, fs, c, old, "the clone, origin deleted")
 		wantFsckClean(t, v)
 	}
@@ -203,18 +195,18 @@ func TestFallocateShiftMatchesHost(t *testing.T) {
 	}
 	v, _ := openVolume(t)
 	fs := v.NS
-	data := randomData(6, 256<<10)
+	data := testutil.SeededBytes(6, 256<<10)
 	f := writeFile(t, fs, vfs.RootIno, "f", data)
-	h := must(fs.Open(f, syscall.O_RDWR))
+	h := testutil.Must(fs.Open(f, syscall.O_RDWR))
 	defer fs.Release(h)
-	must(0, host.Truncate(0))
-	must(host.WriteAt(data, 0))
+	testutil.Must(0, host.Truncate(0))
+	testutil.Must(host.WriteAt(data, 0))
 
 	r := rand.New(rand.NewPCG(7, 0))
 	var log []string
 	outcomes := map[string]int{} // "op errno", logged to show the mix
 	for step := range 300 {
-		size := must(fs.GetAttr(f)).Size
+		size := testutil.Must(fs.GetAttr(f)).Size
 		block := func(limit int64) int64 { return r.Int64N(limit/4096+2) * 4096 }
 		var desc string
 		var errD, errH error
@@ -236,7 +228,7 @@ func TestFallocateShiftMatchesHost(t *testing.T) {
 			mode := uint32(vfs.FallocPunchHole | vfs.FallocKeepSize)
 			errD, errH = fs.Fallocate(h, mode, off, n), unix.Fallocate(hfd, mode, off, n)
 		default:
-			off, p := r.Int64N(size+1), randomData(uint64(step), 1+r.IntN(40000))
+			off, p := r.Int64N(size+1), testutil.SeededBytes(uint64(step), 1+r.IntN(40000))
 			desc = fmt.Sprintf("write [%d,+%d)", off, len(p))
 			_, errD = fs.Write(h, off, p)
 			_, errH = host.WriteAt(p, off)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -19,11 +20,11 @@ func TestAttrsSetOnBufferedFileShowAndPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(fs.Write(h, 0, []byte("some data")))
+	testutil.Must(fs.Write(h, 0, []byte("some data")))
 	old := time.Unix(1_600_000_000, 123)
-	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old, SetAtime: true, Atime: old}))
-	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetUid: true, Uid: 1234, SetGid: true, Gid: 5678}))
-	got := must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o4755}))
+	testutil.Must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old, SetAtime: true, Atime: old}))
+	testutil.Must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetUid: true, Uid: 1234, SetGid: true, Gid: 5678}))
+	got := testutil.Must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o4755}))
 	check := func(what string, got vfs.Attr, wantMtime time.Time) {
 		t.Helper()
 		if got.Mode&0o7777 != 0o4755 || got.Uid != 1234 || got.Gid != 5678 || got.Size != 9 {
@@ -37,29 +38,29 @@ func TestAttrsSetOnBufferedFileShowAndPersist(t *testing.T) {
 		}
 	}
 	check("setattr reply", got, old)
-	check("getattr while open", must(fs.GetAttr(a.Ino)), old)
+	check("getattr while open", testutil.Must(fs.GetAttr(a.Ino)), old)
 	if err := fs.Release(h); err != nil {
 		t.Fatal(err)
 	}
 	v = reopen(t, v, dir)
-	check("after close and remount", must(v.NS.GetAttr(a.Ino)), old)
+	check("after close and remount", testutil.Must(v.NS.GetAttr(a.Ino)), old)
 
 	// A write after a held mtime moves it again; a truncate commits what is
 	// held together with itself.
-	h = must(v.NS.Open(a.Ino, syscall.O_RDWR))
-	must(v.NS.Write(h, 0, []byte("x")))
-	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old}))
-	must(v.NS.Write(h, 1, []byte("y")))
-	if m := must(v.NS.GetAttr(a.Ino)).Mtime; !m.After(old) {
+	h = testutil.Must(v.NS.Open(a.Ino, syscall.O_RDWR))
+	testutil.Must(v.NS.Write(h, 0, []byte("x")))
+	testutil.Must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMtime: true, Mtime: old}))
+	testutil.Must(v.NS.Write(h, 1, []byte("y")))
+	if m := testutil.Must(v.NS.GetAttr(a.Ino)).Mtime; !m.After(old) {
 		t.Fatalf("mtime %v after a write that followed utimensat, want now", m)
 	}
-	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o640}))
-	must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetSize: true, Size: 5}))
+	testutil.Must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o640}))
+	testutil.Must(v.NS.SetAttr(root, a.Ino, vfs.SetAttr{SetSize: true, Size: 5}))
 	if err := v.NS.Release(h); err != nil {
 		t.Fatal(err)
 	}
 	v = reopen(t, v, dir)
-	at := must(v.NS.GetAttr(a.Ino))
+	at := testutil.Must(v.NS.GetAttr(a.Ino))
 	if at.Mode&0o7777 != 0o640 || at.Size != 5 || at.Uid != 1234 {
 		t.Fatalf("after truncate: mode %o size %d uid %d, want 640 5 1234", at.Mode&0o7777, at.Size, at.Uid)
 	}
@@ -93,7 +94,7 @@ func TestHeldModeNeverShowsUndoneDuringFlush(t *testing.T) {
 				return
 			default:
 			}
-			m := must(fs.GetAttr(a.Ino)).Mode & 0o777
+			m := testutil.Must(fs.GetAttr(a.Ino)).Mode & 0o777
 			if m < last {
 				bad <- fmt.Sprintf("mode went back from %04o to %04o", last, m)
 				return
@@ -102,8 +103,8 @@ func TestHeldModeNeverShowsUndoneDuringFlush(t *testing.T) {
 		}
 	}()
 	for k := uint32(1); k <= rounds; k++ {
-		must(fs.Write(h, int64(k), []byte{byte(k)}))
-		must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: k}))
+		testutil.Must(fs.Write(h, int64(k), []byte{byte(k)}))
+		testutil.Must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: k}))
 		if err := fs.Flush(h); err != nil {
 			t.Fatal(err)
 		}

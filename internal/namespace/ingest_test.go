@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -41,12 +41,6 @@ func pieceReader(pieces []piece, max int, failAt int, failErr error) func([]byte
 	}
 }
 
-func randBytes(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed)}).Read(b)
-	return b
-}
-
 // TestCreateFileMatchesWrites creates a file of several windows with
 // holes through CreateFile, then writes the same content through
 // create/write/close: the second copy must store no new chunk, which
@@ -55,9 +49,9 @@ func TestCreateFileMatchesWrites(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
 	pieces := []piece{
-		{0, randBytes(1, 5<<20+123)},
-		{9 << 20, randBytes(2, 13<<20)}, // crosses window boundaries
-		{30<<20 + 7, randBytes(3, 100)},
+		{0, testutil.SeededBytes(1, 5<<20+123)},
+		{9 << 20, testutil.SeededBytes(2, 13<<20)}, // crosses window boundaries
+		{30<<20 + 7, testutil.SeededBytes(3, 100)},
 	}
 	size := int64(40 << 20) // a trailing hole
 	mtime := time.Unix(1234567890, 123456789)
@@ -72,7 +66,7 @@ func TestCreateFileMatchesWrites(t *testing.T) {
 	for _, p := range pieces {
 		copy(want[p.off:], p.data)
 	}
-	got := must(fs.GetAttr(a.Ino))
+	got := testutil.Must(fs.GetAttr(a.Ino))
 	if got.Size != size || got.Mode != syscall.S_IFREG|0o640 || got.Uid != 5 || got.Gid != 6 ||
 		!got.Mtime.Equal(mtime) || !got.Atime.Equal(mtime.Add(time.Hour)) {
 		t.Errorf("attributes %+v", got)
@@ -90,7 +84,7 @@ func TestCreateFileMatchesWrites(t *testing.T) {
 	}
 	for _, p := range pieces {
 		for off := 0; off < len(p.data); off += 1 << 20 {
-			must(fs.Write(h, p.off+int64(off), p.data[off:min(len(p.data), off+1<<20)]))
+			testutil.Must(fs.Write(h, p.off+int64(off), p.data[off:min(len(p.data), off+1<<20)]))
 		}
 	}
 	if err := fs.Release(h); err != nil {
@@ -111,7 +105,7 @@ func TestCreateFileSourceError(t *testing.T) {
 	for _, failAt := range []int{1, 12 << 20} {
 		_, err := fs.CreateFile(vfs.RootIno, "f", vfs.NewFile{
 			Mode: 0o644, Size: 20 << 20,
-			ReadNext: pieceReader([]piece{{0, randBytes(4, 20<<20)}}, 1<<20, failAt, boom),
+			ReadNext: pieceReader([]piece{{0, testutil.SeededBytes(4, 20<<20)}}, 1<<20, failAt, boom),
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("failing at %d: error %v, want the source's", failAt, err)
@@ -132,11 +126,11 @@ func TestCreateFileSourceError(t *testing.T) {
 func TestCreateFileXattrs(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	dir := must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
+	dir := testutil.Must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
 	if err := fs.SetXattr(dir, namespace.PolicyXattr, []byte("fixed:4K"), 0); err != nil {
 		t.Fatal(err)
 	}
-	data := randBytes(5, 64<<10)
+	data := testutil.SeededBytes(5, 64<<10)
 	var refused []string
 	a, err := fs.CreateFile(dir, "f", vfs.NewFile{
 		Mode: 0o644, Size: int64(len(data)),
@@ -147,7 +141,7 @@ func TestCreateFileXattrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := must(fs.ListXattr(a.Ino)); len(names) != 1 || names[0] != "user.a" || len(refused) != 1 {
+	if names := testutil.Must(fs.ListXattr(a.Ino)); len(names) != 1 || names[0] != "user.a" || len(refused) != 1 {
 		t.Errorf("xattrs %q, refused %q; want exactly user.a, and the nameless one refused", names, refused)
 	}
 	// With its own fixed:4K policy, 64 KiB make 16 chunks.
@@ -155,7 +149,7 @@ func TestCreateFileXattrs(t *testing.T) {
 	_, err = fs.CreateFile(dir, "g", vfs.NewFile{
 		Mode: 0o644, Size: int64(len(data)),
 		Xattrs:   []vfs.Xattr{{Name: namespace.PolicyXattr, Value: []byte("fixed:4K")}},
-		ReadNext: pieceReader([]piece{{0, randBytes(6, 64<<10)}}, 64<<10, 0, nil),
+		ReadNext: pieceReader([]piece{{0, testutil.SeededBytes(6, 64<<10)}}, 64<<10, 0, nil),
 	})
 	if err != nil {
 		t.Fatal(err)

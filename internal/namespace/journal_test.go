@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -37,7 +38,7 @@ func journalKeys(t testing.TB, v *volume.Volume) int {
 	t.Helper()
 	n := 0
 	for _, r := range [][2][]byte{{{'j'}, {'j' + 1}}, {{'J'}, {'J' + 1}}} {
-		it := must(v.Meta.NewIter(r[0], r[1]))
+		it := testutil.Must(v.Meta.NewIter(r[0], r[1]))
 		for ok := it.First(); ok; ok = it.Next() {
 			n++
 		}
@@ -48,7 +49,7 @@ func journalKeys(t testing.TB, v *volume.Volume) int {
 
 func prune(t testing.TB, v *volume.Volume) int {
 	t.Helper()
-	must(v.NS.PruneJournal())
+	testutil.Must(v.NS.PruneJournal())
 	return journalKeys(t, v)
 }
 
@@ -59,15 +60,15 @@ func churn(t *testing.T, v *volume.Volume, dir uint64, n int) {
 		writeFile(t, v.NS, dir, fmt.Sprintf("n%d", i), []byte(fmt.Sprint("data ", i)))
 	}
 	for i := range n {
-		must(0, v.NS.Unlink(dir, fmt.Sprintf("n%d", i)))
+		testutil.Must(0, v.NS.Unlink(dir, fmt.Sprintf("n%d", i)))
 	}
 }
 
 func TestJournalPrunedAcrossRounds(t *testing.T) {
 	v, _ := openPruned(t)
-	src := must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
 	writeFile(t, v.NS, src, "a", []byte("one"))
-	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
+	work := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
 	churn(t, v, work, 300)
 	first := prune(t, v)
 	for round := 2; round <= 4; round++ {
@@ -78,18 +79,18 @@ func TestJournalPrunedAcrossRounds(t *testing.T) {
 	}
 	// A clone made mid-churn holds back what its diff reads, and only that.
 	churn(t, v, work, 100)
-	must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
+	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
 	rewrite(t, v, src, "a", "two")
 	churn(t, v, work, 300)
 	held := prune(t, v)
 	if held < 600 {
 		t.Fatalf("%d journal keys kept with a clone: what its diff needs is gone", held)
 	}
-	d := must(v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{}))
+	d := testutil.Must(v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{}))
 	if d.Method != "journal" || len(d.Entries) != 1 || d.Entries[0].Path != "a" || d.Entries[0].Status != "M" {
 		t.Fatalf("diff after pruning: %+v", d)
 	}
-	must(0, v.NS.RemoveClone("/c"))
+	testutil.Must(0, v.NS.RemoveClone("/c"))
 	waitPinsReleased(t, v)
 	for i := 0; i < 200; i++ {
 		if n := prune(t, v); n <= first+4 {
@@ -102,22 +103,22 @@ func TestJournalPrunedAcrossRounds(t *testing.T) {
 
 func TestJournalCursorHoldsPruning(t *testing.T) {
 	v, _ := openPruned(t)
-	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
+	work := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
 	churn(t, v, work, 50)
 	base := prune(t, v)
-	floor := must(v.NS.JournalFloor())
+	floor := testutil.Must(v.NS.JournalFloor())
 	if err := v.NS.SetJournalCursor("send", floor-1); err == nil && floor > 0 {
 		t.Fatal("a cursor below the floor was accepted")
 	}
-	must(0, v.NS.SetJournalCursor("send", floor))
+	testutil.Must(0, v.NS.SetJournalCursor("send", floor))
 	churn(t, v, work, 200)
 	if n := prune(t, v); n < 400 {
 		t.Fatalf("%d journal keys with a cursor at the floor: pruned what it needs", n)
 	}
-	if c := must(v.NS.JournalCursors()); c["send"] != floor {
+	if c := testutil.Must(v.NS.JournalCursors()); c["send"] != floor {
 		t.Fatalf("cursors %v", c)
 	}
-	must(0, v.NS.ClearJournalCursor("send"))
+	testutil.Must(0, v.NS.ClearJournalCursor("send"))
 	if n := prune(t, v); n > base+4 {
 		t.Fatalf("%d journal keys after the cursor went, %d before", n, base)
 	}
@@ -127,24 +128,24 @@ func TestJournalCursorHoldsPruning(t *testing.T) {
 // two clones, not the churn elsewhere in the volume.
 func TestJournalDiffReadsItsTrees(t *testing.T) {
 	v, _ := openPruned(t)
-	src := must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
 	for i := range 20 {
 		writeFile(t, v.NS, src, fmt.Sprintf("f%d", i), []byte("x"))
 	}
-	must(v.NS.ClonePath("/src", "/c1", namespace.CloneOptions{}))
-	must(v.NS.ClonePath("/c1", "/c2", namespace.CloneOptions{}))
-	must(v.NS.ClonePath("/src", "/other", namespace.CloneOptions{}))
-	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
-	other := must(v.NS.Lookup(vfs.RootIno, "other")).Ino
+	testutil.Must(v.NS.ClonePath("/src", "/c1", namespace.CloneOptions{}))
+	testutil.Must(v.NS.ClonePath("/c1", "/c2", namespace.CloneOptions{}))
+	testutil.Must(v.NS.ClonePath("/src", "/other", namespace.CloneOptions{}))
+	work := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
+	other := testutil.Must(v.NS.Lookup(vfs.RootIno, "other")).Ino
 	churn(t, v, work, 1000)  // the main tree
 	churn(t, v, other, 1000) // another clone
-	tmp := must(v.NS.Mkdir(root, src, "tmp", 0o755)).Ino
+	tmp := testutil.Must(v.NS.Mkdir(root, src, "tmp", 0o755)).Ino
 	churn(t, v, tmp, 500) // the clones' origin
-	c2 := must(v.NS.Lookup(vfs.RootIno, "c2")).Ino
+	c2 := testutil.Must(v.NS.Lookup(vfs.RootIno, "c2")).Ino
 	for i := range 3 {
 		rewrite(t, v, c2, fmt.Sprintf("f%d", i), "y")
 	}
-	d := must(v.NS.Diff(context.Background(), "/c1", "/c2", namespace.DiffOptions{}))
+	d := testutil.Must(v.NS.Diff(context.Background(), "/c1", "/c2", namespace.DiffOptions{}))
 	var got []string
 	for _, e := range d.Entries {
 		got = append(got, e.Status+" "+e.Path)
@@ -162,8 +163,8 @@ func TestJournalDiffReadsItsTrees(t *testing.T) {
 // rewrite writes data at the start of an existing file.
 func rewrite(t *testing.T, v *volume.Volume, dir uint64, name, data string) {
 	t.Helper()
-	ino := must(v.NS.Lookup(dir, name)).Ino
-	h := must(v.NS.Open(ino, syscall.O_WRONLY))
-	must(v.NS.Write(h, 0, []byte(data)))
-	must(0, v.NS.Release(h))
+	ino := testutil.Must(v.NS.Lookup(dir, name)).Ino
+	h := testutil.Must(v.NS.Open(ino, syscall.O_WRONLY))
+	testutil.Must(v.NS.Write(h, 0, []byte(data)))
+	testutil.Must(0, v.NS.Release(h))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -31,12 +32,12 @@ func TestJournalSoak(t *testing.T) {
 	}
 	v, dir := openPruned(t)
 	v.NS.SetJournalKeep(0) // the default retention, as a mounted volume has
-	work := must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
+	work := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "work", 0o755)).Ino
 	var first, firstUsage int64
 	var firstKeys int
 	for r := 1; r <= rounds; r++ {
 		churn(t, v, work, files)
-		must(v.NS.PruneJournal())
+		testutil.Must(v.NS.PruneJournal())
 		if err := v.NS.SyncFS(); err != nil { // doppel sync
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func TestJournalSoak(t *testing.T) {
 		// round, a few seconds of work).
 		start := time.Now()
 		for {
-			it := must(v.Meta.NewIter([]byte{'f'}, []byte{'g'}))
+			it := testutil.Must(v.Meta.NewIter([]byte{'f'}, []byte{'g'}))
 			left := it.First()
 			it.Close()
 			if !left {
@@ -67,7 +68,7 @@ func TestJournalSoak(t *testing.T) {
 			r, size, float64(size)/float64(first), usage, float64(usage)/float64(firstUsage), keys)
 		if os.Getenv("DOPPEL_SOAK_KEYS") != "" {
 			cnt := map[byte]int{}
-			it := must(v.Meta.NewIter(nil, []byte{0xff}))
+			it := testutil.Must(v.Meta.NewIter(nil, []byte{0xff}))
 			for ok := it.First(); ok; ok = it.Next() {
 				cnt[it.Key()[0]]++
 			}

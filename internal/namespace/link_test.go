@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -57,7 +58,7 @@ func TestLinkWhileWriting(t *testing.T) {
 	if err := fs.Release(h); err != nil {
 		t.Fatal(err)
 	}
-	if got := must(fs.GetAttr(a.Ino)); got.Size != 2000*8<<10 || got.Nlink != 1 {
+	if got := testutil.Must(fs.GetAttr(a.Ino)); got.Size != 2000*8<<10 || got.Nlink != 1 {
 		t.Errorf("after the writes: size %d nlink %d, want %d and 1", got.Size, got.Nlink, 2000*8<<10)
 	}
 }

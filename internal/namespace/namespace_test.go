@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -41,14 +42,6 @@ func reopen(t *testing.T, v *volume.Volume, dir string) *volume.Volume {
 
 var root = vfs.Caller{}
 
-// must returns x or panics on err, which fails the test with a stack trace.
-func must[T any](x T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return x
-}
-
 func wantErr(t *testing.T, err, want error) {
 	t.Helper()
 	if !errors.Is(err, want) {
@@ -73,19 +66,19 @@ func writeFile(t *testing.T, fs vfs.FS, parent uint64, name string, data []byte)
 
 func readFile(t *testing.T, fs vfs.FS, ino uint64) []byte {
 	t.Helper()
-	a := must(fs.GetAttr(ino))
-	h := must(fs.Open(ino, syscall.O_RDONLY))
+	a := testutil.Must(fs.GetAttr(ino))
+	h := testutil.Must(fs.Open(ino, syscall.O_RDONLY))
 	defer fs.Release(h)
 	buf := make([]byte, a.Size+10)
-	n := must(fs.Read(h, 0, buf))
+	n := testutil.Must(fs.Read(h, 0, buf))
 	return buf[:n]
 }
 
 func TestRenameRules(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	d1 := must(fs.Mkdir(root, vfs.RootIno, "d1", 0o755)).Ino
-	d2 := must(fs.Mkdir(root, d1, "d2", 0o755)).Ino
+	d1 := testutil.Must(fs.Mkdir(root, vfs.RootIno, "d1", 0o755)).Ino
+	d2 := testutil.Must(fs.Mkdir(root, d1, "d2", 0o755)).Ino
 	f := writeFile(t, fs, vfs.RootIno, "f", []byte("x"))
 	g := writeFile(t, fs, vfs.RootIno, "g", []byte("y"))
 
@@ -98,18 +91,18 @@ func TestRenameRules(t *testing.T) {
 	if err := fs.Rename(vfs.RootIno, "f", vfs.RootIno, "g", vfs.RenameExchange); err != nil {
 		t.Fatal(err)
 	}
-	if a := must(fs.Lookup(vfs.RootIno, "g")); a.Ino != f {
+	if a := testutil.Must(fs.Lookup(vfs.RootIno, "g")); a.Ino != f {
 		t.Fatalf("after exchange g is %d, want %d", a.Ino, f)
 	}
 	// Exchanging a directory with a file in another directory moves a ".." link.
-	rootLinks := must(fs.GetAttr(vfs.RootIno)).Nlink
+	rootLinks := testutil.Must(fs.GetAttr(vfs.RootIno)).Nlink
 	if err := fs.Rename(vfs.RootIno, "g", d1, "d2", vfs.RenameExchange); err != nil {
 		t.Fatal(err)
 	}
-	if got := must(fs.GetAttr(vfs.RootIno)).Nlink; got != rootLinks+1 {
+	if got := testutil.Must(fs.GetAttr(vfs.RootIno)).Nlink; got != rootLinks+1 {
 		t.Fatalf("root nlink %d, want %d", got, rootLinks+1)
 	}
-	if got := must(fs.GetAttr(d1)).Nlink; got != 2 {
+	if got := testutil.Must(fs.GetAttr(d1)).Nlink; got != 2 {
 		t.Fatalf("d1 nlink %d, want 2", got)
 	}
 	// Replacing a file drops its inode.
@@ -129,16 +122,16 @@ func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(fs.Write(h, 0, []byte("hello world")))
+	testutil.Must(fs.Write(h, 0, []byte("hello world")))
 	if err := fs.Unlink(vfs.RootIno, "f"); err != nil {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 5)
-	must(fs.Read(h, 6, buf))
+	testutil.Must(fs.Read(h, 6, buf))
 	if string(buf) != "world" {
 		t.Fatalf("read %q from unlinked file", buf)
 	}
-	if got := must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
+	if got := testutil.Must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
 		t.Fatalf("nlink %d, want 0", got)
 	}
 	// A daemon stop with the file open leaves an orphan that the next open removes.
@@ -158,12 +151,12 @@ func TestBufferedWritesShowInAttrsAndPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := bytes.Repeat([]byte("abcdefgh"), 100000)
-	must(fs.Write(h, 0, data))
-	if got := must(fs.GetAttr(a.Ino)).Size; got != int64(len(data)) {
+	testutil.Must(fs.Write(h, 0, data))
+	if got := testutil.Must(fs.GetAttr(a.Ino)).Size; got != int64(len(data)) {
 		t.Fatalf("size %d while buffered, want %d", got, len(data))
 	}
 	// chmod while data is buffered must not lose the buffered size.
-	must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o600}))
+	testutil.Must(fs.SetAttr(root, a.Ino, vfs.SetAttr{SetMode: true, Mode: 0o600}))
 	if err := fs.Release(h); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +165,7 @@ func TestBufferedWritesShowInAttrsAndPersist(t *testing.T) {
 	if !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes, want %d identical", len(got), len(data))
 	}
-	if m := must(v.NS.GetAttr(a.Ino)).Mode & 0o777; m != 0o600 {
+	if m := testutil.Must(v.NS.GetAttr(a.Ino)).Mode & 0o777; m != 0o600 {
 		t.Fatalf("mode %o, want 600", m)
 	}
 }
@@ -186,12 +179,12 @@ func TestCopyFileRangeSharesChunks(t *testing.T) {
 	}
 	src := writeFile(t, fs, vfs.RootIno, "src", data)
 	before := v.Engine.Stats()
-	hs := must(fs.Open(src, syscall.O_RDONLY))
+	hs := testutil.Must(fs.Open(src, syscall.O_RDONLY))
 	da, hd, err := fs.Create(root, vfs.RootIno, "dst", 0o644, syscall.O_WRONLY)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := must(fs.CopyFileRange(hs, 1000, hd, 5, int64(len(data))))
+	n := testutil.Must(fs.CopyFileRange(hs, 1000, hd, 5, int64(len(data))))
 	if n != int64(len(data)-1000) {
 		t.Fatalf("copied %d, want %d", n, len(data)-1000)
 	}
@@ -211,7 +204,7 @@ func TestCopyFileRangeSharesChunks(t *testing.T) {
 func TestDirectoryErrors(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	d := must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
+	d := testutil.Must(fs.Mkdir(root, vfs.RootIno, "d", 0o755)).Ino
 	writeFile(t, fs, d, "f", []byte("x"))
 	wantErr(t, fs.Rmdir(vfs.RootIno, "d"), syscall.ENOTEMPTY)
 	wantErr(t, fs.Unlink(vfs.RootIno, "d"), syscall.EISDIR)
@@ -233,7 +226,7 @@ func TestDirectoryErrors(t *testing.T) {
 func TestChunkingPolicyOverrideIsInherited(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	d := must(fs.Mkdir(root, vfs.RootIno, "images", 0o755)).Ino
+	d := testutil.Must(fs.Mkdir(root, vfs.RootIno, "images", 0o755)).Ino
 	wantErr(t, fs.SetXattr(d, "user.doppel.chunking", []byte("fixed:3K"), 0), syscall.EINVAL)
 	if err := fs.SetXattr(d, "user.doppel.chunking", []byte("fixed:4K"), 0); err != nil {
 		t.Fatal(err)
@@ -243,7 +236,7 @@ func TestChunkingPolicyOverrideIsInherited(t *testing.T) {
 		data[i] = byte(i/4096 + 1)
 	}
 	ino := writeFile(t, fs, d, "disk.img", data)
-	if got := string(must(fs.GetXattr(ino, "user.doppel.chunking"))); got != "fixed:4K" {
+	if got := string(testutil.Must(fs.GetXattr(ino, "user.doppel.chunking"))); got != "fixed:4K" {
 		t.Fatalf("child policy %q, want inherited fixed:4K", got)
 	}
 	if c := v.Engine.Stats().Chunks; c != 16 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -64,11 +65,11 @@ func TestFullDiskRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(fs.Write(h, 0, data(4)))
+	testutil.Must(fs.Write(h, 0, data(4)))
 	free = reserve
 	wantErr(t, fs.Flush(h), syscall.ENOSPC)
 	fs.Release(h)
-	if a := must(fs.GetAttr(b.Ino)); a.Size != 0 {
+	if a := testutil.Must(fs.GetAttr(b.Ino)); a.Size != 0 {
 		t.Errorf("file whose only flush failed has size %d, want 0", a.Size)
 	}
 	free = reserve + 150<<10 // room for 100K only if nothing stays counted

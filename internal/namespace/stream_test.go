@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -92,7 +93,7 @@ func TestStreamingWritesModel(t *testing.T) {
 				t.Fatalf("seed %d: fsync: %v", seed, err)
 			}
 		default:
-			if got := must(fs.GetAttr(a.Ino)).Size; got != int64(len(ref)) {
+			if got := testutil.Must(fs.GetAttr(a.Ino)).Size; got != int64(len(ref)) {
 				t.Fatalf("seed %d step %d: size %d, want %d", seed, step, got, len(ref))
 			}
 		}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/ops"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -32,15 +32,6 @@ func fixedVolume(t *testing.T) *volume.Volume {
 	return v
 }
 
-func random(seed uint64, n int) []byte {
-	b := make([]byte, n)
-	r := rand.New(rand.NewPCG(seed, seed+1))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return b
-}
-
 func usage(t *testing.T, v *volume.Volume, path string) ops.Usage {
 	t.Helper()
 	u, err := v.NS.Usage(context.Background(), path)
@@ -61,7 +52,7 @@ func fileStat(t *testing.T, v *volume.Volume, path string) ops.FileStat {
 
 func mkdir(t *testing.T, fs vfs.FS, parent uint64, name string) uint64 {
 	t.Helper()
-	return must(fs.Mkdir(root, parent, name, 0o755)).Ino
+	return testutil.Must(fs.Mkdir(root, parent, name, 0o755)).Ino
 }
 
 // wantUsage compares the figures that tests set up on purpose.
@@ -75,7 +66,7 @@ func wantUsage(t *testing.T, u ops.Usage, files, logical, chunks, physical, excl
 
 func TestUsageOfSharedChunks(t *testing.T) {
 	v := fixedVolume(t)
-	data := random(1, 256*KiB) // four chunks
+	data := testutil.SeededBytes(1, 256*KiB) // four chunks
 	writeFile(t, v.NS, mkdir(t, v.NS, vfs.RootIno, "a"), "f", data)
 	b := mkdir(t, v.NS, vfs.RootIno, "b")
 	writeFile(t, v.NS, b, "f", data) // deduplicated: same chunks
@@ -97,7 +88,7 @@ func TestUsageOfSharedChunks(t *testing.T) {
 		}
 	}
 
-	must(0, v.NS.Unlink(b, "f"))
+	testutil.Must(0, v.NS.Unlink(b, "f"))
 	wantUsage(t, usage(t, v, "/a"), 1, 256*KiB, 4, 256*KiB, 256*KiB)
 	if st := fileStat(t, v, "/a/f"); st.SharedBytes != 0 {
 		t.Errorf("shared bytes %d after the other copy went, want 0", st.SharedBytes)
@@ -106,12 +97,12 @@ func TestUsageOfSharedChunks(t *testing.T) {
 
 func TestUsageOfPartialChunkExtents(t *testing.T) {
 	v := fixedVolume(t)
-	f := writeFile(t, v.NS, vfs.RootIno, "f", random(2, 128*KiB)) // chunks A, B
+	f := writeFile(t, v.NS, vfs.RootIno, "f", testutil.SeededBytes(2, 128*KiB)) // chunks A, B
 	// Overwriting 10 KiB inside A splits its extent around a new chunk C:
 	// A gets a second reference, from the same file.
-	h := must(v.NS.Open(f, syscall.O_RDWR))
-	must(v.NS.Write(h, 10*KiB, random(3, 10*KiB)))
-	must(0, v.NS.Release(h))
+	h := testutil.Must(v.NS.Open(f, syscall.O_RDWR))
+	testutil.Must(v.NS.Write(h, 10*KiB, testutil.SeededBytes(3, 10*KiB)))
+	testutil.Must(0, v.NS.Release(h))
 	wantUsage(t, usage(t, v, "/f"), 1, 128*KiB, 3, 138*KiB, 138*KiB)
 	st := fileStat(t, v, "/f")
 	if len(st.Extents) != 4 || st.SharedBytes != 0 {
@@ -131,12 +122,12 @@ func TestUsageOfPartialChunkExtents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hf := must(v.NS.Open(f, syscall.O_RDONLY))
-	if n := must(v.NS.CopyFileRange(hf, 30*KiB, hg, 0, 10*KiB)); n != 10*KiB {
+	hf := testutil.Must(v.NS.Open(f, syscall.O_RDONLY))
+	if n := testutil.Must(v.NS.CopyFileRange(hf, 30*KiB, hg, 0, 10*KiB)); n != 10*KiB {
 		t.Fatalf("copied %d bytes", n)
 	}
-	must(0, v.NS.Release(hf))
-	must(0, v.NS.Release(hg))
+	testutil.Must(0, v.NS.Release(hf))
+	testutil.Must(0, v.NS.Release(hg))
 	wantUsage(t, usage(t, v, "/f"), 1, 128*KiB, 3, 138*KiB, 74*KiB)
 	wantUsage(t, usage(t, v, "/g"), 1, 10*KiB, 1, 64*KiB, 0)
 	if st := fileStat(t, v, "/f"); st.SharedBytes != 54*KiB {
@@ -155,13 +146,13 @@ func TestUsageOfPartialChunkExtents(t *testing.T) {
 func TestUsageWithHardLinks(t *testing.T) {
 	v := fixedVolume(t)
 	d := mkdir(t, v.NS, vfs.RootIno, "d")
-	f := writeFile(t, v.NS, d, "f", random(4, 128*KiB))
-	must(v.NS.Link(f, d, "g")) // both links inside d: one file, freed with d
+	f := writeFile(t, v.NS, d, "f", testutil.SeededBytes(4, 128*KiB))
+	testutil.Must(v.NS.Link(f, d, "g")) // both links inside d: one file, freed with d
 	wantUsage(t, usage(t, v, "/d"), 1, 128*KiB, 2, 128*KiB, 128*KiB)
 	wantUsage(t, usage(t, v, "/d/f"), 1, 128*KiB, 2, 128*KiB, 0) // /d/g keeps it
 
 	out := mkdir(t, v.NS, vfs.RootIno, "out")
-	must(v.NS.Link(f, out, "h")) // a link outside d keeps the file alive
+	testutil.Must(v.NS.Link(f, out, "h")) // a link outside d keeps the file alive
 	wantUsage(t, usage(t, v, "/d"), 1, 128*KiB, 2, 128*KiB, 0)
 	wantUsage(t, usage(t, v, "/out"), 1, 128*KiB, 2, 128*KiB, 0)
 	wantUsage(t, usage(t, v, "/"), 1, 128*KiB, 2, 128*KiB, 128*KiB)
@@ -176,10 +167,10 @@ func TestUsageWithHoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	must(v.NS.Write(h, 0, random(5, 64*KiB)))
-	must(v.NS.Write(h, 1<<20, random(6, 16*KiB)))
-	must(v.NS.Write(h, 2<<20, make([]byte, 64*KiB))) // zeros are holes too
-	must(0, v.NS.Release(h))
+	testutil.Must(v.NS.Write(h, 0, testutil.SeededBytes(5, 64*KiB)))
+	testutil.Must(v.NS.Write(h, 1<<20, testutil.SeededBytes(6, 16*KiB)))
+	testutil.Must(v.NS.Write(h, 2<<20, make([]byte, 64*KiB))) // zeros are holes too
+	testutil.Must(0, v.NS.Release(h))
 	u := usage(t, v, "/sparse")
 	wantUsage(t, u, 1, 80*KiB, 2, 80*KiB, 80*KiB)
 	if u.SizeBytes != 2<<20+64*KiB {
@@ -199,9 +190,9 @@ func TestUsageSeesBufferedWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer v.NS.Release(h)
-	must(v.NS.Write(h, 0, random(7, 100*KiB)))                       // buffered, not committed
-	wantUsage(t, usage(t, v, "/d"), 1, 100*KiB, 2, 100*KiB, 100*KiB) // found through its parent
-	must(v.NS.Write(h, 100*KiB, random(8, 28*KiB)))
+	testutil.Must(v.NS.Write(h, 0, testutil.SeededBytes(7, 100*KiB))) // buffered, not committed
+	wantUsage(t, usage(t, v, "/d"), 1, 100*KiB, 2, 100*KiB, 100*KiB)  // found through its parent
+	testutil.Must(v.NS.Write(h, 100*KiB, testutil.SeededBytes(8, 28*KiB)))
 	if st := fileStat(t, v, "/d/open"); st.SizeBytes != 128*KiB || st.LogicalBytes != 128*KiB {
 		t.Errorf("stat of a file being written: size %d logical %d, want 128 KiB", st.SizeBytes, st.LogicalBytes)
 	}
@@ -210,10 +201,10 @@ func TestUsageSeesBufferedWrites(t *testing.T) {
 func TestUsageOfWholeVolumeMatchesStats(t *testing.T) {
 	v := fixedVolume(t)
 	d := mkdir(t, v.NS, vfs.RootIno, "d")
-	f := writeFile(t, v.NS, d, "f", random(9, 300*KiB))
-	writeFile(t, v.NS, vfs.RootIno, "g", random(9, 200*KiB)) // shares f's first chunks
-	must(v.NS.Link(f, vfs.RootIno, "link"))
-	must(v.NS.Symlink(root, d, "sym", "f"))
+	f := writeFile(t, v.NS, d, "f", testutil.SeededBytes(9, 300*KiB))
+	writeFile(t, v.NS, vfs.RootIno, "g", testutil.SeededBytes(9, 200*KiB)) // shares f's first chunks
+	testutil.Must(v.NS.Link(f, vfs.RootIno, "link"))
+	testutil.Must(v.NS.Symlink(root, d, "sym", "f"))
 	u := usage(t, v, "/")
 	s := v.Engine.Stats()
 	wantUsage(t, u, 3, s.LogicalBytes, s.Chunks, s.PhysicalBytes, s.PhysicalBytes)
@@ -249,7 +240,7 @@ func TestUsageIsConsistentWhileRenaming(t *testing.T) {
 	y := mkdir(t, v.NS, vfs.RootIno, "y")
 	const files = 8
 	for i := range files {
-		writeFile(t, v.NS, x, string(rune('a'+i)), random(uint64(10+i), 64*KiB))
+		writeFile(t, v.NS, x, string(rune('a'+i)), testutil.SeededBytes(uint64(10+i), 64*KiB))
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

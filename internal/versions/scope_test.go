@@ -7,6 +7,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestPinKeepsOnlyWhatItsCloneSees pins the root with "skip" excluded: the
@@ -18,21 +19,21 @@ func TestPinKeepsOnlyWhatItsCloneSees(t *testing.T) {
 	b := m.NewBatch()
 	node := func(ino, parent uint64, name string, mode uint32) {
 		n := schema.Inode{Mode: mode, Nlink: 1}
-		must(t, b.Set(schema.InodeKey(ino), n.Encode()))
-		must(t, b.Set(schema.ParentKey(ino, parent, name), nil))
+		testutil.Check(t, b.Set(schema.InodeKey(ino), n.Encode()))
+		testutil.Check(t, b.Set(schema.ParentKey(ino, parent, name), nil))
 	}
 	node(2, rootIno, "skip", syscall.S_IFDIR|0o755)
 	node(3, rootIno, "keep", syscall.S_IFDIR|0o755)
 	node(4, 3, "a", syscall.S_IFREG|0o644)
 	node(5, 2, "b", syscall.S_IFREG|0o644)
 	node(6, 2, "l", syscall.S_IFREG|0o644)
-	must(t, b.Set(schema.ParentKey(6, 3, "l"), nil))
+	testutil.Check(t, b.Set(schema.ParentKey(6, 3, "l"), nil))
 	node(7, 2, "sub", syscall.S_IFDIR|0o755)
 	node(8, 7, "c", syscall.S_IFREG|0o644)
-	must(t, b.Commit(false))
+	testutil.Check(t, b.Commit(false))
 
 	r, err := NewRetainer(m)
-	must(t, err)
+	testutil.Check(t, err)
 	r.SetExcluder(func(pin uint64) (func(string, bool) bool, error) {
 		if pin != 10 {
 			return nil, nil
@@ -42,13 +43,13 @@ func TestPinKeepsOnlyWhatItsCloneSees(t *testing.T) {
 	r.Add(Pinned{Version: 10, Pin: schema.Pin{Root: rootIno, NextIno: 100, Held: true}})
 	for ino, want := range map[uint64]bool{2: false, 3: true, 4: true, 5: false, 6: true, 7: false, 8: false} {
 		in, known, err := r.InScope(10, ino)
-		must(t, err)
+		testutil.Check(t, err)
 		if !known || in != want {
 			t.Errorf("inode %d: in scope %v (known %v), want %v", ino, in, known, want)
 		}
 		b := m.NewBatch()
 		key := schema.ExtentKey(ino, 0)
-		must(t, r.BeforeChange(b, key, func(schema.Hash, int64) {}))
+		testutil.Check(t, r.BeforeChange(b, key, func(schema.Hash, int64) {}))
 		_, err = b.Get(schema.RetainedKey(key, 10))
 		if kept := !errors.Is(err, meta.ErrNotFound); kept != want {
 			t.Errorf("inode %d: change kept a version %v, want %v", ino, kept, want)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 var seedFlag = flag.Uint64("versions.seed", 0, "seed of TestRetainModel (0: time)")
@@ -53,10 +54,10 @@ func TestRetainModel(t *testing.T) {
 	// Every inode is a child of the root, so every pin covers it.
 	b := m.NewBatch()
 	for ino := uint64(2); ino < 6; ino++ {
-		must(t, b.Set(schema.ParentKey(ino, rootIno, fmt.Sprint(ino)), nil))
+		testutil.Check(t, b.Set(schema.ParentKey(ino, rootIno, fmt.Sprint(ino)), nil))
 		live[string(schema.ParentKey(ino, rootIno, fmt.Sprint(ino)))] = ""
 	}
-	must(t, b.Commit(false))
+	testutil.Check(t, b.Commit(false))
 	snaps := map[uint64]state{}
 	scope := map[uint64]uint64{} // pin -> its root
 	version := uint64(10)
@@ -86,24 +87,24 @@ func TestRetainModel(t *testing.T) {
 			}
 			for done := false; !done; {
 				done, _, err = ReleaseStep(b, v, older, 1+rng.IntN(4), ref)
-				must(t, err)
+				testutil.Check(t, err)
 			}
 			delete(snaps, v)
 		default:
 			for n := 1 + rng.IntN(3); n > 0; n-- {
 				k := randomKey(rng)
-				must(t, r.BeforeChange(b, k, ref))
+				testutil.Check(t, r.BeforeChange(b, k, ref))
 				if rng.IntN(3) == 0 {
-					must(t, b.Delete(k))
+					testutil.Check(t, b.Delete(k))
 					delete(live, string(k))
 				} else {
 					v := randomValue(rng, k)
-					must(t, b.Set(k, v))
+					testutil.Check(t, b.Set(k, v))
 					live[string(k)] = string(v)
 				}
 			}
 		}
-		must(t, b.Commit(false))
+		testutil.Check(t, b.Commit(false))
 		checkView(t, m, 0, live, step, rootIno)
 		want := map[schema.Hash]int64{}
 		for v, s := range snaps {
@@ -125,16 +126,16 @@ func TestRetainModel(t *testing.T) {
 
 func countRetainedRefs(t *testing.T, m meta.Reader, want map[schema.Hash]int64) {
 	it, err := m.NewIter(schema.RetainedRange())
-	must(t, err)
+	testutil.Check(t, err)
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		key, _, err := schema.ParseRetainedKey(it.Key())
-		must(t, err)
+		testutil.Check(t, err)
 		rv, err := schema.DecodeRetained(it.Value())
-		must(t, err)
+		testutil.Check(t, err)
 		if key[0] == 'e' && rv.Present {
 			x, err := schema.DecodeExtent(rv.Value)
-			must(t, err)
+			testutil.Check(t, err)
 			want[x.Hash]++
 		}
 	}
@@ -162,7 +163,7 @@ func checkView(t *testing.T, m meta.Reader, pin uint64, want state, step int, ro
 			}
 			slices.Sort(wantKeys)
 			it, err := r.NewIter(bounds[0], bounds[1])
-			must(t, err)
+			testutil.Check(t, err)
 			var got []string
 			for it.First(); it.Valid(); it.Next() {
 				got = append(got, string(it.Key()))
@@ -188,7 +189,7 @@ func checkView(t *testing.T, m meta.Reader, pin uint64, want state, step int, ro
 					t.Fatalf("step %d pin %d: SeekLT/Next around %q wrong", step, pin, k)
 				}
 			}
-			must(t, it.Close())
+			testutil.Check(t, it.Close())
 			for _, k := range wantKeys {
 				v, err := r.Get([]byte(k))
 				if err != nil || string(v) != want[k] {
@@ -229,11 +230,4 @@ func clone(s state) state {
 		c[k] = v
 	}
 	return c
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
