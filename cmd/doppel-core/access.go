@@ -13,12 +13,12 @@ import (
 // withVolume runs fn on the volume in dir: through its daemon's control
 // socket when it is mounted, otherwise on the store opened here for the
 // command (through the daemon after all if it got mounted meanwhile).
-func withVolume(dir string, fn func(ops.Volume) error) error {
+func withVolume(dir string, fn func(ops.API) error) error {
 	return withOpened(dir, openVolume, fn)
 }
 
 // openVolume opens an unmounted volume for a command (tests replace it).
-var openVolume = func(dir string) (ops.Volume, func() error, error) {
+var openVolume = func(dir string) (ops.API, func() error, error) {
 	v, err := volume.Open(dir, slog.Default())
 	if err != nil {
 		return nil, nil, err
@@ -28,8 +28,8 @@ var openVolume = func(dir string) (ops.Volume, func() error, error) {
 
 // withVolumeForCheck is withVolume for fsck: an unmounted volume is
 // opened without starting the file system on it (volume.OpenForCheck).
-func withVolumeForCheck(dir string, fn func(ops.Volume) error) error {
-	return withOpened(dir, func(dir string) (ops.Volume, func() error, error) {
+func withVolumeForCheck(dir string, fn func(ops.API) error) error {
+	return withOpened(dir, func(dir string) (ops.API, func() error, error) {
 		c, err := volume.OpenForCheck(dir, slog.Default())
 		if err != nil {
 			return nil, nil, err
@@ -41,7 +41,7 @@ func withVolumeForCheck(dir string, fn func(ops.Volume) error) error {
 // withOpened runs fn through the daemon if one serves dir, else on what
 // open gives, which fails wrapping volume.ErrInUse if the volume is in
 // use.
-func withOpened(dir string, open func(string) (ops.Volume, func() error, error), fn func(ops.Volume) error) error {
+func withOpened(dir string, open func(string) (ops.API, func() error, error), fn func(ops.API) error) error {
 	if volume.LockHolder(dir) > 0 {
 		c, err := control.Dial(dir)
 		if err != nil {

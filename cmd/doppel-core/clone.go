@@ -78,7 +78,7 @@ func cloneCommand(pos []string, f *wire.CloneFlags) error {
 	}
 	req := f.Request(src.Path, dst.Path)
 	var res ops.CloneResult
-	err = withVolume(src.Store, func(v ops.Volume) (err error) { res, err = v.Clone(context.Background(), req); return err })
+	err = withVolume(src.Store, func(v ops.API) (err error) { res, err = v.Clone(context.Background(), req); return err })
 	if err != nil {
 		return explainPath(src, err)
 	}

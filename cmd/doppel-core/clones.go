@@ -42,7 +42,7 @@ func runClones(args []string) error {
 		return err
 	}
 	var list []ops.CloneInfo
-	err = withVolume(vp.Store, func(v ops.Volume) (err error) { list, err = v.Clones(context.Background(), !*noSpace); return err })
+	err = withVolume(vp.Store, func(v ops.API) (err error) { list, err = v.Clones(context.Background(), !*noSpace); return err })
 	if err != nil {
 		return err
 	}

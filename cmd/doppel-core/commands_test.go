@@ -37,7 +37,7 @@ func (f *fakeVolume) CopyFile(_ context.Context, path string, w io.Writer) (uint
 func onFake(t *testing.T, f *fakeVolume) string {
 	t.Helper()
 	saved := openVolume
-	openVolume = func(string) (ops.Volume, func() error, error) {
+	openVolume = func(string) (ops.API, func() error, error) {
 		return f, func() error { f.closed = true; return nil }, nil
 	}
 	t.Cleanup(func() { openVolume = saved })

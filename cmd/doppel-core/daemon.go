@@ -77,7 +77,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
 	imports := &daemonImports{vol: vol, srv: srv, mp: mp, log: log}
-	served := servedVolume{Volume: vol.Operations(), vol: vol, srv: srv, imports: imports,
+	served := servedVolume{API: vol.Operations(), vol: vol, srv: srv, imports: imports,
 		status: func() ops.Status { return daemonStatus(vol, mp, started, &fuseOps) }}
 	stopControl, err := control.Serve(context.Background(), dir, served,
 		metrics.Handler(metrics.NewRegistry(&fuseOps, vol.Figures), log))

@@ -15,7 +15,7 @@ import (
 // of the entries clones add and remove (it may have cached their absence
 // or presence), imports stop at unmount, and status describes the daemon.
 type servedVolume struct {
-	ops.Volume
+	ops.API
 	vol     *volume.Volume
 	srv     *fuse.Server
 	imports *daemonImports
@@ -23,7 +23,7 @@ type servedVolume struct {
 }
 
 func (s servedVolume) Clone(ctx context.Context, req ops.CloneRequest) (ops.CloneResult, error) {
-	res, err := s.Volume.Clone(ctx, req)
+	res, err := s.API.Clone(ctx, req)
 	if err == nil {
 		s.srv.EntryNotify(res.Parent, res.Name) // the kernel may remember DST did not exist
 	}
@@ -31,7 +31,7 @@ func (s servedVolume) Clone(ctx context.Context, req ops.CloneRequest) (ops.Clon
 }
 
 func (s servedVolume) RemoveClone(ctx context.Context, path string) error {
-	err := s.Volume.RemoveClone(ctx, path)
+	err := s.API.RemoveClone(ctx, path)
 	if err == nil {
 		if parent, name, ok := s.vol.NS.EntryOf(path); ok {
 			s.srv.EntryNotify(parent, name) // the kernel may still have it cached

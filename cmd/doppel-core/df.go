@@ -88,12 +88,12 @@ func runDf(args []string) error {
 // spaceReport asks the daemon when the volume is mounted and opens the
 // store directly otherwise.
 func spaceReport(dir string) (rep control.SpaceReport, err error) {
-	err = withVolume(dir, func(v ops.Volume) (err error) { rep, err = v.Space(context.Background()); return err })
+	err = withVolume(dir, func(v ops.API) (err error) { rep, err = v.Space(context.Background()); return err })
 	return rep, err
 }
 
 func subtreeUsage(vp volumePath) (u ops.Usage, err error) {
-	err = withVolume(vp.Store, func(v ops.Volume) (err error) { u, err = v.Usage(context.Background(), vp.Path); return err })
+	err = withVolume(vp.Store, func(v ops.API) (err error) { u, err = v.Usage(context.Background(), vp.Path); return err })
 	return u, explainPath(vp, err)
 }
 

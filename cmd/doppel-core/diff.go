@@ -58,7 +58,7 @@ func runDiff(args []string) error {
 	}
 	req := ops.DiffRequest{A: a.Path, B: b.Path, Patch: *patch, Full: *full}
 	var res ops.DiffResult
-	err = withVolume(a.Store, func(v ops.Volume) (err error) { res, err = v.Diff(context.Background(), req); return err })
+	err = withVolume(a.Store, func(v ops.API) (err error) { res, err = v.Diff(context.Background(), req); return err })
 	if err != nil {
 		return explainPath(a, err)
 	}

@@ -83,7 +83,7 @@ func fsckMain(args []string) (int, error) {
 	show := func(p fsck.Progress) { prog.show(func() string { return progressText(p, *verify) }) }
 	req := ops.FsckRequest{VerifyData: *verify, Repair: *repair}
 	var res ops.FsckResult
-	err = withVolumeForCheck(dir, func(v ops.Volume) (err error) { res, err = v.Fsck(context.Background(), req, show); return err })
+	err = withVolumeForCheck(dir, func(v ops.API) (err error) { res, err = v.Fsck(context.Background(), req, show); return err })
 	prog.done()
 	if err != nil {
 		return 0, err

@@ -68,7 +68,7 @@ func runImport(args []string) error {
 		return err
 	}
 	req := ops.ImportRequest{Src: src, Dst: dst.Path, Jobs: *jobs, ProgressEvery: show.interval()}
-	err = withVolume(dst.Store, func(v ops.Volume) (err error) { sum, err = v.Import(ctx, req, show.progress); return err })
+	err = withVolume(dst.Store, func(v ops.API) (err error) { sum, err = v.Import(ctx, req, show.progress); return err })
 	stopProfiles()
 	show.done()
 	if sum.Target != "" {

@@ -27,7 +27,7 @@ func runRmclone(args []string) error {
 		if err != nil {
 			return err
 		}
-		err = withVolume(vp.Store, func(v ops.Volume) error { return v.RemoveClone(context.Background(), vp.Path) })
+		err = withVolume(vp.Store, func(v ops.API) error { return v.RemoveClone(context.Background(), vp.Path) })
 		if err != nil {
 			return fmt.Errorf("rmclone %s: %w", p, explainPath(vp, err))
 		}

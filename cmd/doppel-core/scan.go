@@ -89,7 +89,7 @@ func runScan(args []string) error {
 	}
 	sc := scanner{args: cmdArgs, progress: newProgressLine(os.Stderr, !*asJSON)}
 	ctx := context.Background()
-	err = withVolume(vps[0].Store, func(v ops.Volume) error {
+	err = withVolume(vps[0].Store, func(v ops.API) error {
 		groups, err := v.Scan(ctx, req)
 		if err != nil {
 			return err
@@ -183,7 +183,7 @@ func mountpointOf(vp volumePath) string {
 // copyOut copies the volume file at path into a new private directory,
 // under the same name and permission bits (readable by its owner), for
 // the command to read.
-func copyOut(ctx context.Context, v ops.Volume, path string) (string, func(), error) {
+func copyOut(ctx context.Context, v ops.API, path string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "doppel-scan-")
 	if err != nil {
 		return "", nil, err

@@ -42,7 +42,7 @@ func runStat(args []string) error {
 		return err
 	}
 	var st ops.FileStat
-	err = withVolume(vp.Store, func(v ops.Volume) (err error) { st, err = v.Stat(context.Background(), vp.Path); return err })
+	err = withVolume(vp.Store, func(v ops.API) (err error) { st, err = v.Stat(context.Background(), vp.Path); return err })
 	if err != nil {
 		return explainPath(vp, err)
 	}

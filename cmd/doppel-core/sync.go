@@ -22,7 +22,7 @@ func runSync(args []string) error {
 		return err
 	}
 	// Opening and closing the store offline syncs it.
-	return withVolume(dir, func(v ops.Volume) error { return v.Sync(context.Background()) })
+	return withVolume(dir, func(v ops.API) error { return v.Sync(context.Background()) })
 }
 
 // volumeArg resolves an optional MOUNTPOINT argument or the --store flag.

@@ -11,7 +11,7 @@ import (
 type CloneRequest = ops.CloneRequest
 
 // serveClones answers clone, clones, rmclone, diff and scan.
-func serveClones(mux *http.ServeMux, vol ops.Volume) {
+func serveClones(mux *http.ServeMux, vol ops.API) {
 	serveJSON(mux, "POST /v1/clone", vol.Clone)
 	mux.HandleFunc("GET /v1/clones", func(w http.ResponseWriter, r *http.Request) {
 		res, err := vol.Clones(r.Context(), r.URL.Query().Get("space") == "1")

@@ -25,7 +25,7 @@ type SpaceReport = ops.SpaceReport
 // Serve listens on the control socket in dir, answering with vol, until
 // the returned stop is called, which waits (briefly) for the requests
 // under way to end. metrics (if not nil) answers the Prometheus scrape.
-func Serve(ctx context.Context, dir string, vol ops.Volume, metrics http.Handler) (func(), error) {
+func Serve(ctx context.Context, dir string, vol ops.API, metrics http.Handler) (func(), error) {
 	path := filepath.Join(dir, SocketName)
 	os.Remove(path) // stale from a killed daemon: we hold the volume lock
 	ln, err := net.Listen("unix", path)
@@ -90,7 +90,7 @@ type Client struct {
 	*wire.Client
 }
 
-var _ ops.Volume = (*Client)(nil)
+var _ ops.API = (*Client)(nil)
 
 // ErrNoDaemon means no daemon answers on the volume's socket.
 var ErrNoDaemon = wire.ErrNoDaemon

@@ -21,7 +21,7 @@ const modeHeader = "Doppel-Mode"
 // in a trailer, its mode (known once the copy is done). A failure before
 // the first byte is an ordinary error reply; one during the copy leaves
 // the trailer out, which the client reports.
-func serveCopyFile(mux *http.ServeMux, vol ops.Volume) {
+func serveCopyFile(mux *http.ServeMux, vol ops.API) {
 	mux.HandleFunc("GET /v1/file", func(w http.ResponseWriter, r *http.Request) {
 		path, err := pathParam(r)
 		if err != nil {

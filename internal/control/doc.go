@@ -1,7 +1,7 @@
 // Package control is the daemon's control socket: HTTP over a Unix socket
 // in the volume directory, readable by its owner only. The daemon serves
-// an ops.Volume on it (Serve); Client is the other end, and implements
-// ops.Volume too, so that a command does the same through the socket as
+// an ops.API on it (Serve); Client is the other end, and implements
+// ops.API too, so that a command does the same through the socket as
 // on a volume it opened itself.
 //
 // Files:

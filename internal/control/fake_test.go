@@ -11,7 +11,7 @@ import (
 // fakeVolume answers the operations a test gives it; the others are nil
 // (calling them panics).
 type fakeVolume struct {
-	ops.Volume
+	ops.API
 	usage   func(ctx context.Context, path string) (ops.Usage, error)
 	stat    func(ctx context.Context, path string) (ops.FileStat, error)
 	fsck    func(ctx context.Context, req ops.FsckRequest, progress func(fsck.Progress)) (ops.FsckResult, error)

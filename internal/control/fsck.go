@@ -38,7 +38,7 @@ var progressEvery = 500 * time.Millisecond
 // serveFsck answers POST /v1/fsck with newline-delimited JSON: progress
 // lines while the check runs, then one line with the result or the
 // error. The check stops if the client goes away.
-func serveFsck(mux *http.ServeMux, vol ops.Volume) {
+func serveFsck(mux *http.ServeMux, vol ops.API) {
 	mux.HandleFunc("POST /v1/fsck", func(w http.ResponseWriter, r *http.Request) {
 		var req FsckRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {

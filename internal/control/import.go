@@ -28,7 +28,7 @@ type ImportEvent struct {
 
 // serveImport streams an import's progress. Closing the connection
 // interrupts the import.
-func serveImport(vol ops.Volume) http.HandlerFunc {
+func serveImport(vol ops.API) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ImportRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {

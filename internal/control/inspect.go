@@ -12,7 +12,7 @@ import (
 
 // Inspection endpoints: "doppel df PATH" and "doppel stat FILE" on a
 // mounted volume. The path is "/"-rooted inside the volume.
-func serveInspect(mux *http.ServeMux, vol ops.Volume) {
+func serveInspect(mux *http.ServeMux, vol ops.API) {
 	servePath(mux, "GET /v1/usage", vol.Usage)
 	servePath(mux, "GET /v1/stat", vol.Stat)
 }

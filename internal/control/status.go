@@ -10,7 +10,7 @@ import (
 // Status is a mounted volume's daemon and its main counters.
 type Status = ops.Status
 
-func serveStatus(mux *http.ServeMux, vol ops.Volume) {
+func serveStatus(mux *http.ServeMux, vol ops.API) {
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		s, err := vol.Status(r.Context())
 		reply(w, s, err)

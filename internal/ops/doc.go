@@ -1,5 +1,5 @@
 // Package ops is what the command line asks of a volume: one interface,
-// Volume, and the messages it takes and returns. An opened volume
+// API, and the messages it takes and returns. An opened volume
 // implements it (volume.Operations), and so does the daemon's control
 // socket client (control.Client), so that each command is written once
 // and runs the same whether the volume is mounted or not; the daemon
@@ -12,7 +12,7 @@
 //
 // Files:
 //
-//   - ops.go: the Volume interface.
+//   - ops.go: the API interface.
 //   - space.go: SpaceReport (df) and Usage (df PATH).
 //   - stat.go: FileStat (stat) and its extents and chunks.
 //   - clone.go: clone, snapshot, clones and rmclone.

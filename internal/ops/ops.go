@@ -8,9 +8,9 @@ import (
 	"github.com/doppelfs/doppel/internal/importer"
 )
 
-// Volume is everything the command line asks of one volume. Paths are
+// API is everything the command line asks of one volume. Paths are
 // "/"-rooted inside the volume.
-type Volume interface {
+type API interface {
 	// Space is the whole volume's space (`doppel df`).
 	Space(ctx context.Context) (SpaceReport, error)
 	// Usage is the space of the subtree at path (`doppel df PATH`).

@@ -39,4 +39,4 @@ func (u Unsupported) Import(context.Context, ImportRequest, func(importer.Progre
 func (u Unsupported) Sync(context.Context) error             { return u.Err }
 func (u Unsupported) Status(context.Context) (Status, error) { return Status{}, u.Err }
 
-var _ Volume = Unsupported{}
+var _ API = Unsupported{}

@@ -14,7 +14,7 @@
 //   - volume.go: Init, Open (the stores, crash recovery, the engine and
 //     the namespace) and Close.
 //   - ops.go: Operations, the volume as the command line uses it
-//     (ops.Volume).
+//     (ops.API).
 //   - check.go: OpenForCheck, the stores of an unmounted volume for fsck,
 //     without starting the file system on them.
 //   - format.go, lock.go, paths.go: the format file, the lock, the

@@ -10,10 +10,10 @@ import (
 	"github.com/doppelfs/doppel/internal/ops"
 )
 
-// Operations is the volume as the command line uses it: what the daemon
+// Operations is the volume as the command line uses it (ops.API): what the daemon
 // serves on its control socket, and what a command runs on an unmounted
 // volume it opened itself.
-func (v *Volume) Operations() ops.Volume { return operations{v} }
+func (v *Volume) Operations() ops.API { return operations{v} }
 
 type operations struct{ v *Volume }
 
