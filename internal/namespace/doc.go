@@ -1,10 +1,69 @@
 // Package namespace implements vfs.FS on top of the content engine: inodes,
 // directory entries with parent back-references, hard links, symlinks,
-// xattrs, open files and their write buffers, and the change journal
-// (journal*.go: per-clone entries, pruning below a floor, cursors).
+// xattrs, open files and their write buffers, clones and their pins, and
+// the change journal.
 //
 // Locking: each inode has a striped lock (reads share it, writes and extent
 // edits take it exclusively); metadata transactions are serialized by the
 // content engine. Inode locks are always taken before a transaction begins,
 // and two inode locks in stripe order, so they cannot deadlock.
+//
+// Files, by part:
+//
+// The volume and its records
+//   - volume.go: Open, Close, InitRoot, begin; the background goroutines.
+//   - inode.go: loading, saving, allocating and deleting inodes; GetAttr.
+//   - resolve.go: paths to inodes and back (pathOf), flushing below a path.
+//   - locks.go: the striped inode locks.
+//   - errors.go: errno mapping, logging of failures, record decoding.
+//   - counters.go: Counters (open files, dirty bytes).
+//   - statfs.go: StatFS.
+//
+// POSIX operations
+//   - dir.go: lookup, create, mkdir, mknod, symlink, link, unlink, rmdir.
+//   - rename.go: rename, exchange and no-replace.
+//   - attr.go: setattr (chmod, chown, truncate, utimes).
+//   - heldattrs.go: attribute changes held with an open file's buffered
+//     writes and committed with them.
+//   - xattr.go: extended attributes.
+//   - fallocate.go: fallocate's modes and ext4's rules for them.
+//   - data.go: lseek (SEEK_DATA/SEEK_HOLE) and copy_file_range.
+//   - orphan.go: open-but-unlinked files left by a crash.
+//   - policy.go: the chunking policy of a file (xattr, inherited).
+//
+// The write path
+//   - file.go: open, read, write, flush, fsync, release.
+//   - flush.go: committing buffered writes (content.Engine.CommitChunks),
+//     the background flusher.
+//   - stream.go: a large sequential run cut and committed in the
+//     background while the writer goes on.
+//   - ingest.go, ingestread.go: CreateFile, the importer's path: a whole
+//     file read, cut and committed without the write buffer.
+//
+// Clones and pins
+//   - clone.go, clonepath.go: making a clone (a pin and a stub root).
+//   - stub.go, stubdir.go: stubs, materializing them on first change;
+//     exclusions applied as directories are materialized.
+//   - materializer.go: the background materializer.
+//   - clones.go: listing and removing clones.
+//   - reaper.go: freeing a removed clone's tree in the background.
+//   - pins.go: releasing pins and their retained versions; the exclusions
+//     a pin's retainer applies.
+//   - pinreads.go: the RCU-like guard of reads through pins.
+//   - linkcount.go, linknames.go, linkstub.go, linkwalk.go: link counts of
+//     hard-linked files seen through clones of clones.
+//
+// The change journal
+//   - journaltrees.go: which clones' journals a change goes to, and the
+//     per-inode cache of that answer.
+//   - journalprune.go: the pruner and the journal floor.
+//   - journalcursor.go: consumer cursors.
+//
+// Inspection
+//   - view.go: vnodes, the volume as a reader sees it through stubs.
+//   - diff.go, diffjournal.go: diff, by walking or from the journal.
+//   - scan.go: scan's groups of files by content.
+//   - readview.go: CopyFile, a file's content read through pins.
+//   - usage.go: df of a subtree.
+//   - filestat.go: stat of a file's extents and chunks.
 package namespace

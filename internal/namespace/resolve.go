@@ -107,3 +107,32 @@ func (v *Volume) isBelow(ino, top uint64) (bool, error) {
 	}
 	return false, nil
 }
+
+// pathOf returns one path of ino relative to the volume root.
+func pathOf(r meta.Reader, ino uint64) (string, error) {
+	path := ""
+	for depth := 0; ino != vfs.RootIno; depth++ {
+		if depth > 1<<12 {
+			return "", errors.New("namespace: parent chain too deep")
+		}
+		it, err := r.NewIter(schema.ParentRange(ino))
+		if err != nil {
+			return "", err
+		}
+		if !it.First() {
+			it.Close()
+			return "", syscall.ENOENT
+		}
+		_, parent, name, err := schema.ParseParentKey(it.Key())
+		it.Close()
+		if err != nil {
+			return "", err
+		}
+		path = "/" + name + path
+		ino = parent
+	}
+	if path == "" {
+		path = "/"
+	}
+	return path, nil
+}
