@@ -53,3 +53,8 @@ func (t *Tx) OnCommit(fn func()) { t.after = append(t.after, fn) }
 // OnCommitLocked runs fn once the transaction committed, before the next
 // transaction may begin.
 func (t *Tx) OnCommitLocked(fn func()) { t.locked = append(t.locked, fn) }
+
+// OnAbort runs fn if the transaction aborts (also when its commit fails),
+// before the next transaction may begin: state kept beside the metadata
+// is undone there.
+func (t *Tx) OnAbort(fn func()) { t.aborted = append(t.aborted, fn) }

@@ -28,6 +28,7 @@ type Tx struct {
 	dupes   []blob.Loc  // stored bytes nobody references; punch at once
 	after   []func()    // run once committed
 	locked  []func()    // run once committed, before the lock goes
+	aborted []func()    // run if it aborts, before the lock goes
 	trees   TreeJournal // the clones an inode lies in (SetTrees)
 	done    bool
 }
@@ -85,6 +86,9 @@ func (t *Tx) Abort() {
 	// Chunks stored for this transaction are referenced by nothing.
 	for p := range t.adopted {
 		t.e.freeNow(p.loc)
+	}
+	for _, fn := range t.aborted {
+		fn()
 	}
 	t.e.txMu.Unlock()
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
-	"github.com/doppelfs/doppel/internal/versions"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -49,16 +48,11 @@ func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Att
 		if err != nil {
 			return err
 		}
-		pinned, err := v.cloneIn(tx, src, parent, name, o, &ino, &n)
-		if err != nil {
-			if pinned != 0 {
-				v.ret.Remove(pinned)
-			}
-			tx.Abort()
+		if err := v.cloneIn(tx, src, parent, name, o, &ino, &n); err != nil {
+			tx.Abort() // the pin it added goes with it (versions.AddPin)
 			return err
 		}
 		if err := tx.Commit(false); err != nil {
-			v.ret.Remove(pinned)
 			return err
 		}
 		if !o.Lazy {
@@ -73,33 +67,33 @@ func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Att
 }
 
 // cloneIn writes the pin, the clone's root stub, its record and its
-// entry. It returns the version it pinned, if it got that far.
-func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o CloneOptions, ino *uint64, n *schema.Inode) (uint64, error) {
+// entry; if tx aborts, the pin goes with it.
+func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o CloneOptions, ino *uint64, n *schema.Inode) error {
 	b := tx.Batch()
 	sn, err := loadInode(b, src)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	dir, err := loadInode(b, parent)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if !isDir(dir.Mode) {
-		return 0, syscall.ENOTDIR
+		return syscall.ENOTDIR
 	}
 	if err := v.checkWritable(&dir); err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := entryIn(b, parent, &dir, name); err == nil {
-		return 0, syscall.EEXIST
+		return syscall.EEXIST
 	} else if !errors.Is(err, syscall.ENOENT) {
-		return 0, err
+		return err
 	}
 	if isDir(sn.Mode) {
 		if inside, err := isAncestor(b, src, parent); err != nil {
-			return 0, err
+			return err
 		} else if inside {
-			return 0, fmt.Errorf("%w: the clone would be inside its own source", syscall.EINVAL)
+			return fmt.Errorf("%w: the clone would be inside its own source", syscall.EINVAL)
 		}
 	}
 	if !v.hasClones.Swap(true) {
@@ -108,28 +102,27 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	pin := tx.Version() - 1 // the state every committed transaction left
 	raw, err := b.Get(schema.KeyNextIno)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	nextIno, err := schema.ParseU64(raw)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	deps, err := v.heldPins(b)
 	if err != nil {
-		return 0, err
-	}
-	p := schema.Pin{Root: src, NextIno: nextIno, Held: true, Deps: deps}
-	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
-		return 0, err
+		return err
 	}
 	xs, err := exclude.Parse(o.Excludes)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	v.pinExcludes.Store(pin, xs.Matcher()) // before it retains anything
-	v.ret.Add(versions.Pinned{Version: pin, Pin: p})
+	p := schema.Pin{Root: src, NextIno: nextIno, Held: true, Deps: deps}
+	if err := v.ret.AddPin(tx, pin, p); err != nil {
+		return err
+	}
 	if *ino, err = allocIno(tx); err != nil {
-		return pin, err
+		return err
 	}
 	*n = sn
 	n.Clone, n.Origin, n.Stub, n.Excl = *ino, schema.Origin{Pin: pin, Base: src}, true, nil
@@ -140,32 +133,32 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 		n.Nlink = 1
 	}
 	if err := saveInode(tx, *ino, n); err != nil {
-		return pin, err
+		return err
 	}
 	// The directory map starts at the root, with the clone whose tree
 	// holds src (inodes made in a clone do not say); a clone without
 	// them was made before there was a map (see linkCounter).
 	below, err := enclosingClone(b, src)
 	if err != nil {
-		return pin, err
+		return err
 	}
 	if err := b.Set(schema.DirMapKey(*ino, pin, src), schema.U64(*ino)); err != nil {
-		return pin, err
+		return err
 	}
 	if err := b.Set(schema.DirMapKey(*ino, 0, 0), schema.U64(below)); err != nil {
-		return pin, err
+		return err
 	}
 	tx.AddInodes(1)
 	originPath, _ := pathOf(b, src)
 	rec := schema.Clone{Origin: src, OriginPath: originPath, Pin: pin, Created: now(),
 		Excludes: o.Excludes, ReadOnly: o.ReadOnly, Lazy: o.Lazy, Stubs: 1}
 	if err := b.Set(schema.CloneKey(*ino), rec.Encode()); err != nil {
-		return pin, err
+		return err
 	}
 	if err := tx.Journal(*ino, schema.OpCreate); err != nil {
-		return pin, err
+		return err
 	}
-	return pin, addEntry(tx, &dir, parent, name, *ino, n.Mode)
+	return addEntry(tx, &dir, parent, name, *ino, n.Mode)
 }
 
 // heldPins lists the pins whose clones still read through them, and

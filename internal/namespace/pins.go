@@ -40,17 +40,8 @@ func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 
 // unholdPin marks the pin at version pin as no longer read by its clone.
 func (v *Volume) unholdPin(tx *content.Tx, pin uint64) error {
-	b := tx.Batch()
-	p, err := loadPin(b, pin)
-	if errors.Is(err, meta.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	p.Held = false
-	v.ret.SetHeld(pin, false)
-	if err := b.Set(schema.PinKey(pin), p.Encode()); err != nil {
+	p, found, err := v.ret.Unhold(tx, pin)
+	if err != nil || !found {
 		return err
 	}
 	if p.Dependents == 0 {
@@ -59,13 +50,7 @@ func (v *Volume) unholdPin(tx *content.Tx, pin uint64) error {
 	return nil
 }
 
-func loadPin(r meta.Reader, pin uint64) (schema.Pin, error) {
-	raw, err := r.Get(schema.PinKey(pin))
-	if err != nil {
-		return schema.Pin{}, err
-	}
-	return schema.DecodePin(raw)
-}
+func loadPin(r meta.Reader, pin uint64) (schema.Pin, error) { return versions.LoadPin(r, pin) }
 
 // queueRelease hands a pin to the releaser.
 func (v *Volume) queueRelease(pin uint64) {

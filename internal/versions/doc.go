@@ -20,5 +20,7 @@
 // pin that still needs it, or drops it and its chunk reference.
 //
 // This is the machinery under clones and snapshots (package namespace);
-// it knows keys and records, not files.
+// it knows keys and records, not files. It owns the pin records too
+// (pinrecords.go: AddPin, Unhold, LoadPin), writing each both to the
+// store and to the retainer's memory in one transaction, undone with it.
 package versions
