@@ -14,7 +14,7 @@ type fakeTx struct {
 	aborted []func()
 }
 
-func (f *fakeTx) Batch() meta.Batch  { return f.b }
+func (f *fakeTx) Batch() meta.Batch { return f.b }
 func (f *fakeTx) OnAbort(fn func()) { f.aborted = append(f.aborted, fn) }
 
 func (f *fakeTx) abort() {
