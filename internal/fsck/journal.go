@@ -31,36 +31,39 @@ func (c *checker) journalSingleton(k, v []byte) bool {
 	return true
 }
 
-// scanJournal decodes every journal entry and cursor.
+// scanJournal decodes every journal entry (the volume's and the clones')
+// and cursor.
 func (c *checker) scanJournal() error {
-	err := c.scan([]byte{'j'}, []byte{'j' + 1}, func(k, v []byte) {
-		ver, ino, _, err := schema.ParseJournalKey(k)
+	treeLower, treeUpper := schema.TreeJournalAll()
+	for _, j := range []struct {
+		what         string
+		lower, upper []byte
+		parse        func(k []byte) (ver, ino uint64, err error)
+	}{
+		{"journal key", []byte{'j'}, []byte{'j' + 1}, func(k []byte) (uint64, uint64, error) {
+			ver, ino, _, err := schema.ParseJournalKey(k)
+			return ver, ino, err
+		}},
+		{"clone journal key", treeLower, treeUpper, func(k []byte) (uint64, uint64, error) {
+			_, ver, ino, _, err := schema.ParseTreeJournalKey(k)
+			return ver, ino, err
+		}},
+	} {
+		err := c.scan(j.lower, j.upper, func(k, v []byte) {
+			ver, ino, err := j.parse(k)
+			if err != nil {
+				c.report(KindDecode, noIno, "%s %x: %v", j.what, k, err)
+				c.deleteKey(KindDecode, noIno, k, "deleted a malformed "+j.what)
+				return
+			}
+			c.maxVersion = max(c.maxVersion, ver)
+			c.journalEntry(k, v, ino, ver)
+		})
 		if err != nil {
-			c.report(KindDecode, noIno, "journal key %x: %v", k, err)
-			c.deleteKey(KindDecode, noIno, k, "deleted a malformed journal key")
-			return
+			return err
 		}
-		c.maxVersion = max(c.maxVersion, ver)
-		c.journalEntry(k, v, ino, ver)
-	})
-	if err != nil {
-		return err
 	}
-	lower, upper := schema.TreeJournalAll()
-	err = c.scan(lower, upper, func(k, v []byte) {
-		_, ver, ino, _, err := schema.ParseTreeJournalKey(k)
-		if err != nil {
-			c.report(KindDecode, noIno, "clone journal key %x: %v", k, err)
-			c.deleteKey(KindDecode, noIno, k, "deleted a malformed clone journal key")
-			return
-		}
-		c.maxVersion = max(c.maxVersion, ver)
-		c.journalEntry(k, v, ino, ver)
-	})
-	if err != nil {
-		return err
-	}
-	lower, upper = schema.JournalCursorRange()
+	lower, upper := schema.JournalCursorRange()
 	return c.scan(lower, upper, func(k, v []byte) {
 		if _, err := schema.ParseU64(v); err != nil {
 			c.report(KindDecode, noIno, "journal cursor %q: %v", k[1:], err)
