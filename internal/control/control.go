@@ -1,10 +1,12 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -140,4 +142,31 @@ func (c *Client) Space(ctx context.Context) (ops.SpaceReport, error) {
 func (c *Client) Sync(ctx context.Context) error {
 	var r struct{}
 	return c.do(ctx, "POST", "/v1/sync", &r)
+}
+
+// stream sends a request that takes as long as it needs (no timeout: a
+// check, a file's copy) and returns the reply, whose body the caller
+// reads and closes; a reply other than 200 OK becomes a RemoteError.
+func (c *Client) stream(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://doppel"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Transport: c.Transport()}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoDaemon, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e wire.RemoteError
+		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Msg == "" {
+			e.Msg = method + " " + path + ": " + resp.Status
+		}
+		return nil, e
+	}
+	return resp, nil
 }

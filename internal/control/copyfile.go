@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/doppelfs/doppel/internal/control/wire"
 	"github.com/doppelfs/doppel/internal/ops"
 )
 
@@ -66,23 +64,11 @@ func (s *startWriter) Write(p []byte) (int, error) {
 // CopyFile asks the daemon for the content of the file at path and
 // writes it to w.
 func (c *Client) CopyFile(ctx context.Context, path string, w io.Writer) (uint32, error) {
-	hreq, err := http.NewRequestWithContext(ctx, "GET", "http://doppel/v1/file?"+url.Values{"path": {path}}.Encode(), nil)
+	resp, err := c.stream(ctx, "GET", "/v1/file?"+url.Values{"path": {path}}.Encode(), nil)
 	if err != nil {
 		return 0, err
 	}
-	long := &http.Client{Transport: c.Transport()} // as long as the file takes
-	resp, err := long.Do(hreq)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrNoDaemon, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e wire.RemoteError
-		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Msg == "" {
-			e.Msg = "GET /v1/file: " + resp.Status
-		}
-		return 0, e
-	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return 0, fmt.Errorf("copy of %s from the daemon: %w", path, err)
 	}

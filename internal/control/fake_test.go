@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"io"
 
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/importer"
@@ -12,10 +13,11 @@ import (
 // (calling them panics).
 type fakeVolume struct {
 	ops.API
-	usage   func(ctx context.Context, path string) (ops.Usage, error)
-	stat    func(ctx context.Context, path string) (ops.FileStat, error)
-	fsck    func(ctx context.Context, req ops.FsckRequest, progress func(fsck.Progress)) (ops.FsckResult, error)
-	imports func(ctx context.Context, req ops.ImportRequest, progress func(importer.Progress)) (importer.Summary, error)
+	usage    func(ctx context.Context, path string) (ops.Usage, error)
+	stat     func(ctx context.Context, path string) (ops.FileStat, error)
+	fsck     func(ctx context.Context, req ops.FsckRequest, progress func(fsck.Progress)) (ops.FsckResult, error)
+	copyFile func(ctx context.Context, path string, w io.Writer) (uint32, error)
+	imports  func(ctx context.Context, req ops.ImportRequest, progress func(importer.Progress)) (importer.Summary, error)
 }
 
 func (f fakeVolume) Usage(ctx context.Context, path string) (ops.Usage, error) {
@@ -32,4 +34,8 @@ func (f fakeVolume) Fsck(ctx context.Context, req ops.FsckRequest, progress func
 
 func (f fakeVolume) Import(ctx context.Context, req ops.ImportRequest, progress func(importer.Progress)) (importer.Summary, error) {
 	return f.imports(ctx, req, progress)
+}
+
+func (f fakeVolume) CopyFile(ctx context.Context, path string, w io.Writer) (uint32, error) {
+	return f.copyFile(ctx, path, w)
 }

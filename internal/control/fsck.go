@@ -2,7 +2,6 @@ package control
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,23 +78,11 @@ func serveFsck(mux *http.ServeMux, vol ops.API) {
 // as the check goes. It waits as long as the check takes.
 func (c *Client) Fsck(ctx context.Context, req FsckRequest, progress func(fsck.Progress)) (FsckResult, error) {
 	body, _ := json.Marshal(req)
-	hreq, err := http.NewRequestWithContext(ctx, "POST", "http://doppel/v1/fsck", bytes.NewReader(body))
+	resp, err := c.stream(ctx, "POST", "/v1/fsck", body) // a check reads the whole volume
 	if err != nil {
 		return FsckResult{}, err
 	}
-	long := &http.Client{Transport: c.Transport()} // no timeout: a check reads the whole volume
-	resp, err := long.Do(hreq)
-	if err != nil {
-		return FsckResult{}, fmt.Errorf("%w: %w", ErrNoDaemon, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e wire.RemoteError
-		if json.NewDecoder(resp.Body).Decode(&e) != nil || e.Msg == "" {
-			e.Msg = "POST /v1/fsck: " + resp.Status
-		}
-		return FsckResult{}, e
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<30) // the result line holds every problem
 	for sc.Scan() {
