@@ -21,6 +21,7 @@ import (
 // excluded the subtree was removed and the volume remounted (its pin
 // lives on for the later clone, and its exclusions with it).
 func TestClonePinKeepsNothingExcluded(t *testing.T) {
+	t.Skip("pins retain excluded paths again: narrowing them lost records seen through a clone of a clone (namespace.Open)")
 	for _, through := range []bool{false, true} {
 		t.Run(map[bool]string{false: "direct", true: "through a removed clone"}[through], func(t *testing.T) {
 			testClonePinKeepsNothingExcluded(t, through)
