@@ -3,6 +3,7 @@ package namespace
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -50,10 +51,22 @@ func (x vnode) source() (vnode, error) {
 		return x, nil
 	}
 	src, err := x.v.sourceOf(&x.n)
-	// sourceOf starts from the stub's own contexts, which x.excl
-	// already holds (inherited); the chain's come after them.
-	excl := append(append([]schema.ExclCtx(nil), x.excl...), src.excl[min(len(x.n.Excl), len(src.excl)):]...)
+	// sourceOf starts from the stub's own contexts, which x.excl usually
+	// holds already (inherited) but not when x was read through a pin
+	// from a directory materialized in its clone: merge, do not assume.
+	excl := mergeExcl(x.excl, src.excl)
 	return vnode{v: x.v, r: src.r, pin: src.pin, ino: src.ino, n: src.n, excl: excl}, err
+}
+
+// mergeExcl is a's contexts followed by those of b that a lacks.
+func mergeExcl(a, b []schema.ExclCtx) []schema.ExclCtx {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // own reports whether the node's contents are its own records, not read
@@ -86,8 +99,21 @@ func (x vnode) child(name string) (vnode, error) {
 		return vnode{}, err
 	}
 	c, err := x.v.vnodeOf(r, d.Ino)
-	c.pin, c.excl = s.pin, childExcl(excl, name)
+	c.pin, c.excl = s.pin, s.childExcl(c.n, name)
 	return c, err
+}
+
+// childExcl is the exclusions that apply below the entry name of s, whose
+// inode is n: s's, one name deeper, and n's own if n is a stub (a
+// directory materialized in an older clone holds stubs whose contexts
+// its own do not carry). A directory with its own records (materialized,
+// or never a stub) has no exclusions of its own: materializing left out
+// what they named.
+func (s vnode) childExcl(n schema.Inode, name string) []schema.ExclCtx {
+	if s.pin == 0 {
+		return n.Excl
+	}
+	return mergeExcl(childExcl(s.excl, name), n.Excl)
 }
 
 func childExcl(excl []schema.ExclCtx, name string) []schema.ExclCtx {
@@ -124,7 +150,7 @@ func (x vnode) children() (names []string, out map[string]vnode, err error) {
 		if err != nil {
 			return err
 		}
-		c.pin, c.excl = s.pin, childExcl(excl, name)
+		c.pin, c.excl = s.pin, s.childExcl(c.n, name)
 		names = append(names, name)
 		out[name] = c
 		return nil

@@ -121,12 +121,8 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 		return nil, fmt.Errorf("load pins: %w", err)
 	}
 	v.ret = ret
-	// Pins retain every path of their subtree, excluded ones too: with
-	// pinExcluder as the retainer's excluder, a diff walking a clone of a
-	// clone met an entry whose inode had no record as of the pin (the clone
-	// model test, seed 1795568705250305913, step 4445), so pins do not
-	// narrow their scope to what their clone shows until that is mended.
-	// ret.SetExcluder(v.pinExcluder)
+	// A pin keeps the past only of what its clone shows.
+	ret.SetExcluder(v.pinExcluder)
 	eng.SetRetainer(ret)
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
