@@ -49,10 +49,20 @@ func (r *Retainer) InScope(v, ino uint64) (in, known bool, err error) {
 // below it at p's version, under some name its clone does not exclude. The
 // answer never changes, so it is cached.
 func (r *Retainer) inScope(p Pinned, ino uint64) (bool, error) {
+	return r.inScopeAt(p, ino, 0)
+}
+
+// maxDepth bounds the walks up a directory chain. As of a pin, the chain
+// above its root may read records of other versions (the pin kept none
+// of them) and loop; below the root it reads what the pin kept, which
+// never loops.
+const maxDepth = 1 << 12
+
+func (r *Retainer) inScopeAt(p Pinned, ino uint64, depth int) (bool, error) {
 	if ino == p.Root {
 		return true, nil
 	}
-	if ino == rootIno {
+	if ino == rootIno || depth > maxDepth {
 		return false, nil
 	}
 	k := scopeKey{p.Version, ino}
@@ -69,7 +79,7 @@ func (r *Retainer) inScope(p Pinned, ino uint64) (bool, error) {
 	var in bool
 	var err error
 	if match == nil {
-		in, err = r.below(p, ino)
+		in, err = r.below(p, ino, depth)
 	} else {
 		in, err = r.visible(p, ino, match)
 	}
@@ -82,13 +92,13 @@ func (r *Retainer) inScope(p Pinned, ino uint64) (bool, error) {
 
 // below reports whether some chain of parents of ino (as of p) reaches
 // p.Root.
-func (r *Retainer) below(p Pinned, ino uint64) (bool, error) {
+func (r *Retainer) below(p Pinned, ino uint64, depth int) (bool, error) {
 	parents, err := ParentsAsOf(r.store, p.Version, ino)
 	if err != nil {
 		return false, err
 	}
 	for _, parent := range parents {
-		if in, err := r.inScope(p, parent); err != nil || in {
+		if in, err := r.inScopeAt(p, parent, depth+1); err != nil || in {
 			return in, err
 		}
 	}
@@ -134,7 +144,7 @@ func (r *Retainer) dirPath(p Pinned, dir uint64, match func(string, bool) bool, 
 	if dir == p.Root {
 		return "", true, nil
 	}
-	if dir == rootIno || depth > 1<<12 {
+	if dir == rootIno || depth > maxDepth {
 		return "", false, nil
 	}
 	k := scopeKey{p.Version, dir}
