@@ -152,7 +152,7 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	originPath, _ := pathOf(b, src)
 	rec := schema.Clone{Origin: src, OriginPath: originPath, Pin: pin, Created: now(),
 		Excludes: o.Excludes, ReadOnly: o.ReadOnly, Lazy: o.Lazy, Stubs: 1}
-	if err := b.Set(schema.CloneKey(*ino), rec.Encode()); err != nil {
+	if err := saveClone(b, *ino, rec); err != nil {
 		return err
 	}
 	if err := tx.Journal(*ino, schema.OpCreate); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -15,17 +16,8 @@ import (
 // Clones lists the volume's clones and snapshots. withSpace adds the
 // space only each one holds, which walks each clone's own records.
 func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, error) {
-	lower, upper := schema.CloneRange()
 	var out []ops.CloneInfo
-	err := scan(v.meta, lower, upper, func(k, val []byte) error {
-		ino, err := schema.CloneIno(k)
-		if err != nil {
-			return err
-		}
-		rec, err := schema.DecodeClone(val)
-		if err != nil {
-			return err
-		}
+	err := eachClone(v.meta, func(ino uint64, rec schema.Clone) error {
 		c := ops.CloneInfo{Ino: ino, Origin: rec.OriginPath, Created: time.Unix(0, rec.Created), Version: rec.Pin,
 			Excludes: rec.Excludes, ReadOnly: rec.ReadOnly, Lazy: rec.Lazy, Done: rec.Done, Stubs: rec.Stubs,
 			PinHeld: v.pinHeld(rec.Pin)}
@@ -106,11 +98,10 @@ func (v *Volume) detachClone(tx *content.Tx, parent uint64, name string) error {
 	if err != nil {
 		return err
 	}
-	raw, err := b.Get(schema.CloneKey(d.Ino))
-	if err != nil {
+	rec, err := loadClone(b, d.Ino)
+	if errors.Is(err, meta.ErrNotFound) {
 		return errNotClone
 	}
-	rec, err := schema.DecodeClone(raw)
 	if err != nil {
 		return err
 	}
@@ -125,7 +116,7 @@ func (v *Volume) detachClone(tx *content.Tx, parent uint64, name string) error {
 		return err
 	}
 	rec.Removed = true
-	return b.Set(schema.CloneKey(d.Ino), rec.Encode())
+	return saveClone(b, d.Ino, rec)
 }
 
 var errNotClone = errors.New("not the root of a clone or snapshot (rmclone removes only those; use rm -r)")

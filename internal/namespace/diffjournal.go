@@ -165,12 +165,7 @@ func (p *pathCache) walk(ino uint64, depth int) []string {
 		return r
 	}
 	var out []string
-	lower, upper := schema.ParentRange(ino)
-	scan(p.v.meta, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
+	eachName(p.v.meta, ino, func(parent uint64, name string) error {
 		for _, rel := range p.walk(parent, depth+1) {
 			out = append(out, joinRel(rel, name))
 		}

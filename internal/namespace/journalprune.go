@@ -116,17 +116,11 @@ func (v *Volume) neededFloor() (uint64, error) {
 	for _, p := range v.ret.Pins() {
 		f = min(f, p.Version+1)
 	}
-	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
-		lower, upper := bounds()
-		err := scan(v.meta, lower, upper, func(_, val []byte) error {
-			if rec, err := schema.DecodeClone(val); err == nil {
-				f = min(f, rec.Pin+1)
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, err
-		}
+	if err := eachCloneOrGone(v.meta, func(_ uint64, rec schema.Clone) error {
+		f = min(f, rec.Pin+1)
+		return nil
+	}); err != nil {
+		return 0, err
 	}
 	cursors, err := v.JournalCursors()
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
-	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -105,9 +104,8 @@ func (t *txTrees) walk(r meta.Reader, ino uint64, depth int) []uint64 {
 	}
 	linked := ino == vfs.RootIno
 	if !linked {
-		lower, upper := schema.ParentRange(ino)
-		scan(r, lower, upper, func(k, _ []byte) error {
-			if _, parent, _, err := schema.ParseParentKey(k); err == nil && parent != ino {
+		eachName(r, ino, func(parent uint64, _ string) error {
+			if parent != ino {
 				linked = true
 				for _, c := range t.walk(r, parent, depth+1) {
 					if !slices.Contains(out, c) {
@@ -129,23 +127,16 @@ func (t *txTrees) walk(r meta.Reader, ino uint64, depth int) []uint64 {
 
 // named reports whether ino is the root or has a name.
 func named(r meta.Reader, ino uint64) bool {
-	lower, upper := schema.ParentRange(ino)
-	ok, _ := hasKey(r, lower, upper)
+	ok, _ := hasName(r, ino)
 	return ino == vfs.RootIno || ok
 }
 
 // noteClones sets hasClones if the volume has a clone record: until then
 // no inode lies in a clone and transactions skip the walk.
 func (v *Volume) noteClones() error {
-	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
-		lower, upper := bounds()
-		any, err := hasKey(v.meta, lower, upper)
-		if err != nil {
-			return err
-		}
-		if any {
-			v.hasClones.Store(true)
-		}
+	any, err := anyClone(v.meta)
+	if any {
+		v.hasClones.Store(true)
 	}
-	return nil
+	return err
 }

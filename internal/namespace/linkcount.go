@@ -35,13 +35,8 @@ func (v *Volume) linksInView(clone uint64, near, ident source) (uint32, error) {
 		return namesBelow(near, levels[0])
 	}
 	deepest := levels[len(levels)-1].origin
-	lower, upper := schema.ParentRange(ident.ino)
 	links := int64(ident.n.Nlink)
-	err = scan(ident.r, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
+	err = eachName(ident.r, ident.ino, func(parent uint64, name string) error {
 		dir, in, err := relPathAsOf(ident.r, parent, deepest)
 		if err != nil {
 			return err
@@ -60,12 +55,7 @@ func (v *Volume) linksInView(clone uint64, near, ident source) (uint32, error) {
 // have no entries and are counted.
 func namesBelow(near source, l viewLevel) (uint32, error) {
 	links := int64(near.n.Nlink)
-	lower, upper := schema.ParentRange(near.ino)
-	err := scan(near.r, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
+	err := eachName(near.r, near.ino, func(parent uint64, name string) error {
 		dir, in, err := relPathAsOf(near.r, parent, l.origin)
 		if err != nil {
 			return err
@@ -151,14 +141,7 @@ func inView(levels []viewLevel, p string) bool {
 // cloneRecord reads clone c's record, or the last one it had if it is
 // gone.
 func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
-	raw, err := v.meta.Get(schema.CloneKey(c))
-	if errors.Is(err, meta.ErrNotFound) {
-		raw, err = v.meta.Get(schema.GoneKey(c))
-	}
-	if err != nil {
-		return schema.Clone{}, err
-	}
-	return schema.DecodeClone(raw)
+	return loadCloneOrGone(v.meta, c)
 }
 
 // underPath returns p relative to dir, if p is dir or below it.
@@ -182,17 +165,7 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 		if dir == vfs.RootIno || depth > 4096 {
 			return "", false, nil
 		}
-		lower, upper := schema.ParentRange(dir)
-		var parent uint64
-		var name string
-		err := scan(r, lower, upper, func(k, _ []byte) error {
-			if parent == 0 {
-				var err error
-				_, parent, name, err = schema.ParseParentKey(k)
-				return err
-			}
-			return nil
-		})
+		parent, name, err := firstName(r, dir)
 		if err != nil || parent == 0 {
 			return "", false, err
 		}
@@ -227,9 +200,8 @@ func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
 		if err != nil {
 			return err
 		}
-		names := 0
-		pl, pu := schema.ParentRange(ino)
-		if err := scan(b, pl, pu, func(_, _ []byte) error { names++; return nil }); err != nil {
+		names, err := countNames(b, ino)
+		if err != nil {
 			return err
 		}
 		if n.Nlink == uint32(names) || n.Nlink == 0 {

@@ -82,7 +82,7 @@ func (lc *linkCounter) mapRep(l linkLevel, rep nameRep) (uint64, string, repStat
 		if d == vfs.RootIno {
 			break
 		}
-		parent, name, err := firstParent(rr, d)
+		parent, name, err := firstName(rr, d)
 		if err != nil || parent == 0 {
 			return 0, "", repHidden, err
 		}
@@ -107,21 +107,6 @@ func (v *Volume) excludedBelow(excl []schema.ExclCtx, rel string) (bool, error) 
 	return false, nil
 }
 
-// firstParent returns the directory holding dir as r shows it, and dir's
-// name there; 0 if none.
-func firstParent(r meta.Reader, dir uint64) (uint64, string, error) {
-	it, err := r.NewIter(schema.ParentRange(dir))
-	if err != nil {
-		return 0, "", err
-	}
-	defer it.Close()
-	if !it.First() {
-		return 0, "", nil
-	}
-	_, parent, name, err := schema.ParseParentKey(it.Key())
-	return parent, name, err
-}
-
 // enclosingClone is the clone whose tree holds ino as r shows it: the
 // clone of ino or of the nearest directory above it that has one (inodes
 // made in a clone have none); 0 outside clones.
@@ -134,7 +119,7 @@ func enclosingClone(r meta.Reader, ino uint64) (uint64, error) {
 		if ino == vfs.RootIno {
 			break
 		}
-		if ino, _, err = firstParent(r, ino); err != nil || ino == 0 {
+		if ino, _, err = firstName(r, ino); err != nil || ino == 0 {
 			return 0, err
 		}
 	}
@@ -148,12 +133,7 @@ func enclosingClone(r meta.Reader, ino uint64) (uint64, error) {
 func (lc *linkCounter) realNames(at, y uint64) ([]viewName, error) {
 	var names []viewName
 	r := lc.reader(at)
-	lower, upper := schema.ParentRange(y)
-	err := scan(r, lower, upper, func(k, _ []byte) error {
-		_, parent, name, err := schema.ParseParentKey(k)
-		if err != nil {
-			return err
-		}
+	err := eachName(r, y, func(parent uint64, name string) error {
 		if at != 0 {
 			raw, err := r.Get(schema.DirentKey(parent, name))
 			if errors.Is(err, meta.ErrNotFound) {

@@ -57,30 +57,21 @@ func (v *Volume) materializeAll() error {
 // nextToMaterialize finds a clone with stubs left that is not lazy, or
 // was removed with stubs elsewhere.
 func (v *Volume) nextToMaterialize() (uint64, schema.Clone, bool, error) {
-	it, err := v.meta.NewIter(schema.CloneRange())
-	if err != nil {
-		return 0, schema.Clone{}, false, err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		c, err := schema.CloneIno(it.Key())
-		if err != nil {
-			return 0, schema.Clone{}, false, err
-		}
-		rec, err := schema.DecodeClone(it.Value())
-		if err != nil {
-			return 0, schema.Clone{}, false, err
-		}
+	var next uint64
+	var nextRec schema.Clone
+	err := eachClone(v.meta, func(c uint64, rec schema.Clone) error {
 		if rec.Removed {
 			if _, err := loadInode(v.meta, c); err == nil {
-				continue // the reaper frees its tree first
+				return nil // the reaper frees its tree first
 			}
 		}
 		if v.pinHeld(rec.Pin) && (!rec.Lazy || rec.Removed) {
-			return c, rec, true, nil
+			next, nextRec = c, rec
+			return errStopScan
 		}
-	}
-	return 0, schema.Clone{}, false, nil
+		return nil
+	})
+	return next, nextRec, next != 0, err
 }
 
 func (v *Volume) pinHeld(pin uint64) bool {
@@ -117,16 +108,13 @@ func (v *Volume) materializeClone(c uint64, rec schema.Clone) error {
 	if err != nil {
 		return err
 	}
-	raw, err := tx.Batch().Get(schema.CloneKey(c))
-	if err == nil {
-		if rec, err = schema.DecodeClone(raw); err == nil {
-			if rec.Removed {
-				err = v.dropClone(tx, c, rec)
-			} else {
-				rec.Stubs = 0
-				if err = tx.Batch().Set(schema.CloneKey(c), rec.Encode()); err == nil {
-					err = v.unholdPin(tx, rec.Pin)
-				}
+	if rec, err = loadClone(tx.Batch(), c); err == nil {
+		if rec.Removed {
+			err = v.dropClone(tx, c, rec)
+		} else {
+			rec.Stubs = 0
+			if err = saveClone(tx.Batch(), c, rec); err == nil {
+				err = v.unholdPin(tx, rec.Pin)
 			}
 		}
 	}
@@ -204,11 +192,7 @@ func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
 // materializeStray materializes the stubs of clone c found outside its
 // tree by a scan of the inode table, if its count says some are left.
 func (v *Volume) materializeStray(c uint64) error {
-	raw, err := v.meta.Get(schema.CloneKey(c))
-	if err != nil {
-		return err
-	}
-	rec, err := schema.DecodeClone(raw)
+	rec, err := loadClone(v.meta, c)
 	if err != nil || rec.Stubs == 0 {
 		return err
 	}

@@ -47,18 +47,12 @@ func (v *Volume) removeOrphans() error {
 func (v *Volume) pathOf(ino uint64) string {
 	p := ""
 	for depth := 0; depth < 256 && ino != vfs.RootIno; depth++ {
-		it, err := v.meta.NewIter(schema.ParentRange(ino))
+		parent, name, err := firstName(v.meta, ino)
 		if err != nil {
 			return "?"
 		}
-		if !it.First() {
-			it.Close()
+		if parent == 0 {
 			return path.Join("<unlinked>", p)
-		}
-		_, parent, name, err := schema.ParseParentKey(it.Key())
-		it.Close()
-		if err != nil {
-			return "?"
 		}
 		p = path.Join(name, p)
 		ino = parent

@@ -19,21 +19,20 @@ import (
 // record and link map go, and its pin is no longer held.
 func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 	b := tx.Batch()
-	if err := b.Delete(schema.CloneKey(c)); err != nil {
+	// A later pin may hold stubs of it, which need its exclusions and
+	// origin, and its maps to count links through it: keep them until no
+	// such pin is left.
+	keep := v.pinAfter(rec.Pin)
+	if err := retireClone(b, c, rec, keep); err != nil {
 		return err
 	}
 	if err := v.settleLinks(tx, c); err != nil {
 		return err
 	}
-	if v.pinAfter(rec.Pin) {
-		// A later pin may hold stubs of it, which need its exclusions
-		// and origin, and its maps to count links through it: keep
-		// them until no such pin is left.
-		if err := b.Set(schema.GoneKey(c), rec.Encode()); err != nil {
+	if !keep {
+		if err := deleteMaps(b, c); err != nil {
 			return err
 		}
-	} else if err := deleteMaps(b, c); err != nil {
-		return err
 	}
 	return v.unholdPin(tx, rec.Pin)
 }
@@ -174,20 +173,14 @@ func (v *Volume) pinAfter(version uint64) bool {
 // forgetGone deletes the records of gone clones that no pin needs any
 // more.
 func (v *Volume) forgetGone(b meta.Batch) error {
-	lower, upper := schema.GoneRange()
-	return scan(b, lower, upper, func(k, val []byte) error {
-		rec, err := schema.DecodeClone(val)
-		if err != nil || v.pinAfter(rec.Pin) {
-			return err
-		}
-		c, err := schema.GoneIno(k)
-		if err != nil {
-			return err
+	return eachGone(b, func(c uint64, rec schema.Clone) error {
+		if v.pinAfter(rec.Pin) {
+			return nil
 		}
 		if err := deleteMaps(b, c); err != nil {
 			return err
 		}
-		return b.Delete(k)
+		return deleteGone(b, c)
 	})
 }
 
@@ -225,14 +218,10 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 	if n.Clone != ino {
 		return nil
 	}
-	raw, err := b.Get(schema.CloneKey(ino))
+	rec, err := loadClone(b, ino)
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	rec, err := schema.DecodeClone(raw)
 	if err != nil {
 		return err
 	}
@@ -241,7 +230,7 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 		// materializer gives them their own records, then drops it.
 		rec.Removed = true
 		tx.OnCommit(v.wakeMaterializer)
-		return b.Set(schema.CloneKey(ino), rec.Encode())
+		return saveClone(b, ino, rec)
 	}
 	return v.dropClone(tx, ino, rec)
 }
@@ -258,20 +247,16 @@ func (v *Volume) pinExcluder(pin uint64) (func(string, bool) bool, error) {
 		return m.(func(string, bool) bool), nil
 	}
 	var match func(string, bool) bool
-	for _, bounds := range []func() ([]byte, []byte){schema.CloneRange, schema.GoneRange} {
-		lower, upper := bounds()
-		err := scan(v.meta, lower, upper, func(_, val []byte) error {
-			rec, err := schema.DecodeClone(val)
-			if err != nil || rec.Pin != pin {
-				return err
-			}
-			xs, err := exclude.Parse(rec.Excludes)
-			match = xs.Matcher()
-			return err
-		})
-		if err != nil {
-			return nil, err
+	err := eachCloneOrGone(v.meta, func(_ uint64, rec schema.Clone) error {
+		if rec.Pin != pin {
+			return nil
 		}
+		xs, err := exclude.Parse(rec.Excludes)
+		match = xs.Matcher()
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	v.pinExcludes.Store(pin, match)
 	return match, nil

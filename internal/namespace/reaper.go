@@ -30,14 +30,8 @@ func (v *Volume) reaper() {
 func (v *Volume) reapAll() error {
 	for {
 		var roots []uint64
-		lower, upper := schema.CloneRange()
-		err := scan(v.meta, lower, upper, func(k, val []byte) error {
-			ino, err := schema.CloneIno(k)
-			if err != nil {
-				return err
-			}
-			rec, err := schema.DecodeClone(val)
-			if err == nil && rec.Removed {
+		err := eachClone(v.meta, func(ino uint64, rec schema.Clone) error {
+			if rec.Removed {
 				if _, err := loadInode(v.meta, ino); err == nil {
 					roots = append(roots, ino)
 				}

@@ -241,14 +241,9 @@ func isAncestor(r meta.Reader, dir, ino uint64) (bool, error) {
 
 // parentOf returns a parent directory of ino from its back-references.
 func parentOf(r meta.Reader, ino uint64) (uint64, error) {
-	it, err := r.NewIter(schema.ParentRange(ino))
-	if err != nil {
-		return 0, err
+	parent, _, err := firstName(r, ino)
+	if err == nil && parent == 0 {
+		err = syscall.ENOENT
 	}
-	defer it.Close()
-	if !it.First() {
-		return 0, syscall.ENOENT
-	}
-	_, parent, _, err := schema.ParseParentKey(it.Key())
 	return parent, err
 }

@@ -86,17 +86,11 @@ func (v *Volume) isBelow(ino, top uint64) (bool, error) {
 	if top == vfs.RootIno {
 		return true, nil
 	}
-	it, err := v.meta.NewIter(schema.ParentRange(ino))
-	if err != nil {
-		return false, err
-	}
 	var parents []uint64
-	for ok := it.First(); ok; ok = it.Next() {
-		if _, p, _, err := schema.ParseParentKey(it.Key()); err == nil {
-			parents = append(parents, p)
-		}
-	}
-	if err := it.Close(); err != nil {
+	if err := eachName(v.meta, ino, func(p uint64, _ string) error {
+		parents = append(parents, p)
+		return nil
+	}); err != nil {
 		return false, err
 	}
 	for _, p := range parents {
@@ -115,18 +109,12 @@ func pathOf(r meta.Reader, ino uint64) (string, error) {
 		if depth > 1<<12 {
 			return "", errors.New("namespace: parent chain too deep")
 		}
-		it, err := r.NewIter(schema.ParentRange(ino))
+		parent, name, err := firstName(r, ino)
 		if err != nil {
 			return "", err
 		}
-		if !it.First() {
-			it.Close()
+		if parent == 0 {
 			return "", syscall.ENOENT
-		}
-		_, parent, name, err := schema.ParseParentKey(it.Key())
-		it.Close()
-		if err != nil {
-			return "", err
 		}
 		path = "/" + name + path
 		ino = parent

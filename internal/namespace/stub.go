@@ -213,20 +213,16 @@ func countStubs(tx *content.Tx, c uint64, stubs, done int64) error {
 		return nil
 	}
 	b := tx.Batch()
-	raw, err := b.Get(schema.CloneKey(c))
+	rec, err := loadClone(b, c)
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil // the clone's record is gone: it was removed
 	}
 	if err != nil {
 		return err
 	}
-	rec, err := schema.DecodeClone(raw)
-	if err != nil {
-		return err
-	}
 	rec.Stubs = uint64(max(0, int64(rec.Stubs)+stubs))
 	rec.Done = uint64(int64(rec.Done) + done)
-	return b.Set(schema.CloneKey(c), rec.Encode())
+	return saveClone(b, c, rec)
 }
 
 // checkWritable refuses changes to the inodes of a read-only clone.
@@ -250,14 +246,10 @@ func (v *Volume) readOnlyClone(c uint64) (bool, error) {
 	if ro, ok := v.readOnly.Load(c); ok {
 		return ro.(bool), nil
 	}
-	raw, err := v.meta.Get(schema.CloneKey(c))
+	rec, err := loadClone(v.meta, c)
 	if errors.Is(err, meta.ErrNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	rec, err := schema.DecodeClone(raw)
 	if err != nil {
 		return false, err
 	}
