@@ -9,6 +9,7 @@ import (
 	"github.com/doppelfs/doppel/internal/exclude"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/versions"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -142,10 +143,10 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 	if err != nil {
 		return err
 	}
-	if err := b.Set(schema.DirMapKey(*ino, pin, src), schema.U64(*ino)); err != nil {
+	if err := setMap(b, dirMap, *ino, pin, src, *ino); err != nil {
 		return err
 	}
-	if err := b.Set(schema.DirMapKey(*ino, 0, 0), schema.U64(below)); err != nil {
+	if err := setMap(b, dirMap, *ino, 0, 0, below); err != nil {
 		return err
 	}
 	tx.AddInodes(1)
@@ -170,16 +171,7 @@ func (v *Volume) heldPins(b meta.Batch) ([]uint64, error) {
 		if !p.Held {
 			continue
 		}
-		raw, err := b.Get(schema.PinKey(p.Version))
-		if err != nil {
-			return nil, err
-		}
-		rec, err := schema.DecodePin(raw)
-		if err != nil {
-			return nil, err
-		}
-		rec.Dependents++
-		if err := b.Set(schema.PinKey(p.Version), rec.Encode()); err != nil {
+		if err := versions.AddDependent(b, p.Version); err != nil {
 			return nil, err
 		}
 		deps = append(deps, p.Version)

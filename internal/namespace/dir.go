@@ -29,9 +29,8 @@ func checkName(name string) error {
 
 // lookupEntry reads entry name of dir; a missing entry is ENOENT.
 func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) {
-	key := schema.DirentKey(dir, name)
-	v, err := r.Get(key)
-	if errors.Is(err, meta.ErrNotFound) {
+	d, found, err := readEntry(r, dir, name)
+	if err == nil && !found {
 		// A stub directory has no entries of its own yet.
 		n, lerr := loadInode(r, dir)
 		if lerr == nil && n.Stub {
@@ -41,16 +40,13 @@ func lookupEntry(r meta.Reader, dir uint64, name string) (schema.Dirent, error) 
 			// It may have been materialized between the two reads (the
 			// background materializer): once it is no stub, its entries
 			// are there, so look once more.
-			v, err = r.Get(key)
-		}
-		if errors.Is(err, meta.ErrNotFound) {
-			return schema.Dirent{}, syscall.ENOENT
+			d, found, err = readEntry(r, dir, name)
 		}
 	}
-	if err != nil {
-		return schema.Dirent{}, err
+	if err == nil && !found {
+		err = syscall.ENOENT
 	}
-	return decodeDirent(dir, name, v)
+	return d, err
 }
 
 // entryIn is lookupEntry for a directory whose record dn the caller has
@@ -59,14 +55,11 @@ func entryIn(r meta.Reader, dir uint64, dn *schema.Inode, name string) (schema.D
 	if err := needOwn(dir, dn); err != nil {
 		return schema.Dirent{}, err
 	}
-	v, err := r.Get(schema.DirentKey(dir, name))
-	if errors.Is(err, meta.ErrNotFound) {
-		return schema.Dirent{}, syscall.ENOENT
+	d, found, err := readEntry(r, dir, name)
+	if err == nil && !found {
+		err = syscall.ENOENT
 	}
-	if err != nil {
-		return schema.Dirent{}, err
-	}
-	return decodeDirent(dir, name, v)
+	return d, err
 }
 
 // Lookup implements vfs.FS.
@@ -89,11 +82,7 @@ func (v *Volume) Lookup(parent uint64, name string) (vfs.Attr, error) {
 // addEntry links ino under dir as name and updates the directory.
 func addEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino uint64, mode uint32) error {
 	b := tx.Batch()
-	d := schema.Dirent{Ino: ino, Type: mode & syscall.S_IFMT}
-	if err := b.Set(schema.DirentKey(dirIno, name), d.Encode()); err != nil {
-		return err
-	}
-	if err := b.Set(schema.ParentKey(ino, dirIno, name), nil); err != nil {
+	if err := setName(b, dirIno, name, schema.Dirent{Ino: ino, Type: mode & syscall.S_IFMT}); err != nil {
 		return err
 	}
 	tx.Relinked(ino)
@@ -111,10 +100,7 @@ func addEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino
 // removeEntry unlinks name (which names ino) from dir.
 func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, ino uint64, mode uint32) error {
 	b := tx.Batch()
-	if err := b.Delete(schema.DirentKey(dirIno, name)); err != nil {
-		return err
-	}
-	if err := b.Delete(schema.ParentKey(ino, dirIno, name)); err != nil {
+	if err := dropName(b, dirIno, name, ino); err != nil {
 		return err
 	}
 	tx.Relinked(ino)
@@ -413,12 +399,8 @@ func dirEmpty(r meta.Reader, ino uint64) (bool, error) {
 	} else if err := needOwn(ino, &n); err != nil {
 		return false, err
 	}
-	it, err := r.NewIter(schema.DirentRange(ino))
-	if err != nil {
-		return false, err
-	}
-	defer it.Close()
-	return !it.First(), nil
+	any, err := hasEntries(r, ino)
+	return !any, err
 }
 
 // ReadDir implements vfs.FS.
@@ -436,22 +418,13 @@ func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
 	if !isDir(n.Mode) {
 		return nil, syscall.ENOTDIR
 	}
-	it, err := v.meta.NewIter(schema.DirentRange(ino))
+	var out []vfs.DirEntry
+	err = eachEntry(v.meta, ino, func(name string, d schema.Dirent) error {
+		out = append(out, vfs.DirEntry{Name: name, Ino: d.Ino, Mode: d.Type})
+		return nil
+	})
 	if err != nil {
 		return nil, v.errno("readdir", err)
-	}
-	defer it.Close()
-	var out []vfs.DirEntry
-	for it.First(); it.Valid(); it.Next() {
-		name, err := schema.DirentName(it.Key())
-		if err != nil {
-			return nil, v.errno("readdir", err)
-		}
-		d, err := decodeDirent(ino, name, it.Value())
-		if err != nil {
-			return nil, v.errno("readdir", err)
-		}
-		out = append(out, vfs.DirEntry{Name: name, Ino: d.Ino, Mode: d.Type})
 	}
 	return out, nil
 }

@@ -177,11 +177,11 @@ func (in *ingest) create(parent uint64, name string, w *window) (schema.Inode, u
 // its directory passed on.
 func (in *ingest) setXattrs(tx *content.Tx, ino uint64) error {
 	b := tx.Batch()
-	if err := b.Delete(schema.XattrKey(ino, PolicyXattr)); err != nil {
+	if err := deleteXattr(b, ino, PolicyXattr); err != nil {
 		return err
 	}
 	for _, x := range in.xattrs {
-		if err := b.Set(schema.XattrKey(ino, x.Name), append([]byte{}, x.Value...)); err != nil {
+		if err := setXattr(b, ino, x.Name, x.Value); err != nil {
 			return err
 		}
 	}

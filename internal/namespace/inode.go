@@ -51,7 +51,7 @@ func (v *Volume) deleteInode(tx *content.Tx, ino uint64) error {
 	if err := tx.DropAll(ino); err != nil {
 		return err
 	}
-	if err := deleteRange(b, schema.XattrRange, ino); err != nil {
+	if err := deleteXattrs(b, ino); err != nil {
 		return err
 	}
 	if err := b.Delete(schema.OrphanKey(ino)); err != nil {

@@ -182,13 +182,7 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 // materialized (the reaper deletes those whole) go with the clone.
 func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
 	b := tx.Batch()
-	lower, upper := schema.LinkMapRange(c)
-	var inos []uint64
-	err := scan(b, lower, upper, func(_, val []byte) error {
-		ino, err := schema.ParseU64(val)
-		inos = append(inos, ino)
-		return err
-	})
+	inos, err := linkMapped(b, c)
 	if err != nil {
 		return err
 	}

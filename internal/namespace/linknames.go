@@ -84,18 +84,15 @@ func (lc *linkCounter) level(i int) (linkLevel, bool, error) {
 		if err != nil {
 			return linkLevel{}, false, err
 		}
-		raw, err := lc.reader(last.at).Get(schema.DirMapKey(last.clone, 0, 0))
-		if errors.Is(err, meta.ErrNotFound) {
-			return linkLevel{}, false, errNotExact
-		} else if err != nil {
-			return linkLevel{}, false, err
-		}
-		below, err := schema.ParseU64(raw)
+		below, found, err := readMap(lc.reader(last.at), dirMap, last.clone, 0, 0)
 		if err != nil {
 			return linkLevel{}, false, err
 		}
+		if !found {
+			return linkLevel{}, false, errNotExact
+		}
 		last.pin = rec.Pin
-		if _, err := lc.v.meta.Get(schema.PinKey(rec.Pin)); errors.Is(err, meta.ErrNotFound) {
+		if _, err := loadPin(lc.v.meta, rec.Pin); errors.Is(err, meta.ErrNotFound) {
 			lc.done = true
 			break
 		} else if err != nil {
@@ -111,17 +108,10 @@ func (lc *linkCounter) level(i int) (linkLevel, bool, error) {
 
 // mapped reads what a link or directory map of level l names, if that
 // inode existed as l is read.
-func (lc *linkCounter) mapped(l linkLevel, key []byte) (uint64, schema.Inode, bool, error) {
+func (lc *linkCounter) mapped(l linkLevel, m cloneMap, pin, src uint64) (uint64, schema.Inode, bool, error) {
 	r := lc.reader(l.at)
-	raw, err := r.Get(key)
-	if errors.Is(err, meta.ErrNotFound) {
-		return 0, schema.Inode{}, false, nil
-	}
-	if err != nil {
-		return 0, schema.Inode{}, false, err
-	}
-	ino, err := schema.ParseU64(raw)
-	if err != nil {
+	ino, found, err := readMap(r, m, l.clone, pin, src)
+	if err != nil || !found {
 		return 0, schema.Inode{}, false, err
 	}
 	if l.at != 0 {
@@ -164,7 +154,7 @@ func (lc *linkCounter) normalize(from int, k linkKey) (linkKey, error) {
 	}
 	for i := j - 1; i >= from; i-- {
 		l := lc.levels[i]
-		y, n, ok, err := lc.mapped(l, schema.LinkMapKey(l.clone, k.pin, k.ino))
+		y, n, ok, err := lc.mapped(l, linkMap, k.pin, k.ino)
 		if err != nil {
 			return k, err
 		}
@@ -223,7 +213,7 @@ func (lc *linkCounter) namesAt(i int, k linkKey) ([]viewName, error) {
 		if key, err = lc.normalize(i+1, linkKey{src.pin, src.ino}); err != nil {
 			return nil, err
 		}
-		if m, _, ok, err := lc.mapped(l, schema.LinkMapKey(l.clone, key.pin, key.ino)); err != nil {
+		if m, _, ok, err := lc.mapped(l, linkMap, key.pin, key.ino); err != nil {
 			return nil, err
 		} else if !ok || m != y {
 			return lc.realNames(l.at, y) // not linked when met: one name
@@ -232,7 +222,7 @@ func (lc *linkCounter) namesAt(i int, k linkKey) ([]viewName, error) {
 		if l.clone == 0 {
 			return nil, errNotExact
 		}
-		m, n, ok, err := lc.mapped(l, schema.LinkMapKey(l.clone, k.pin, k.ino))
+		m, n, ok, err := lc.mapped(l, linkMap, k.pin, k.ino)
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,6 @@
 package namespace
 
 import (
-	"errors"
-
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -61,7 +59,7 @@ func (lc *linkCounter) mapRep(l linkLevel, rep nameRep) (uint64, string, repStat
 		if !in {
 			return 0, "", repHidden, nil
 		}
-		z, zn, ok, err := lc.mapped(l, schema.DirMapKey(l.clone, rep.at, d))
+		z, zn, ok, err := lc.mapped(l, dirMap, rep.at, d)
 		if err != nil {
 			return 0, "", repHidden, err
 		}
@@ -135,14 +133,7 @@ func (lc *linkCounter) realNames(at, y uint64) ([]viewName, error) {
 	r := lc.reader(at)
 	err := eachName(r, y, func(parent uint64, name string) error {
 		if at != 0 {
-			raw, err := r.Get(schema.DirentKey(parent, name))
-			if errors.Is(err, meta.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if d, err := decodeDirent(parent, name, raw); err != nil || d.Ino != y {
+			if d, found, err := readEntry(r, parent, name); err != nil || !found || d.Ino != y {
 				return err
 			}
 		}

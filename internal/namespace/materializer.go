@@ -152,22 +152,13 @@ const materializeBatch = 64
 // stubChildren materializes the files of directory dir that belong to
 // clone c and returns its subdirectories that do.
 func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
-	lower, upper := schema.DirentRange(dir)
 	var subdirs, files []uint64
 	flush := func() error {
 		err := v.throttled(files...)
 		files = files[:0]
 		return err
 	}
-	err := scan(v.meta, lower, upper, func(k, val []byte) error {
-		name, err := schema.DirentName(k)
-		if err != nil {
-			return err
-		}
-		d, err := decodeDirent(dir, name, val)
-		if err != nil {
-			return err
-		}
+	err := eachEntry(v.meta, dir, func(_ string, d schema.Dirent) error {
 		n, err := loadInode(v.meta, d.Ino)
 		if err != nil || n.Clone != c {
 			return nil // gone meanwhile, or not the clone's

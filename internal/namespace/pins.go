@@ -140,25 +140,15 @@ func (v *Volume) finishRelease(tx *content.Tx, pin uint64) error {
 		return err
 	}
 	for _, d := range p.Deps {
-		dp, err := loadPin(b, d)
-		if errors.Is(err, meta.ErrNotFound) {
-			continue
-		}
+		free, _, err := versions.DropDependent(b, d)
 		if err != nil {
 			return err
 		}
-		if dp.Dependents > 0 {
-			dp.Dependents--
-		}
-		if err := b.Set(schema.PinKey(d), dp.Encode()); err != nil {
-			return err
-		}
-		if !dp.Held && dp.Dependents == 0 {
-			d := d
+		if free {
 			tx.OnCommit(func() { v.queueRelease(d) })
 		}
 	}
-	if err := b.Delete(schema.PinKey(pin)); err != nil {
+	if err := versions.DeletePin(b, pin); err != nil {
 		return err
 	}
 	return v.forgetGone(b)
@@ -182,14 +172,6 @@ func (v *Volume) forgetGone(b meta.Batch) error {
 		}
 		return deleteGone(b, c)
 	})
-}
-
-// deleteMaps deletes clone c's link and directory maps.
-func deleteMaps(b meta.Batch, c uint64) error {
-	if err := deleteRange(b, schema.LinkMapRange, c); err != nil {
-		return err
-	}
-	return deleteRange(b, schema.DirMapRange, c)
 }
 
 // queueFreePins queues, at mount, every pin that nothing needs.

@@ -1,13 +1,10 @@
 package namespace
 
 import (
-	"errors"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
-	"github.com/doppelfs/doppel/internal/meta"
-	"github.com/doppelfs/doppel/internal/schema"
 )
 
 // PolicyXattr overrides the volume's chunking policy for a file, or, on a
@@ -26,21 +23,18 @@ func checkPolicyXattr(value []byte) error {
 // inheritPolicy copies dir's chunking override to a new child and
 // returns it (nil: none).
 func inheritPolicy(tx *content.Tx, dir, child uint64) ([]byte, error) {
-	v, err := tx.Batch().Get(schema.XattrKey(dir, PolicyXattr))
-	if errors.Is(err, meta.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	v, found, err := readXattr(tx.Batch(), dir, PolicyXattr)
+	if err != nil || !found {
 		return nil, err
 	}
-	return v, tx.Batch().Set(schema.XattrKey(child, PolicyXattr), v)
+	return v, setXattr(tx.Batch(), child, PolicyXattr, v)
 }
 
 // fileChunker returns the chunker for ino's writes: its override, or nil
 // for the volume default.
 func (v *Volume) fileChunker(ino uint64) chunker.Chunker {
-	val, err := v.meta.Get(schema.XattrKey(ino, PolicyXattr))
-	if err != nil {
+	val, found, err := readXattr(v.meta, ino, PolicyXattr)
+	if err != nil || !found {
 		return nil
 	}
 	return policyChunker(val)

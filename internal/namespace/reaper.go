@@ -99,18 +99,9 @@ func (v *Volume) leaves(root uint64, n int) ([]reapItem, error) {
 	var out []reapItem
 	var walk func(dir uint64) error
 	walk = func(dir uint64) error {
-		lower, upper := schema.DirentRange(dir)
-		return scan(v.meta, lower, upper, func(k, val []byte) error {
+		return eachEntry(v.meta, dir, func(name string, d schema.Dirent) error {
 			if len(out) >= n {
 				return nil
-			}
-			name, err := schema.DirentName(k)
-			if err != nil {
-				return err
-			}
-			d, err := decodeDirent(dir, name, val)
-			if err != nil {
-				return err
 			}
 			if d.Type == syscall.S_IFDIR {
 				c, err := loadInode(v.meta, d.Ino)

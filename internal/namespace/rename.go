@@ -158,13 +158,10 @@ func exchange(tx *content.Tx, op uint64, on string, src schema.Dirent, np uint64
 		was  schema.Dirent
 		now  schema.Dirent
 	}{{op, on, src, dst}, {np, nn, dst, src}} {
-		if err := b.Delete(schema.ParentKey(e.was.Ino, e.dir, e.name)); err != nil {
+		if err := dropName(b, e.dir, e.name, e.was.Ino); err != nil {
 			return err
 		}
-		if err := b.Set(schema.DirentKey(e.dir, e.name), e.now.Encode()); err != nil {
-			return err
-		}
-		if err := b.Set(schema.ParentKey(e.now.Ino, e.dir, e.name), nil); err != nil {
+		if err := setName(b, e.dir, e.name, e.now); err != nil {
 			return err
 		}
 		tx.Relinked(e.now.Ino)

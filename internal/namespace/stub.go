@@ -174,13 +174,8 @@ func (v *Volume) materializeIn(tx *content.Tx, ino uint64, n *schema.Inode) erro
 
 // copyXattrs gives ino its source's extended attributes.
 func copyXattrs(tx *content.Tx, ino uint64, src source) error {
-	lower, upper := schema.XattrRange(src.ino)
-	return scan(src.r, lower, upper, func(k, val []byte) error {
-		name, err := schema.XattrName(k)
-		if err != nil {
-			return err
-		}
-		return tx.Batch().Set(schema.XattrKey(ino, name), val)
+	return eachXattr(src.r, src.ino, func(name string, val []byte) error {
+		return setXattr(tx.Batch(), ino, name, val)
 	})
 }
 

@@ -17,16 +17,7 @@ import (
 // the clone's link map. It returns how many entries are directories and
 // how many stubs it made.
 func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src source) (subdirs, stubs int, err error) {
-	lower, upper := schema.DirentRange(src.ino)
-	err = scan(src.r, lower, upper, func(k, val []byte) error {
-		name, err := schema.DirentName(k)
-		if err != nil {
-			return err
-		}
-		d, err := decodeDirent(src.ino, name, val)
-		if err != nil {
-			return err
-		}
+	err = eachEntry(src.r, src.ino, func(name string, d schema.Dirent) error {
 		dir := d.Type == syscall.S_IFDIR
 		if out, err := v.excludedEntry(src.excl, name, dir); err != nil || out {
 			return err
@@ -41,13 +32,8 @@ func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src so
 		if fresh {
 			stubs++
 		}
-		b := tx.Batch()
-		e := schema.Dirent{Ino: local, Type: d.Type}
-		if err := b.Set(schema.DirentKey(ino, name), e.Encode()); err != nil {
-			return err
-		}
 		tx.Relinked(local) // a hard link in the clone may gain a name
-		return b.Set(schema.ParentKey(local, ino, name), nil)
+		return setName(tx.Batch(), ino, name, schema.Dirent{Ino: local, Type: d.Type})
 	})
 	return subdirs, stubs, err
 }
@@ -67,9 +53,8 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		return 0, false, err
 	}
 	linked, key := lk.linked, lk.key
-	mapKey := schema.LinkMapKey(parent.Clone, key.pin, key.ino)
 	if linked {
-		local, ok, err := addName(tx, mapKey)
+		local, ok, err := addName(tx, parent.Clone, key)
 		if err != nil || ok {
 			return local, false, err
 		}
@@ -95,7 +80,7 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		if stub.Nlink, err = lk.count(v, parent.Clone); err != nil {
 			return 0, false, err
 		}
-		if err := b.Set(mapKey, schema.U64(local)); err != nil {
+		if err := setMap(b, linkMap, parent.Clone, key.pin, key.ino, local); err != nil {
 			return 0, false, err
 		}
 	}
@@ -103,7 +88,7 @@ func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base 
 		return 0, false, err
 	}
 	if isDir(cn.Mode) {
-		if err := b.Set(schema.DirMapKey(parent.Clone, src.pin, base), schema.U64(local)); err != nil {
+		if err := setMap(b, dirMap, parent.Clone, src.pin, base, local); err != nil {
 			return 0, false, err
 		}
 	}
@@ -125,17 +110,10 @@ func excludedPath(xs exclude.Set, rel string, dir bool) bool {
 
 // addName returns the clone's inode that the link map names, if it still
 // exists; its link count already counts the name being made.
-func addName(tx *content.Tx, mapKey []byte) (uint64, bool, error) {
+func addName(tx *content.Tx, clone uint64, key linkKey) (uint64, bool, error) {
 	b := tx.Batch()
-	raw, err := b.Get(mapKey)
-	if errors.Is(err, meta.ErrNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	local, err := schema.ParseU64(raw)
-	if err != nil {
+	local, found, err := readMap(b, linkMap, clone, key.pin, key.ino)
+	if err != nil || !found {
 		return 0, false, err
 	}
 	n, err := loadInode(b, local)

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,14 +80,10 @@ func (x vnode) child(name string) (vnode, error) {
 		return vnode{}, err
 	}
 	r, ino, excl := s.r, s.ino, s.excl
-	raw, err := r.Get(schema.DirentKey(ino, name))
-	if errors.Is(err, meta.ErrNotFound) {
-		return vnode{}, syscall.ENOENT
+	d, found, err := readEntry(r, ino, name)
+	if err == nil && !found {
+		err = syscall.ENOENT
 	}
-	if err != nil {
-		return vnode{}, err
-	}
-	d, err := decodeDirent(ino, name, raw)
 	if err != nil {
 		return vnode{}, err
 	}
@@ -133,16 +128,7 @@ func (x vnode) children() (names []string, out map[string]vnode, err error) {
 	}
 	r, ino, excl := s.r, s.ino, s.excl
 	out = map[string]vnode{}
-	lower, upper := schema.DirentRange(ino)
-	err = scan(r, lower, upper, func(k, val []byte) error {
-		name, err := schema.DirentName(k)
-		if err != nil {
-			return err
-		}
-		d, err := decodeDirent(ino, name, val)
-		if err != nil {
-			return err
-		}
+	err = eachEntry(r, ino, func(name string, d schema.Dirent) error {
 		if ex, err := x.v.excludedEntry(excl, name, d.Type == syscall.S_IFDIR); err != nil || ex {
 			return err
 		}
@@ -174,11 +160,9 @@ func (x vnode) xattrs() (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	lower, upper := schema.XattrRange(ino)
-	err = scan(r, lower, upper, func(k, val []byte) error {
-		name, err := schema.XattrName(k)
+	err = eachXattr(r, ino, func(name string, val []byte) error {
 		out[name] = string(val)
-		return err
+		return nil
 	})
 	return out, err
 }

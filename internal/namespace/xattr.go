@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"errors"
 	"strings"
 	"syscall"
 
@@ -25,8 +24,8 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 	if err != nil {
 		return nil, v.errno("getxattr", err)
 	}
-	val, err := r.Get(schema.XattrKey(ino, name))
-	if errors.Is(err, meta.ErrNotFound) {
+	val, found, err := readXattr(r, ino, name)
+	if err == nil && !found {
 		if _, err := loadInode(r, ino); err != nil {
 			return nil, v.errno("getxattr", err)
 		}
@@ -42,18 +41,13 @@ func (v *Volume) ListXattr(ino uint64) ([]string, error) {
 	if err != nil {
 		return nil, v.errno("listxattr", err)
 	}
-	it, err := r.NewIter(schema.XattrRange(ino))
+	var names []string
+	err = eachXattr(r, ino, func(name string, _ []byte) error {
+		names = append(names, name)
+		return nil
+	})
 	if err != nil {
 		return nil, v.errno("listxattr", err)
-	}
-	defer it.Close()
-	var names []string
-	for it.First(); it.Valid(); it.Next() {
-		name, err := schema.XattrName(it.Key())
-		if err != nil {
-			return nil, v.errno("listxattr", err)
-		}
-		names = append(names, name)
 	}
 	return names, nil
 }
@@ -70,9 +64,8 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 		return v.errno("setxattr", err)
 	}
 	return v.xattrTx("setxattr", ino, func(b meta.Batch) error {
-		_, err := b.Get(schema.XattrKey(ino, name))
-		exists := err == nil
-		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		_, exists, err := readXattr(b, ino, name)
+		if err != nil {
 			return err
 		}
 		if flags&vfs.XattrCreate != 0 && exists {
@@ -81,7 +74,7 @@ func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) e
 		if flags&vfs.XattrReplace != 0 && !exists {
 			return syscall.ENODATA
 		}
-		return b.Set(schema.XattrKey(ino, name), append([]byte{}, value...))
+		return setXattr(b, ino, name, value)
 	})
 }
 
@@ -113,12 +106,12 @@ func (v *Volume) RemoveXattr(ino uint64, name string) error {
 		defer v.refreshChunker(ino)
 	}
 	return v.xattrTx("removexattr", ino, func(b meta.Batch) error {
-		if _, err := b.Get(schema.XattrKey(ino, name)); errors.Is(err, meta.ErrNotFound) {
-			return syscall.ENODATA
-		} else if err != nil {
+		if _, found, err := readXattr(b, ino, name); err != nil {
 			return err
+		} else if !found {
+			return syscall.ENODATA
 		}
-		return b.Delete(schema.XattrKey(ino, name))
+		return deleteXattr(b, ino, name)
 	})
 }
 

@@ -59,3 +59,38 @@ func (r *Retainer) Unhold(tx Txn, v uint64) (p schema.Pin, found bool, err error
 	tx.OnAbort(func() { r.SetHeld(v, held) })
 	return p, true, nil
 }
+
+// AddDependent counts one more pin among the dependents of the pin at
+// version v (a newer pin whose clone may hold stubs of v's clone).
+func AddDependent(b meta.Batch, v uint64) error {
+	p, err := LoadPin(b, v)
+	if err != nil {
+		return err
+	}
+	p.Dependents++
+	return b.Set(schema.PinKey(v), p.Encode())
+}
+
+// DropDependent counts one dependent fewer for the pin at version v and
+// reports whether nothing keeps it any more (not held, no dependents);
+// found is false if the pin is gone.
+func DropDependent(b meta.Batch, v uint64) (free, found bool, err error) {
+	p, err := LoadPin(b, v)
+	if errors.Is(err, meta.ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	if p.Dependents > 0 {
+		p.Dependents--
+	}
+	if err := b.Set(schema.PinKey(v), p.Encode()); err != nil {
+		return false, false, err
+	}
+	return !p.Held && p.Dependents == 0, true, nil
+}
+
+// DeletePin deletes the record of the pin at version v, once its
+// retained versions are released.
+func DeletePin(b meta.Batch, v uint64) error { return b.Delete(schema.PinKey(v)) }
