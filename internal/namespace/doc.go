@@ -13,6 +13,11 @@
 // The volume and its records
 //   - volume.go: Open, Close, InitRoot, begin; the background goroutines.
 //   - inode.go: loading, saving, allocating and deleting inodes; GetAttr.
+//   - entries.go, backrefs.go, xattrrecords.go, clonerecords.go,
+//     clonemaps.go: the records of directory entries, names (back-
+//     references), extended attributes, clones and the clones' link and
+//     directory maps. Only these files (with inode.go, orphan.go, the
+//     journal's files and usage.go, which measures records) know keys.
 //   - resolve.go: paths to inodes and back (pathOf), flushing below a path.
 //   - locks.go: the striped inode locks.
 //   - errors.go: errno mapping, logging of failures, record decoding.
