@@ -30,7 +30,11 @@ const DefaultMaxConns = 16
 
 // Open connects to the database and opens (creating if needed) the
 // volume's schema.
-func Open(ctx context.Context, o Options) (*Store, error) {
+func Open(ctx context.Context, o Options) (*Store, error) { return open(ctx, o, nil) }
+
+// open is Open with a hook that may change the pool's settings (tests
+// count round trips with it).
+func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, error) {
 	if err := checkSchemaName(o.Schema); err != nil {
 		return nil, err
 	}
@@ -42,6 +46,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "doppel"
+	if hook != nil {
+		hook(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("metadata store %s: %s", Redact(o.URL), scrub(err, o.URL))

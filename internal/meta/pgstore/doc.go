@@ -25,6 +25,9 @@
 //   - commit.go: Commit in one round trip, and its retries.
 //   - snapshot.go: Snapshot.
 //
-// The conformance suite (meta/storetest) runs against a private server
-// (testutil/pgtest) in store_test.go.
+// Tests run against a private server (testutil/pgtest): store_test.go
+// runs the conformance suite (meta/storetest) and TestStore, whose parts
+// are in roundtrip_test.go (round trips per batch, Get and scan),
+// model_test.go (a randomized model of iterators over many pages, with
+// batches and snapshots), behavior_test.go and credentials_test.go.
 package pgstore
