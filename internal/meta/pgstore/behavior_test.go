@@ -206,3 +206,24 @@ func testNewerFormatRefused(t *testing.T, e *env) {
 		t.Fatalf("error %q does not say to upgrade", err)
 	}
 }
+
+// A batch reads its own writes and, for every other key, the latest
+// committed state, also commits made after it began (as Pebble's batches
+// do: the namespace relies on it).
+func testBatchSeesLaterCommits(t *testing.T, e *env) {
+	s := e.open(t)
+	storetest.Commit(t, s, map[string][]byte{"a": []byte("1"), "gone": []byte("x"), "kept": []byte("k")})
+	b := s.NewBatch()
+	defer b.Close()
+	must(t, b.Delete([]byte("gone")))
+	storetest.Commit(t, s, map[string][]byte{"later": []byte("L"), "kept": []byte("k2")})
+	storetest.WantMissing(t, b, "gone")
+	storetest.WantValue(t, b, "kept", "k2")
+	storetest.WantValue(t, b, "later", "L")
+	if got := storetest.Keys(t, b, "", "", false); !slices.Equal(got, []string{"a", "kept", "later"}) {
+		t.Fatalf("batch keys %q", got)
+	}
+	must(t, b.Set([]byte("a"), []byte("2")))
+	storetest.WantValue(t, b, "a", "2")
+	storetest.WantValue(t, s, "a", "1")
+}

@@ -71,6 +71,7 @@ func TestStore(t *testing.T) {
 	}{
 		{"RoundTrips", testRoundTrips},
 		{"IteratorModel", testIteratorModel},
+		{"BatchSeesLaterCommits", testBatchSeesLaterCommits},
 		{"DeleteRange", testDeleteRange},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
