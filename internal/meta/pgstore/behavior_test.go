@@ -227,3 +227,23 @@ func testBatchSeesLaterCommits(t *testing.T, e *env) {
 	storetest.WantValue(t, b, "a", "2")
 	storetest.WantValue(t, s, "a", "1")
 }
+
+// After the server restarts (every connection of the pool is gone), reads
+// go on without an error, what was committed before is there, and
+// commits and snapshots work again: no remount needed.
+func testServerRestart(t *testing.T, e *env) {
+	s := e.open(t)
+	fill(t, s, 100)
+	a, b := s.Snapshot(), s.Snapshot() // more than one connection in the pool
+	must(t, a.Close())
+	must(t, b.Close())
+	e.srv.Restart(t)
+	storetest.WantValue(t, s, "k00042", "v42")
+	if got := storetest.Keys(t, s, "k", "l", false); len(got) != 100 {
+		t.Fatalf("%d keys after the restart, want 100", len(got))
+	}
+	storetest.Commit(t, s, map[string][]byte{"after": []byte("restart")})
+	snap := s.Snapshot()
+	defer snap.Close()
+	storetest.WantValue(t, snap, "after", "restart")
+}

@@ -3,7 +3,11 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,15 +77,25 @@ const maxAttempts = 12
 
 // retry runs fn until it succeeds or fails with an error that is not a
 // serialization failure or a deadlock (PostgreSQL rolled the transaction
-// back: running it again is safe), sleeping a little longer, with jitter,
-// after each conflict.
+// back: running it again is safe), nor a lost connection before anything
+// was sent, sleeping a little longer, with jitter, after each. A
+// connection lost after the commit was sent is returned: whether it
+// committed is unknown (docs/SHARED.md, section 6).
 func (s *Store) retry(fn func(context.Context) error) error {
 	var err error
 	for attempt := range maxAttempts {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		err = fn(ctx)
 		cancel()
-		if err == nil || !retryable(err) {
+		if err == nil {
+			return nil
+		}
+		if connLost(err) {
+			s.pool.Reset()
+			if !pgconn.SafeToRetry(err) {
+				return err
+			}
+		} else if !retryable(err) {
 			return err
 		}
 		s.retries.Add(1)
@@ -99,4 +113,23 @@ func retryable(err error) bool {
 		return false
 	}
 	return pe.Code == "40001" || pe.Code == "40P01" // serialization_failure, deadlock_detected
+}
+
+// connLost says whether err is the connection's (lost, refused, reset,
+// the server shutting down) rather than the statement's. Timeouts are
+// not: the caller's bound already passed.
+func connLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection_exception
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) && !ne.Timeout() ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
 }

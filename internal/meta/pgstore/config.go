@@ -57,7 +57,7 @@ func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, e
 		o.Timeout = 30 * time.Second
 	}
 	s := &Store{pool: pool, q: newStmts(o.Schema), schema: o.Schema, timeout: o.Timeout}
-	s.r = reader{q: pool, st: s.q, timeout: o.Timeout}
+	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
 	if err := s.create(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))

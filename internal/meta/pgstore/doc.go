@@ -16,13 +16,14 @@
 //   - config.go: Options, Open, the pool's settings, Redact.
 //   - schema.go: the volume's tables and the statements on them.
 //   - store.go: Store: Get, NewIter, Sync, DiskUsage, Close.
-//   - reader.go: running a statement on the pool or a snapshot's connection.
+//   - reader.go: running a statement on the pool or a snapshot's
+//     connection; reads of the pool tried again when a connection is lost.
 //   - pager.go: a key range read page by page, with the window it covers.
 //   - iter.go: meta.Iterator over any ordered source (pager or merge).
 //   - overlay.go: a batch's writes: ordered point writes, deleted ranges.
 //   - merge.go: a batch's view: its overlay over the store's pages.
 //   - batch.go: Batch: Get, Set, Delete, DeleteRange, NewIter.
-//   - commit.go: Commit in one round trip, and its retries.
+//   - commit.go: Commit in one round trip, its retries, connLost.
 //   - snapshot.go: Snapshot.
 //
 // Tests run against a private server (testutil/pgtest): store_test.go

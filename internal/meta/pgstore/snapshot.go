@@ -21,14 +21,22 @@ type snapshot struct {
 // trip: PostgreSQL takes it at the first statement, not at BEGIN, so a
 // statement goes with it.
 func (s *Store) Snapshot() meta.Snapshot {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	conn, err := s.pool.Acquire(ctx)
+	var conn *pgxpool.Conn
+	err := s.r.again(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"); err != nil {
+			c.Release() // the pool drops a connection left in a transaction
+			return err
+		}
+		conn = c
+		return nil
+	})
 	if err != nil {
-		return failedSnapshot{err}
-	}
-	if _, err := conn.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"); err != nil {
-		conn.Release() // the pool drops a connection left in a transaction
 		return failedSnapshot{err}
 	}
 	return &snapshot{reader: reader{q: conn, mu: &sync.Mutex{}, st: s.q, timeout: s.timeout}, conn: conn}

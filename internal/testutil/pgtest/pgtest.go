@@ -39,6 +39,9 @@ type Server struct {
 	Password string // its password (TCP connections need it)
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	bin      string
+	cred     *syscall.Credential
+	opts     Options
 }
 
 // Options tune the cluster. The zero value is what tests want.
@@ -68,7 +71,7 @@ func StartWith(t testing.TB, o Options) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // runs after the server's stop (LIFO)
-	s := &Server{Dir: dir, User: "doppel", Password: randomHex(12)}
+	s := &Server{Dir: dir, User: "doppel", Password: randomHex(12), bin: bin, cred: cred, opts: o}
 	if err := s.initdb(bin, cred, owner); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func StartWith(t testing.TB, o Options) *Server {
 	for attempt := 0; ; attempt++ {
 		s.Port, err = freePort()
 		if err == nil {
-			err = s.start(bin, cred, o)
+			err = s.start()
 		}
 		if err == nil {
 			break
@@ -88,6 +91,16 @@ func StartWith(t testing.TB, o Options) *Server {
 	}
 	t.Cleanup(s.stop)
 	return s
+}
+
+// Restart stops the server (fast shutdown: sessions are ended) and starts
+// it again on the same port, as an administrator's restart would.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.stop()
+	if err := s.start(); err != nil {
+		t.Fatalf("restart PostgreSQL: %v\n%s", err, s.logTail())
+	}
 }
 
 // binDir finds initdb and postgres: PG_BINDIR, then Debian's

@@ -42,7 +42,8 @@ func (s *Server) initdb(bin string, cred *syscall.Credential, owner int) error {
 
 // start runs the postmaster and waits until it accepts a connection with
 // the password, or exits (a port someone else took).
-func (s *Server) start(bin string, cred *syscall.Credential, o Options) error {
+func (s *Server) start() error {
+	bin, cred, o := s.bin, s.cred, s.opts
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
