@@ -4,7 +4,8 @@
 # nothing to do.
 #
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3, NBD clients
-#                                   # (libnbd-bin, qemu-utils); checks go
+#                                   # (libnbd-bin, qemu-utils), PostgreSQL (postgresql: the
+#                                   # shared metadata store's tests); checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
@@ -23,7 +24,7 @@ LOG_PREFIX=ensure-deps
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
-	sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 bench=0
@@ -58,6 +59,9 @@ optional=() # installed only if the distribution provides them
 need_cmd() { # need_cmd COMMAND PACKAGE
 	command -v "$1" >/dev/null 2>&1 || required+=("$2")
 }
+need_file() { # need_file GLOB PACKAGE: some file matches GLOB
+	compgen -G "$1" >/dev/null || required+=("$2")
+}
 want_cmd() { # want_cmd COMMAND PACKAGE
 	command -v "$1" >/dev/null 2>&1 || optional+=("$2")
 }
@@ -73,6 +77,9 @@ need_cmd nbdinfo libnbd-bin
 need_cmd nbdcopy libnbd-bin
 need_cmd qemu-io qemu-utils
 need_cmd qemu-img qemu-utils
+# The PostgreSQL metadata store's tests start their own server
+# (internal/testutil/pgtest); Debian keeps initdb out of PATH.
+need_file '/usr/lib/postgresql/*/bin/initdb' postgresql
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
 	# Reference file systems and tools of bench/suite.sh and bench/clone.sh.

@@ -6,4 +6,6 @@
 //
 //   - errors.go: Must and Check.
 //   - data.go: RandBytes and SeededBytes.
+//
+// Subpackage pgtest starts a private PostgreSQL server for a test.
 package testutil

@@ -1,0 +1,135 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Commit applies the batch in one round trip: the statements go out as
+// one pipeline with a single Sync, which PostgreSQL runs as one implicit
+// transaction, so all of it commits or none. It takes the next volume
+// version from the sequence and stamps every row it writes with it.
+//
+// With synchronous_commit on (PostgreSQL's default) a commit is durable
+// when it returns, so sync asks for nothing more.
+func (b *batch) Commit(sync bool) error {
+	if b.done {
+		return errClosed
+	}
+	if b.ov.empty() {
+		b.done = true
+		return nil
+	}
+	q := b.s.q
+	pb := &pgx.Batch{}
+	pb.Queue(q.nextval)
+	for _, r := range b.ov.ranges {
+		if r.hi == nil {
+			pb.Queue(q.delFrom, r.lo)
+		} else {
+			pb.Queue(q.delRange, r.lo, r.hi)
+		}
+	}
+	dels, keys, vals := b.ov.writes()
+	if len(dels) > 0 {
+		pb.Queue(q.delKeys, dels)
+	}
+	if len(keys) > 0 {
+		pb.Queue(q.upsert, keys, vals)
+	}
+	err := b.s.retry(func(ctx context.Context) error {
+		br := b.s.pool.SendBatch(ctx, pb)
+		var ver int64
+		if err := br.QueryRow().Scan(&ver); err != nil {
+			br.Close()
+			return err
+		}
+		for range pb.Len() - 1 {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		b.s.sawVersion(ver)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.done = true
+	return nil
+}
+
+// maxAttempts bounds the tries of a commit that keeps conflicting.
+const maxAttempts = 12
+
+// retry runs fn until it succeeds or fails with an error that is not a
+// serialization failure or a deadlock (PostgreSQL rolled the transaction
+// back: running it again is safe), nor a lost connection before anything
+// was sent, sleeping a little longer, with jitter, after each. A
+// connection lost after the commit was sent is returned: whether it
+// committed is unknown (docs/SHARED.md, section 6).
+func (s *Store) retry(fn func(context.Context) error) error {
+	var err error
+	for attempt := range maxAttempts {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		err = fn(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if connLost(err) {
+			s.pool.Reset()
+			if !pgconn.SafeToRetry(err) {
+				return err
+			}
+		} else if !retryable(err) {
+			return err
+		}
+		s.retries.Add(1)
+		backoff := time.Duration(1<<min(attempt, 7)) * time.Millisecond
+		time.Sleep(backoff/2 + rand.N(backoff))
+	}
+	return err
+}
+
+// retryable says whether err is a conflict that running the transaction
+// again resolves.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.Code == "40001" || pe.Code == "40P01" // serialization_failure, deadlock_detected
+}
+
+// connLost says whether err is the connection's (lost, refused, reset,
+// the server shutting down) rather than the statement's. Timeouts are
+// not: the caller's bound already passed.
+func connLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "57P01", "57P02", "57P03": // admin_shutdown, crash_shutdown, cannot_connect_now
+			return true
+		}
+		return strings.HasPrefix(pe.Code, "08") // connection_exception
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) && !ne.Timeout() ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
+}

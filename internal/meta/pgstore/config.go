@@ -1,0 +1,127 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Options say where a volume's metadata lives.
+type Options struct {
+	// URL is a libpq connection string (URL or key=value). A password may
+	// be in it, in PGPASSWORD, or in ~/.pgpass (PGPASSFILE); pgx reads all
+	// three, and the other PG* variables too.
+	URL string
+	// Schema is the volume's schema, created when missing.
+	Schema string
+	// Timeout bounds each statement's round trip (default 30 s).
+	Timeout time.Duration
+}
+
+// DefaultMaxConns is the pool size unless the URL sets pool_max_conns:
+// each open snapshot holds a connection.
+const DefaultMaxConns = 16
+
+// Open connects to the database and opens (creating if needed) the
+// volume's schema.
+func Open(ctx context.Context, o Options) (*Store, error) { return open(ctx, o, nil) }
+
+// open is Open with a hook that may change the pool's settings (tests
+// count round trips with it).
+func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, error) {
+	if err := checkSchemaName(o.Schema); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("metadata URL %s: %s", Redact(o.URL), scrub(err, o.URL))
+	}
+	if !strings.Contains(o.URL, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "doppel"
+	if hook != nil {
+		hook(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata store %s: %s", Redact(o.URL), scrub(err, o.URL))
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	s := &Store{pool: pool, q: newStmts(o.Schema), schema: o.Schema, timeout: o.Timeout}
+	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
+	if err := s.create(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
+	}
+	return s, nil
+}
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// checkSchemaName admits lower-case identifiers only, which need no
+// quoting anywhere (also inside the regclass literals of statements).
+func checkSchemaName(name string) error {
+	if !schemaName.MatchString(name) {
+		return fmt.Errorf("schema name %q: want 1-63 of a-z, 0-9 and _, not starting with a digit", name)
+	}
+	if strings.HasPrefix(name, "pg_") {
+		return errors.New("schema names beginning with pg_ are reserved by PostgreSQL")
+	}
+	return nil
+}
+
+var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// Redact returns the connection string with its password replaced, for
+// messages and logs.
+func Redact(conn string) string {
+	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	return kvPassword.ReplaceAllString(conn, "${1}xxxxx")
+}
+
+// scrub is err's message with any password of conn taken out (pgx's
+// messages quote parts of the connection string).
+func scrub(err error, conn string) string {
+	msg := err.Error()
+	for _, pw := range passwords(conn) {
+		if len(pw) > 0 {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func passwords(conn string) []string {
+	var out []string
+	if u, err := url.Parse(conn); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
+		}
+		if pw := u.Query().Get("password"); pw != "" {
+			out = append(out, pw)
+		}
+	}
+	for _, m := range kvPassword.FindAllStringSubmatch(conn, -1) {
+		out = append(out, strings.Trim(m[2], "'"))
+	}
+	return out
+}

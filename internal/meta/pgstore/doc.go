@@ -1,0 +1,34 @@
+// Package pgstore is meta.Store on PostgreSQL, the metadata store of
+// shared volumes (docs/SHARED.md). Each volume lives in its own schema, as
+// one key/value table that keeps the schema package's key encoding (bytea
+// orders like Pebble's keys), a sequence for the volume version and a
+// format row.
+//
+// Reads are single statements at READ COMMITTED; iterators fetch pages of
+// rows and hold no connection between moves; a Batch is an overlay in
+// memory over the committed state and commits in one round trip (one
+// pipelined, implicit transaction), retried on serialization failures and
+// deadlocks; a Snapshot is a REPEATABLE READ transaction on a connection
+// of its own.
+//
+// Files:
+//
+//   - config.go: Options, Open, the pool's settings, Redact.
+//   - schema.go: the volume's tables and the statements on them.
+//   - store.go: Store: Get, NewIter, Sync, DiskUsage, Close.
+//   - reader.go: running a statement on the pool or a snapshot's
+//     connection; reads of the pool tried again when a connection is lost.
+//   - pager.go: a key range read page by page, with the window it covers.
+//   - iter.go: meta.Iterator over any ordered source (pager or merge).
+//   - overlay.go: a batch's writes: ordered point writes, deleted ranges.
+//   - merge.go: a batch's view: its overlay over the store's pages.
+//   - batch.go: Batch: Get, Set, Delete, DeleteRange, NewIter.
+//   - commit.go: Commit in one round trip, its retries, connLost.
+//   - snapshot.go: Snapshot.
+//
+// Tests run against a private server (testutil/pgtest): store_test.go
+// runs the conformance suite (meta/storetest) and TestStore, whose parts
+// are in roundtrip_test.go (round trips per batch, Get and scan),
+// model_test.go (a randomized model of iterators over many pages, with
+// batches and snapshots), behavior_test.go and credentials_test.go.
+package pgstore

@@ -1,0 +1,71 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+)
+
+// A batch costs no round trip until Commit, and Commit costs one; an
+// iterator fetches a small first page and larger ones after it, never the
+// whole range at once.
+func testRoundTrips(t *testing.T, e *env) {
+	s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	must(t, err)
+	defer s.Close()
+	const keys = 5000
+	fill(t, s, keys)
+	scan := func(steps int) int64 { // First, then steps Nexts
+		t.Helper()
+		it, err := s.NewIter([]byte("k"), []byte("l"))
+		must(t, err)
+		defer it.Close()
+		ok := it.First()
+		for range steps {
+			ok = it.Next()
+		}
+		if !ok && steps < keys {
+			t.Fatalf("iterator ended before %d steps", steps)
+		}
+		return 0
+	}
+	batch := func() {
+		b := s.NewBatch()
+		defer b.Close()
+		for i := range 10 {
+			must(t, b.Set(fmt.Appendf(nil, "b%02d", i), []byte("x")))
+		}
+		must(t, b.Commit(false))
+	}
+	// Warm up: each connection prepares a statement the first time.
+	for range 3 {
+		batch()
+		scan(keys)
+		s.Get([]byte("k00001"))
+	}
+	count := func(f func()) int64 {
+		before := n.Load()
+		f()
+		return n.Load() - before
+	}
+	if got := count(batch); got != 1 {
+		t.Errorf("a batch of 10 sets and its commit took %d round trips, want 1", got)
+	}
+	if got := count(func() { s.Get([]byte("k00001")) }); got != 1 {
+		t.Errorf("a Get took %d round trips, want 1", got)
+	}
+	if got := count(func() { scan(pgstore.FirstPage - 1) }); got != 1 {
+		t.Errorf("First and %d Nexts took %d round trips, want 1 page", pgstore.FirstPage-1, got)
+	}
+	if got := count(func() { scan(pgstore.FirstPage) }); got != 2 {
+		t.Errorf("First and %d Nexts took %d round trips, want 2 pages", pgstore.FirstPage, got)
+	}
+	// Pages of 16, 32, ... 1024, then 1024 each: 5000 keys in 10 pages,
+	// and an empty one that finds the end.
+	if got := count(func() { scan(keys) }); got < 8 || got > 11 {
+		t.Errorf("a scan of %d keys took %d round trips, want 8 to 11", keys, got)
+	}
+	t.Logf("scan of 100 keys: %d round trips", count(func() { scan(100) }))
+}

@@ -1,0 +1,71 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// FormatVersion is the layout of a volume's schema this code writes and
+// reads; a schema of a newer layout is refused at open.
+const FormatVersion = 1
+
+// stmts are the statements on one volume's schema. Schema names need no
+// quoting (checkSchemaName), so they are spliced in as they are.
+type stmts struct {
+	get, asc, ascTo, desc, descFrom string
+	nextval, delRange, delFrom      string
+	delKeys, upsert, usage, format  string
+}
+
+func newStmts(schema string) *stmts {
+	r := strings.NewReplacer("S.", schema+".", "'S'", "'"+schema+"'")
+	q := func(s string) string { return r.Replace(s) }
+	return &stmts{
+		get:      q(`SELECT v FROM S.kv WHERE k = $1`),
+		asc:      q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k LIMIT $2`),
+		ascTo:    q(`SELECT k, v FROM S.kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`),
+		desc:     q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k DESC LIMIT $2`),
+		descFrom: q(`SELECT k, v FROM S.kv WHERE k < $1 AND k >= $2 ORDER BY k DESC LIMIT $3`),
+		nextval:  q(`SELECT nextval('S.version')`),
+		delRange: q(`DELETE FROM S.kv WHERE k >= $1 AND k < $2`),
+		delFrom:  q(`DELETE FROM S.kv WHERE k >= $1`),
+		delKeys:  q(`DELETE FROM S.kv WHERE k = ANY($1::bytea[])`),
+		// The keys come sorted, so that concurrent commits lock rows in
+		// one order.
+		upsert: q(`INSERT INTO S.kv (k, v, ver)
+			SELECT k, v, currval('S.version') FROM unnest($1::bytea[], $2::bytea[]) AS t(k, v)
+			ON CONFLICT (k) DO UPDATE SET v = excluded.v, ver = excluded.ver`),
+		usage: q(`SELECT coalesce(sum(pg_total_relation_size(oid)), 0)::bigint FROM pg_class
+			WHERE relnamespace = 'S'::regnamespace AND relkind IN ('r', 'S')`),
+		format: q(`SELECT max(format) FROM S.format`),
+	}
+}
+
+// create makes the volume's schema if it is missing (in one round trip,
+// under an advisory lock so that two hosts opening a new volume at once do
+// not collide) and checks its format.
+func (s *Store) create(ctx context.Context) error {
+	ddl := strings.NewReplacer("S.", s.schema+".", "'S'", "'"+s.schema+"'", "FMT", fmt.Sprint(FormatVersion)).Replace(`
+		BEGIN;
+		SELECT pg_advisory_xact_lock(hashtext('doppel schema S'));
+		CREATE SCHEMA IF NOT EXISTS ` + s.schema + `;
+		CREATE TABLE IF NOT EXISTS S.kv (k bytea PRIMARY KEY, v bytea NOT NULL, ver bigint NOT NULL);
+		CREATE SEQUENCE IF NOT EXISTS S.version;
+		CREATE TABLE IF NOT EXISTS S.format (format int NOT NULL);
+		INSERT INTO S.format SELECT FMT WHERE NOT EXISTS (SELECT 1 FROM S.format);
+		COMMIT;`)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, ddl); err != nil { // no arguments: one simple query
+		return err
+	}
+	var f int
+	if err := s.pool.QueryRow(ctx, s.q.format).Scan(&f); err != nil {
+		return err
+	}
+	if f > FormatVersion {
+		return fmt.Errorf("the volume's metadata has format %d; this doppel reads format %d or older: upgrade doppel", f, FormatVersion)
+	}
+	return nil
+}
