@@ -4,7 +4,7 @@
 # nothing to do.
 #
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3, NBD clients
-#                                   # (libnbd-bin, qemu-utils); checks go
+#                                   # (libnbd-bin, qemu-utils), versitygw (built once); checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
@@ -141,6 +141,10 @@ else
 		dpkg -s "$pkg" >/dev/null 2>&1 || die "package $pkg is still not installed"
 	done
 fi
+
+# --- versitygw: the S3 server the S3 blob store's tests run against --------
+# Built from the Go module proxy once, then cached (scripts/ensure-versitygw.sh).
+"$DOPPEL_REPO_ROOT/scripts/ensure-versitygw.sh" >/dev/null
 
 # --- the FUSE device ------------------------------------------------------------
 if [ ! -c /dev/fuse ]; then
