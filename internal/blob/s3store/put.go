@@ -78,14 +78,20 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 }
 
 // rotate seals the open pack, if it holds bytes, and opens a new one.
-// While MaxPending packs wait for upload it waits, unless one of them
-// failed its last round: then the object store is unreachable and the
-// Put fails. s.mu is held.
+// While MaxPending packs wait for upload it waits; a pack whose upload
+// failed gets one more round, and if that fails too the object store is
+// unreachable and the Put fails (the next Put or Sync tries again, so
+// writes resume when the service is back). s.mu is held.
 func (s *Store) rotate() error {
+	retried := map[*pack]bool{}
 	for len(s.pending) >= s.cfg.MaxPending && !s.closed {
 		for _, p := range s.pending {
 			if p.round == nil && p.err != nil {
-				return fmt.Errorf("s3: %d packs wait for upload: %w", len(s.pending), p.err)
+				if retried[p] {
+					return fmt.Errorf("s3: %d packs wait for upload: %w", len(s.pending), p.err)
+				}
+				s.startRound(p)
+				retried[p] = true
 			}
 		}
 		s.changed.Wait()
