@@ -11,7 +11,9 @@ import (
 )
 
 // Credentials sign requests. They format as [redacted] with every fmt
-// verb and in slog, so that no log line or error can carry them.
+// verb, in slog and when marshalled (JSON, text; a slog JSON handler
+// marshals a Config that holds them), so that no log line or error can
+// carry them.
 type Credentials struct {
 	AccessKeyID, SecretAccessKey, SessionToken string
 }
@@ -22,6 +24,8 @@ func (Credentials) String() string                { return redacted }
 func (Credentials) GoString() string              { return redacted }
 func (Credentials) Format(f fmt.State, verb rune) { f.Write([]byte(redacted)) }
 func (Credentials) LogValue() slog.Value          { return slog.StringValue(redacted) }
+func (Credentials) MarshalText() ([]byte, error)  { return []byte(redacted), nil }
+func (Credentials) MarshalJSON() ([]byte, error)  { return []byte(`"` + redacted + `"`), nil }
 
 // LoadCredentials reads AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and
 // AWS_SESSION_TOKEN) from the environment, else the profile AWS_PROFILE
