@@ -5,7 +5,8 @@
 #
 #   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3, NBD clients
 #                                   # (libnbd-bin, qemu-utils), PostgreSQL (postgresql: the
-#                                   # shared metadata store's tests); checks go
+#                                   # shared metadata store's tests), versitygw (built once);
+#                                   # checks go
 #   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
@@ -148,6 +149,10 @@ else
 		dpkg -s "$pkg" >/dev/null 2>&1 || die "package $pkg is still not installed"
 	done
 fi
+
+# --- versitygw: the S3 server the S3 blob store's tests run against --------
+# Built from the Go module proxy once, then cached (scripts/ensure-versitygw.sh).
+"$DOPPEL_REPO_ROOT/scripts/ensure-versitygw.sh" >/dev/null
 
 # --- the FUSE device ------------------------------------------------------------
 if [ ! -c /dev/fuse ]; then

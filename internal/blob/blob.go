@@ -50,8 +50,9 @@ type Store interface {
 	// of every segment written since the last Sync; fsync of the directory
 	// when a segment file was created or removed).
 	Sync() error
-	// Usage reports the space the segments occupy on the host: allocated
-	// bytes (st_blocks*512 summed) and the number of segment files.
+	// Usage reports the space the segments occupy where they are kept,
+	// and their number: for segment files the allocated bytes (st_blocks*512
+	// summed), for pack objects the bytes of the objects.
 	Usage() (allocated int64, segments int, err error)
 	// Segments lists existing segment numbers in order.
 	Segments() ([]uint32, error)

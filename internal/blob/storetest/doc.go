@@ -12,4 +12,9 @@
 // What a backend does beyond the interface (how the segment store punches
 // holes and deletes segment files, its direct writes and write failures)
 // is tested beside the backend.
+//
+// The suite speaks of segments; for the S3 store (blob/s3store) a segment
+// is a pack object. Nothing in it depends on how a backend returns space
+// (punched holes or deleted objects) beyond what both do: freeing never
+// grows the usage, and a segment with nothing live left goes away.
 package storetest

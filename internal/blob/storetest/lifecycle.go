@@ -76,6 +76,43 @@ func testFreeKeepsOthers(t *testing.T, open Opener) {
 	}
 }
 
+// Freeing every chunk of a sealed segment removes it: it is no longer
+// listed and the usage falls; the chunks of other segments stay readable.
+// (Segment files are deleted once no data is left, pack objects once all
+// their spans are dead.)
+func testFreeAllDropsSegment(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	r := rand.New(rand.NewPCG(11, 12))
+	var locs []blob.Loc
+	var data [][]byte
+	for len(locs) == 0 || locs[len(locs)-1].Segment == locs[0].Segment {
+		d := testutil.RandBytes(r, 1+r.IntN(100<<10))
+		data, locs = append(data, d), append(locs, Put(t, s, d))
+	}
+	must(t, s.Sync())
+	before, _, err := s.Usage()
+	must(t, err)
+	first := locs[0].Segment
+	for _, loc := range locs {
+		if loc.Segment == first {
+			must(t, s.Free(loc))
+		}
+	}
+	must(t, s.Sync())
+	segs, err := s.Segments()
+	must(t, err)
+	if slices.Contains(segs, first) {
+		t.Errorf("segment %d still listed after all its chunks were freed: %v", first, segs)
+	}
+	after, _, err := s.Usage()
+	must(t, err)
+	if after >= before {
+		t.Errorf("usage %d bytes after freeing a whole segment, was %d", after, before)
+	}
+	last := len(locs) - 1
+	CheckRead(t, s, locs[last], data[last])
+}
+
 // Reclaim of an earlier session's segment keeps the live spans readable
 // and refuses segments of the current session.
 func testReclaim(t *testing.T, open Opener) {

@@ -25,6 +25,7 @@ func Run(t *testing.T, open Opener) {
 		{"ReadMissing", testReadMissing},
 		{"Reopen", testReopen},
 		{"FreeKeepsOthers", testFreeKeepsOthers},
+		{"FreeAllDropsSegment", testFreeAllDropsSegment},
 		{"Reclaim", testReclaim},
 		{"Hints", testHints},
 		{"ConcurrentChurn", testConcurrentChurn},

@@ -1,0 +1,162 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/doppelfs/doppel/internal/blob"
+)
+
+// objects is the S3 API as the store uses it: whole-object PUTs, ranged
+// GETs, deletes and listings of the pack keys.
+type objects struct {
+	c       *s3.Client
+	bucket  string
+	prefix  string // "" or "PREFIX/"
+	timeout time.Duration
+}
+
+func newObjects(cfg Config) *objects {
+	creds := cfg.Credentials
+	opts := s3.Options{
+		Region:       cfg.Region,
+		UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey,
+				SessionToken: creds.SessionToken, Source: "doppel"}, nil
+		}),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	}
+	if cfg.Endpoint != "" {
+		opts.BaseEndpoint = aws.String(cfg.Endpoint)
+	}
+	c := s3.New(opts)
+	p := cfg.Prefix
+	if p != "" {
+		p += "/"
+	}
+	return &objects{c: c, bucket: cfg.Bucket, prefix: p, timeout: cfg.RequestTimeout}
+}
+
+const packDir = "packs/"
+
+// key is the object key of pack num.
+func (o *objects) key(num uint32) string {
+	return fmt.Sprintf("%s%s%08x", o.prefix, packDir, num)
+}
+
+// packNum is the number of the pack whose key is k, or 0.
+func (o *objects) packNum(k string) uint32 {
+	hex, ok := strings.CutPrefix(k, o.prefix+packDir)
+	if !ok || len(hex) != 8 {
+		return 0
+	}
+	n, err := strconv.ParseUint(hex, 16, 32)
+	if err != nil || strconv.FormatUint(n, 16) != strings.TrimLeft(hex, "0") {
+		return 0
+	}
+	return uint32(n)
+}
+
+func (o *objects) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), o.timeout)
+}
+
+func (o *objects) put(num uint32, data []byte) error {
+	ctx, cancel := o.ctx()
+	defer cancel()
+	_, err := o.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num)),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
+	return o.wrap("put", num, err)
+}
+
+// get reads len(buf) bytes of pack num from off.
+func (o *objects) get(num uint32, off int64, buf []byte) error {
+	ctx, cancel := o.ctx()
+	defer cancel()
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(buf))-1)
+	out, err := o.c.GetObject(ctx, &s3.GetObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num)), Range: &rng})
+	if err != nil {
+		return o.wrap("get", num, err)
+	}
+	defer out.Body.Close()
+	n, err := io.ReadFull(out.Body, buf)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("s3: pack %d: %d of %d bytes at %d: %w", num, n, len(buf), off, blob.ErrCorrupt)
+	}
+	return o.wrap("get", num, err)
+}
+
+func (o *objects) delete(num uint32) error {
+	ctx, cancel := o.ctx()
+	defer cancel()
+	_, err := o.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num))})
+	return o.wrap("delete", num, err)
+}
+
+// object is a listed pack.
+type object struct {
+	size    int64
+	modTime time.Time
+}
+
+// list lists every pack. An error anywhere fails the whole listing.
+func (o *objects) list() (map[uint32]object, error) {
+	out := map[uint32]object{}
+	p := s3.NewListObjectsV2Paginator(o.c, &s3.ListObjectsV2Input{Bucket: &o.bucket, Prefix: aws.String(o.prefix + packDir)})
+	for p.HasMorePages() {
+		ctx, cancel := o.ctx()
+		page, err := p.NextPage(ctx)
+		cancel()
+		if err != nil {
+			return nil, o.wrap("list", 0, err)
+		}
+		for _, obj := range page.Contents {
+			if num := o.packNum(aws.ToString(obj.Key)); num != 0 {
+				out[num] = object{aws.ToInt64(obj.Size), aws.ToTime(obj.LastModified)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// wrap names the operation and pack, and maps missing objects to
+// os.ErrNotExist and refused ranges to blob.ErrCorrupt.
+func (o *objects) wrap(op string, num uint32, err error) error {
+	if err == nil {
+		return nil
+	}
+	what := fmt.Sprintf("s3: %s pack %d", op, num)
+	if num == 0 {
+		what = fmt.Sprintf("s3: %s s3://%s/%s%s", op, o.bucket, o.prefix, packDir)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("%s: %w", what, os.ErrNotExist)
+		case "InvalidRange":
+			return fmt.Errorf("%s: range beyond the object: %w", what, blob.ErrCorrupt)
+		case "NoSuchBucket":
+			return fmt.Errorf("%s: bucket %q does not exist", what, o.bucket)
+		}
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() == 416 {
+		return fmt.Errorf("%s: range beyond the object: %w", what, blob.ErrCorrupt)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,103 @@
+package s3store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config says where a store keeps its packs and how it works.
+type Config struct {
+	Endpoint    string // http(s)://HOST:PORT of the S3 service
+	Region      string // default us-east-1
+	Bucket      string
+	Prefix      string // key prefix of the volume's objects, without slashes at either end
+	Credentials Credentials
+
+	// Dir is the local store directory: the pack number file (when
+	// Allocator is nil), the dead-span ledger and the read cache.
+	Dir string
+	// Allocator hands out pack numbers; nil means a LocalAllocator in Dir.
+	Allocator Allocator
+
+	PackSize   int64         // seal a pack when the next chunk would pass it; default 4 MiB
+	Uploads    int           // uploads at once; default 4
+	MaxPending int           // sealed packs waiting for upload before Put blocks; default 8
+	CacheBytes int64         // read cache bound; default 1 GiB, < 0 disables it
+	Grace      time.Duration // Reclaim leaves packs younger than this alone; default 0
+	// Attempts is the number of tries of one upload round (Sync starts a
+	// second round for a pack whose first failed); default 4.
+	Attempts int
+	// RequestTimeout bounds one request; default 2 minutes.
+	RequestTimeout time.Duration
+}
+
+const (
+	defaultPackSize   = 4 << 20
+	defaultUploads    = 4
+	defaultMaxPending = 8
+	defaultCacheBytes = 1 << 30
+	defaultAttempts   = 4
+	defaultTimeout    = 2 * time.Minute
+)
+
+func (c *Config) setDefaults() {
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	c.Prefix = strings.Trim(c.Prefix, "/")
+	if c.PackSize <= 0 {
+		c.PackSize = defaultPackSize
+	}
+	if c.Uploads <= 0 {
+		c.Uploads = defaultUploads
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = defaultMaxPending
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = defaultCacheBytes
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = defaultAttempts
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = defaultTimeout
+	}
+}
+
+// ParseURL reads s3://BUCKET/PREFIX?endpoint=URL&region=REGION into the
+// location fields of a Config. Credentials are never part of the URL.
+func ParseURL(s string) (Config, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return Config{}, fmt.Errorf("s3 url: %w", err)
+	}
+	if u.Scheme != "s3" || u.Host == "" {
+		return Config{}, fmt.Errorf("s3 url %q: want s3://BUCKET/PREFIX?endpoint=...", s)
+	}
+	if u.User != nil {
+		return Config{}, errors.New("s3 url: credentials do not belong in the URL: use AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file")
+	}
+	c := Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
+	q := u.Query()
+	for k := range q {
+		switch k {
+		case "endpoint":
+			c.Endpoint = q.Get(k)
+		case "region":
+			c.Region = q.Get(k)
+		default:
+			return Config{}, fmt.Errorf("s3 url: unknown parameter %q", k)
+		}
+	}
+	if c.Endpoint != "" {
+		e, err := url.Parse(c.Endpoint)
+		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			return Config{}, fmt.Errorf("s3 url: endpoint %q: want http(s)://HOST[:PORT]", c.Endpoint)
+		}
+	}
+	return c, nil
+}

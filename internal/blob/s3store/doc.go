@@ -1,0 +1,33 @@
+// Package s3store is a blob.Store that keeps chunk bytes in an
+// S3-compatible object store, packed into immutable objects of a few MiB:
+// a pack object is a segment, and a Loc{Segment, Offset, Length} names
+// bytes [Offset, Offset+Length) of object PREFIX/packs/XXXXXXXX (Segment
+// as 8 hex digits). docs/shared-data.md is the design.
+//
+// Chunks are copied into the open pack in memory; a full pack is sealed
+// and uploaded with one PUT in the background; Sync seals the open pack
+// and returns only once every pack sealed before it is in the object
+// store (ordered mode: data before the metadata naming it). Reads come
+// from memory, a bounded local cache on disk, or ranged GETs. Objects
+// cannot be punched: freed spans are recorded as dead, and a pack that is
+// all dead is deleted.
+//
+// Files:
+//
+//   - config.go: Config, its defaults, ParseURL (s3://BUCKET/PREFIX?endpoint=&region=).
+//   - creds.go: Credentials (never formatted), LoadCredentials (environment or credentials file).
+//   - client.go: the S3 calls (aws-sdk-go-v2, path-style, checksums only when required) and their errors.
+//   - alloc.go: Allocator, which hands out pack numbers, and LocalAllocator.
+//   - store.go: Store, Open, Close, Segments, SessionStart, Usage.
+//   - put.go: packs in memory, Put, PutMany, StartPutMany, sealing.
+//   - upload.go: uploads with retries, Sync.
+//   - read.go: Read, Prefetch, Forget.
+//   - cache.go: the local read cache (LRU, on disk, checked by XXH3).
+//   - free.go: Free, Reclaim and the deletion of dead packs.
+//   - ledger.go: the dead spans of each pack, kept in the store directory.
+//
+// The local store directory (Config.Dir, mode 0700, locked while open)
+// holds: next (the LocalAllocator's highest pack number, 8 hex digits),
+// dead (the ledger's records) and cache/ (cached chunks, named
+// PACK-OFFSET-LENGTH in hex). It is a cache: losing it loses no data.
+package s3store

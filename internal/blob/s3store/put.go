@@ -1,0 +1,124 @@
+package s3store
+
+import (
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/doppelfs/doppel/internal/blob"
+)
+
+// pack is a pack object while this store holds its bytes: being filled,
+// or sealed and waiting for (or retrying) its upload.
+type pack struct {
+	num uint32
+	buf []byte // the object's bytes: chunks at Align boundaries, zeros between
+	// round is non-nil while an upload round runs, closed when it ends.
+	round    chan struct{}
+	uploaded bool
+	err      error // of the last round, if it failed
+}
+
+// end is where the next chunk of p would start.
+func (p *pack) end() int64 { return roundUp(int64(len(p.buf))) }
+
+func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }
+
+// Put implements blob.Store: PutMany of one chunk.
+func (s *Store) Put(data []byte) (blob.Loc, error) {
+	locs, err := s.PutMany([][]byte{data})
+	if err != nil {
+		return blob.Loc{}, err
+	}
+	return locs[0], nil
+}
+
+// StartPutMany implements blob.Store. The bytes are copied into packs in
+// memory, readable at once, so the Writing has nothing to wait for.
+func (s *Store) StartPutMany(data [][]byte) (*blob.Writing, error) {
+	locs, err := s.PutMany(data)
+	if err != nil {
+		return nil, err
+	}
+	return &blob.Writing{Locs: locs}, nil
+}
+
+// PutMany implements blob.Store: each chunk is copied into the open pack
+// at the next Align boundary; a chunk that would take the pack past
+// PackSize seals it and opens the next. On error nothing is kept.
+func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
+	for _, p := range data {
+		if uint64(len(p)) > math.MaxUint32 {
+			return nil, fmt.Errorf("s3: chunk of %d bytes is too large", len(p))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("s3: put: %w", os.ErrClosed)
+	}
+	locs := make([]blob.Loc, 0, len(data))
+	for _, p := range data {
+		size := roundUp(int64(len(p)))
+		if o := s.open; o == nil || (len(o.buf) > 0 && o.end()+size > s.cfg.PackSize) {
+			if err := s.rotate(); err != nil {
+				for _, l := range locs {
+					s.ledger.add(l.Segment, blob.LiveSpan(l))
+				}
+				return nil, err
+			}
+		}
+		o := s.open
+		off := o.end()
+		o.buf = append(o.buf, make([]byte, off-int64(len(o.buf)))...)
+		o.buf = append(o.buf, p...)
+		locs = append(locs, blob.Loc{Segment: o.num, Offset: uint64(off), Length: uint32(len(p))})
+	}
+	return locs, nil
+}
+
+// rotate seals the open pack, if it holds bytes, and opens a new one.
+// While MaxPending packs wait for upload it waits; a pack whose upload
+// failed gets one more round, and if that fails too the object store is
+// unreachable and the Put fails (the next Put or Sync tries again, so
+// writes resume when the service is back). s.mu is held.
+func (s *Store) rotate() error {
+	retried := map[*pack]bool{}
+	for len(s.pending) >= s.cfg.MaxPending && !s.closed {
+		for _, p := range s.pending {
+			if p.round == nil && p.err != nil {
+				if retried[p] {
+					return fmt.Errorf("s3: %d packs wait for upload: %w", len(s.pending), p.err)
+				}
+				s.startRound(p)
+				retried[p] = true
+			}
+		}
+		s.changed.Wait()
+	}
+	if s.closed {
+		return fmt.Errorf("s3: put: %w", os.ErrClosed)
+	}
+	if s.next == s.limit {
+		first, err := s.alloc.Allocate(allocBlock, s.limit-1)
+		if err != nil {
+			return fmt.Errorf("s3: allocate pack numbers: %w", err)
+		}
+		s.next, s.limit = first, first+allocBlock
+	}
+	if s.open != nil && len(s.open.buf) > 0 {
+		s.seal(s.open)
+	}
+	s.open = &pack{num: s.next, buf: make([]byte, 0, s.cfg.PackSize)}
+	s.next++
+	return nil
+}
+
+// seal hands pack p over to the uploads. s.mu is held.
+func (s *Store) seal(p *pack) {
+	if s.open == p {
+		s.open = nil
+	}
+	s.pending[p.num] = p
+	s.startRound(p)
+}
