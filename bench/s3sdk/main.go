@@ -1,7 +1,7 @@
 // Command s3sdk compares aws-sdk-go-v2 and minio-go/v7 against one S3
 // endpoint: PUTs of 4 MiB objects (a pack each) and ranged GETs of 64 KiB
 // (a chunk each) and of whole objects. It is run by run.sh against a
-// versitygw it starts on loopback; see docs/shared-data.md for the figures.
+// versitygw it starts on loopback; see docs/SHARED.md, section 8, for the figures.
 //
 // Environment: S3SDK_ENDPOINT (http://127.0.0.1:PORT), S3SDK_BUCKET,
 // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY.

@@ -2,7 +2,7 @@
 // S3-compatible object store, packed into immutable objects of a few MiB:
 // a pack object is a segment, and a Loc{Segment, Offset, Length} names
 // bytes [Offset, Offset+Length) of object PREFIX/packs/XXXXXXXX (Segment
-// as 8 hex digits). docs/shared-data.md is the design.
+// as 8 hex digits). docs/SHARED.md, section 8, is the design.
 //
 // Chunks are copied into the open pack in memory; a full pack is sealed
 // and uploaded with one PUT in the background; Sync seals the open pack
