@@ -36,9 +36,6 @@ func (v *Volume) CreateFile(parent uint64, name string, nf vfs.NewFile) (vfs.Att
 	}
 	if w.last {
 		defer in.release(w)
-		if err := v.eng.Store(w.chunks); err != nil {
-			return vfs.Attr{}, v.errno("createfile", err)
-		}
 		n, ino, err := in.create(parent, name, w)
 		if err != nil {
 			return vfs.Attr{}, v.errno("createfile", err)
@@ -133,44 +130,41 @@ func (in *ingest) stream(ino uint64, w *window) (schema.Inode, error) {
 }
 
 // create makes the file's inode, entry and attributes in one transaction,
-// with the content of w when w holds all of it.
-func (in *ingest) create(parent uint64, name string, w *window) (schema.Inode, uint64, error) {
+// with the content of w when w holds all of it (stored and committed by
+// content.Engine.CommitChunks).
+func (in *ingest) create(parent uint64, name string, w *window) (n schema.Inode, ino uint64, err error) {
 	v, nf := in.v, in.nf
 	// The parent may be a clone's directory not materialized yet.
 	if err := v.materialize(parent); err != nil {
-		if w != nil {
-			v.eng.Discard(w.chunks)
-		}
 		return schema.Inode{}, 0, err
 	}
-	tx, err := v.begin()
-	if err != nil {
-		if w != nil {
-			v.eng.Discard(w.chunks)
+	fill := func(tx *content.Tx) error {
+		c := vfs.Caller{Uid: nf.Uid, Gid: nf.Gid}
+		var err error
+		if ino, n, _, err = v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | nf.Mode&0o7777}); err != nil {
+			return err
 		}
-		return schema.Inode{}, 0, err
-	}
-	if w != nil {
-		tx.Adopt(w.chunks)
-	}
-	c := vfs.Caller{Uid: nf.Uid, Gid: nf.Gid}
-	ino, n, _, err := v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | nf.Mode&0o7777})
-	if err == nil {
-		err = in.setXattrs(tx, ino)
-	}
-	if err == nil && w != nil {
-		err = in.addWindow(tx, ino, &n, w)
-	}
-	if err == nil {
+		if err := in.setXattrs(tx, ino); err != nil {
+			return err
+		}
+		if w != nil {
+			if err := in.addWindow(tx, ino, &n, w); err != nil {
+				return err
+			}
+		}
 		n.Gid = nf.Gid // even in a set-group-ID directory
 		n.Atime, n.Mtime = nf.Atime.UnixNano(), nf.Mtime.UnixNano()
-		err = saveInode(tx, ino, &n)
+		return saveInode(tx, ino, &n)
+	}
+	if w != nil {
+		err = v.eng.CommitChunks(w.chunks, nil, fill)
+	} else {
+		err = v.commit(fill)
 	}
 	if err != nil {
-		tx.Abort()
 		return n, 0, err
 	}
-	return n, ino, tx.Commit(false)
+	return n, ino, nil
 }
 
 // setXattrs gives ino exactly the chosen attributes, replacing a policy

@@ -184,3 +184,17 @@ func (v *Volume) begin() (*content.Tx, error) {
 	}
 	return tx, nil
 }
+
+// commit runs fill in a transaction of its own and commits it, or aborts
+// it if fill fails.
+func (v *Volume) commit(fill func(tx *content.Tx) error) error {
+	tx, err := v.begin()
+	if err != nil {
+		return err
+	}
+	if err := fill(tx); err != nil {
+		tx.Abort()
+		return err
+	}
+	return tx.Commit(false)
+}
