@@ -57,7 +57,7 @@ func (e *env) writers(n int, ops *atomic.Int64) (stop func() error) {
 	}
 }
 
-func writeLoop(fs *namespace.Volume, dir, seed uint64, quit *atomic.Bool, ops *atomic.Int64) error {
+func writeLoop(fs *namespace.FS, dir, seed uint64, quit *atomic.Bool, ops *atomic.Int64) error {
 	r := rand.New(rand.NewPCG(seed, 1))
 	var names []string
 	for i := 0; !quit.Load(); i++ {

@@ -34,9 +34,9 @@ type Options struct {
 // maxJobs bounds Jobs: each file in flight may hold three 8 MiB windows.
 const maxJobs = 64
 
-// Volume is what an import writes to: a namespace that creates whole
+// Target is what an import writes to: a namespace that creates whole
 // files (vfs.FileCreator) besides the usual operations.
-type Volume interface {
+type Target interface {
 	vfs.FS
 	vfs.FileCreator
 }
@@ -45,7 +45,7 @@ type Volume interface {
 // dst (see the package comment for the rules). Failures of single source
 // entries are listed in the summary; the error is for failures of the
 // whole import (bad arguments, volume errors, interruption).
-func Import(ctx context.Context, vol Volume, src, dst string, opt Options) (Summary, error) {
+func Import(ctx context.Context, vol Target, src, dst string, opt Options) (Summary, error) {
 	im, st, err := prepare(vol, src, opt)
 	if err != nil {
 		return Summary{}, err
@@ -59,7 +59,7 @@ func Import(ctx context.Context, vol Volume, src, dst string, opt Options) (Summ
 
 // importer is the state of one import.
 type importer struct {
-	fs    Volume
+	fs    Target
 	src   string // absolute
 	opt   Options
 	guard guard
@@ -127,7 +127,7 @@ func volErr(op, path string, err error) error {
 }
 
 // prepare checks src and builds the importer.
-func prepare(vol Volume, src string, opt Options) (*importer, *unix.Stat_t, error) {
+func prepare(vol Target, src string, opt Options) (*importer, *unix.Stat_t, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		return nil, nil, err

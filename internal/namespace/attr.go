@@ -10,7 +10,7 @@ import (
 )
 
 // SetAttr implements vfs.FS: chmod, chown, truncate and utimensat.
-func (v *Volume) SetAttr(c vfs.Caller, ino uint64, in vfs.SetAttr) (vfs.Attr, error) {
+func (v *FS) SetAttr(c vfs.Caller, ino uint64, in vfs.SetAttr) (vfs.Attr, error) {
 	if in.SetSize && (in.Size < 0 || in.Size > maxFileSize) {
 		return vfs.Attr{}, syscall.EINVAL
 	}
@@ -43,7 +43,7 @@ func (v *Volume) SetAttr(c vfs.Caller, ino uint64, in vfs.SetAttr) (vfs.Attr, er
 	return toAttr(ino, &n), nil
 }
 
-func (v *Volume) setAttr(tx *content.Tx, ino uint64, in vfs.SetAttr) (schema.Inode, error) {
+func (v *FS) setAttr(tx *content.Tx, ino uint64, in vfs.SetAttr) (schema.Inode, error) {
 	n, err := loadInode(tx.Batch(), ino)
 	if err != nil {
 		return n, err
@@ -110,7 +110,7 @@ func timeOrNow(ns int64, isNow bool, t int64) int64 {
 
 // flushOpenLocked commits ino's buffered writes if it is open; the caller
 // holds ino's lock.
-func (v *Volume) flushOpenLocked(ino uint64) error {
+func (v *FS) flushOpenLocked(ino uint64) error {
 	v.filesMu.Lock()
 	f := v.files[ino]
 	v.filesMu.Unlock()

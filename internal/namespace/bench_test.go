@@ -38,7 +38,7 @@ func BenchmarkSmallFileInClone(b *testing.B) {
 	benchSmallFiles(b, fs, dir)
 }
 
-func benchSmallFiles(b *testing.B, fs *namespace.Volume, dir uint64) {
+func benchSmallFiles(b *testing.B, fs *namespace.FS, dir uint64) {
 	data := make([]byte, 1024)
 	var names []string // created, not yet unlinked
 	b.Run("create", func(b *testing.B) {

@@ -29,7 +29,7 @@ type CloneOptions struct {
 // constant time: it pins the current version and creates a stub whose
 // contents are src's as of the pin. Buffered writes are committed first,
 // so everything written before the call is in the clone.
-func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Attr, error) {
+func (v *FS) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Attr, error) {
 	if err := checkName(name); err != nil {
 		return vfs.Attr{}, err
 	}
@@ -69,7 +69,7 @@ func (v *Volume) Clone(src, parent uint64, name string, o CloneOptions) (vfs.Att
 
 // cloneIn writes the pin, the clone's root stub, its record and its
 // entry; if tx aborts, the pin goes with it.
-func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o CloneOptions, ino *uint64, n *schema.Inode) error {
+func (v *FS) cloneIn(tx *content.Tx, src, parent uint64, name string, o CloneOptions, ino *uint64, n *schema.Inode) error {
 	b := tx.Batch()
 	sn, err := loadInode(b, src)
 	if err != nil {
@@ -165,7 +165,7 @@ func (v *Volume) cloneIn(tx *content.Tx, src, parent uint64, name string, o Clon
 // heldPins lists the pins whose clones still read through them, and
 // counts the new pin among their dependents: a clone made now may
 // contain their stubs, whose past it must keep readable.
-func (v *Volume) heldPins(b meta.Batch) ([]uint64, error) {
+func (v *FS) heldPins(b meta.Batch) ([]uint64, error) {
 	var deps []uint64
 	for _, p := range v.ret.Pins() {
 		if !p.Held {

@@ -15,7 +15,7 @@ import (
 
 // Clones lists the volume's clones and snapshots. withSpace adds the
 // space only each one holds, which walks each clone's own records.
-func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, error) {
+func (v *FS) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, error) {
 	var out []ops.CloneInfo
 	err := eachClone(v.meta, func(ino uint64, rec schema.Clone) error {
 		c := ops.CloneInfo{Ino: ino, Origin: rec.OriginPath, Created: time.Unix(0, rec.Created), Version: rec.Pin,
@@ -48,7 +48,7 @@ func (v *Volume) Clones(ctx context.Context, withSpace bool) ([]ops.CloneInfo, e
 }
 
 // usageOf is ops.Usage of the subtree at ino.
-func (v *Volume) usageOf(ctx context.Context, ino uint64) (ops.Usage, error) {
+func (v *FS) usageOf(ctx context.Context, ino uint64) (ops.Usage, error) {
 	defer v.pinReads.begin()()
 	snap := v.meta.Snapshot()
 	defer snap.Close()
@@ -63,7 +63,7 @@ func (v *Volume) usageOf(ctx context.Context, ino uint64) (ops.Usage, error) {
 // RemoveClone detaches the clone (or snapshot) at path at once and frees
 // its tree in the background: only the space nothing else references
 // returns. A crash resumes the removal at the next mount.
-func (v *Volume) RemoveClone(p string) error {
+func (v *FS) RemoveClone(p string) error {
 	dir, name := splitPath(p)
 	if name == "" {
 		return &pathError{p, syscall.EINVAL}
@@ -92,7 +92,7 @@ func (v *Volume) RemoveClone(p string) error {
 
 // detachClone takes a clone's root out of its directory and marks the
 // clone removed; the reaper frees the tree.
-func (v *Volume) detachClone(tx *content.Tx, parent uint64, name string) error {
+func (v *FS) detachClone(tx *content.Tx, parent uint64, name string) error {
 	b := tx.Batch()
 	d, err := lookupEntry(b, parent, name)
 	if err != nil {
@@ -126,7 +126,7 @@ func splitPath(p string) (dir, name string) { return path.Split(path.Clean(p)) }
 
 // EntryOf returns the directory and name a path's last component is in,
 // for the frontend to invalidate a cached entry.
-func (v *Volume) EntryOf(p string) (uint64, string, bool) {
+func (v *FS) EntryOf(p string) (uint64, string, bool) {
 	dir, name := splitPath(p)
 	parent, err := v.lookupPath(dir)
 	return parent, name, err == nil && name != ""

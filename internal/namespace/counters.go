@@ -19,7 +19,7 @@ type counters struct {
 }
 
 // Counters returns the running totals.
-func (v *Volume) Counters() Counters {
+func (v *FS) Counters() Counters {
 	v.filesMu.Lock()
 	open := len(v.files)
 	v.filesMu.Unlock()
@@ -31,7 +31,7 @@ func (v *Volume) Counters() Counters {
 
 // setPending marks whether f holds buffered changes, counting the files
 // that do. The caller holds f's lock.
-func (v *Volume) setPending(f *openFile, pending bool) {
+func (v *FS) setPending(f *openFile, pending bool) {
 	if f.pending == pending {
 		return
 	}

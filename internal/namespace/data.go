@@ -14,7 +14,7 @@ const (
 )
 
 // Lseek implements vfs.FS for SEEK_DATA and SEEK_HOLE.
-func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
+func (v *FS) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 	hd, err := v.handle(h)
 	if err != nil {
 		return 0, err
@@ -62,7 +62,7 @@ func (v *Volume) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 
 // CopyFileRange implements vfs.FS by sharing chunks: the destination gets
 // references to the source's chunks, and no data is read or written.
-func (v *Volume) CopyFileRange(in vfs.Handle, inOff int64, out vfs.Handle, outOff int64, length int64) (int64, error) {
+func (v *FS) CopyFileRange(in vfs.Handle, inOff int64, out vfs.Handle, outOff int64, length int64) (int64, error) {
 	src, err := v.handle(in)
 	if err != nil {
 		return 0, err

@@ -24,7 +24,7 @@ type DiffOptions struct {
 // the entries the change journal names since the oldest clone between
 // them are compared; else both trees are walked. Chunk identities are
 // compared, never data (except for --patch).
-func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffResult, error) {
+func (v *FS) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffResult, error) {
 	// Compare what has been written, also what open files still buffer.
 	if err := v.flushAll(true); err != nil {
 		return ops.DiffResult{}, err
@@ -100,7 +100,7 @@ func (v *Volume) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.Di
 
 type differ struct {
 	ctx      context.Context
-	v        *Volume
+	v        *FS
 	opt      DiffOptions
 	res      ops.DiffResult
 	done     map[string]bool // paths compared deeply
@@ -307,7 +307,7 @@ func (e *pathError) Unwrap() error { return e.err }
 // commonOrigin finds how two trees are related through clone origins:
 // the roots whose changes matter (the common origin last) and the version
 // since which they do.
-func (v *Volume) commonOrigin(a, b uint64) ([]uint64, uint64, bool) {
+func (v *FS) commonOrigin(a, b uint64) ([]uint64, uint64, bool) {
 	ca, cb := v.originChain(a), v.originChain(b)
 	for i, x := range ca {
 		for j, y := range cb {
@@ -338,7 +338,7 @@ type chainStep struct{ ino, pin uint64 }
 // originChain lists ino and the origins it was cloned from, each with
 // the pin it was cloned at (the first has none: ^0). A step whose inode
 // is gone ends the chain: its changes could not be found by path.
-func (v *Volume) originChain(ino uint64) []chainStep {
+func (v *FS) originChain(ino uint64) []chainStep {
 	chain := []chainStep{{ino, ^uint64(0)}}
 	for depth := 0; depth < 64; depth++ {
 		n, err := loadInode(v.meta, ino)
@@ -369,7 +369,7 @@ func (d *differ) ignored(rel string, a, b *vnode) bool {
 // ignoreOf returns the exclusions of the clone whose root is ino, and
 // whether ino lies inside a clone made with exclusions without being its
 // root (then what it left out cannot be told from the journal).
-func (v *Volume) ignoreOf(ino uint64) (exclude.Set, bool, error) {
+func (v *FS) ignoreOf(ino uint64) (exclude.Set, bool, error) {
 	n, err := loadInode(v.meta, ino)
 	if err != nil || n.Clone == 0 {
 		return nil, false, err

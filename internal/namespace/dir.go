@@ -63,7 +63,7 @@ func entryIn(r meta.Reader, dir uint64, dn *schema.Inode, name string) (schema.D
 }
 
 // Lookup implements vfs.FS.
-func (v *Volume) Lookup(parent uint64, name string) (vfs.Attr, error) {
+func (v *FS) Lookup(parent uint64, name string) (vfs.Attr, error) {
 	if len(name) > nameMax {
 		return vfs.Attr{}, syscall.ENAMETOOLONG
 	}
@@ -117,7 +117,7 @@ func removeEntry(tx *content.Tx, dir *schema.Inode, dirIno uint64, name string, 
 
 // newNode creates an inode named name in parent inside tx. policy is the
 // chunking override it inherited (nil: none).
-func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (ino uint64, _ schema.Inode, policy []byte, err error) {
+func (v *FS) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name string, n schema.Inode) (ino uint64, _ schema.Inode, policy []byte, err error) {
 	if err := checkName(name); err != nil {
 		return 0, n, nil, err
 	}
@@ -170,7 +170,7 @@ func (v *Volume) newNode(tx *content.Tx, c vfs.Caller, parent uint64, name strin
 }
 
 // create runs newNode in its own transaction.
-func (v *Volume) create(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (a vfs.Attr, err error) {
+func (v *FS) create(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (a vfs.Attr, err error) {
 	err = v.materializing(func() (err error) {
 		a, err = v.createOnce(op, c, parent, name, n)
 		return err
@@ -178,7 +178,7 @@ func (v *Volume) create(op string, c vfs.Caller, parent uint64, name string, n s
 	return a, v.errno(op, err)
 }
 
-func (v *Volume) createOnce(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (vfs.Attr, error) {
+func (v *FS) createOnce(op string, c vfs.Caller, parent uint64, name string, n schema.Inode) (vfs.Attr, error) {
 	tx, err := v.begin()
 	if err != nil {
 		return vfs.Attr{}, err
@@ -195,12 +195,12 @@ func (v *Volume) createOnce(op string, c vfs.Caller, parent uint64, name string,
 }
 
 // Mkdir implements vfs.FS.
-func (v *Volume) Mkdir(c vfs.Caller, parent uint64, name string, mode uint32) (vfs.Attr, error) {
+func (v *FS) Mkdir(c vfs.Caller, parent uint64, name string, mode uint32) (vfs.Attr, error) {
 	return v.create("mkdir", c, parent, name, schema.Inode{Mode: syscall.S_IFDIR | mode&0o7777, Nlink: 2})
 }
 
 // Mknod implements vfs.FS.
-func (v *Volume) Mknod(c vfs.Caller, parent uint64, name string, mode, rdev uint32) (vfs.Attr, error) {
+func (v *FS) Mknod(c vfs.Caller, parent uint64, name string, mode, rdev uint32) (vfs.Attr, error) {
 	switch mode & syscall.S_IFMT {
 	case syscall.S_IFREG, syscall.S_IFIFO, syscall.S_IFCHR, syscall.S_IFBLK, syscall.S_IFSOCK:
 	case 0:
@@ -212,7 +212,7 @@ func (v *Volume) Mknod(c vfs.Caller, parent uint64, name string, mode, rdev uint
 }
 
 // Symlink implements vfs.FS.
-func (v *Volume) Symlink(c vfs.Caller, parent uint64, name, target string) (vfs.Attr, error) {
+func (v *FS) Symlink(c vfs.Caller, parent uint64, name, target string) (vfs.Attr, error) {
 	if len(target) > 4095 {
 		return vfs.Attr{}, syscall.ENAMETOOLONG
 	}
@@ -220,7 +220,7 @@ func (v *Volume) Symlink(c vfs.Caller, parent uint64, name, target string) (vfs.
 }
 
 // Readlink implements vfs.FS.
-func (v *Volume) Readlink(ino uint64) (string, error) {
+func (v *FS) Readlink(ino uint64) (string, error) {
 	n, err := loadInode(v.meta, ino)
 	if err != nil {
 		return "", v.errno("readlink", err)
@@ -232,7 +232,7 @@ func (v *Volume) Readlink(ino uint64) (string, error) {
 }
 
 // Link implements vfs.FS.
-func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
+func (v *FS) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	if err := checkName(name); err != nil {
 		return vfs.Attr{}, err
 	}
@@ -256,7 +256,7 @@ func (v *Volume) Link(ino, parent uint64, name string) (vfs.Attr, error) {
 	return a, v.errno("link", err)
 }
 
-func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) error {
+func (v *FS) link(tx *content.Tx, ino, parent uint64, name string) error {
 	if err := v.opt.Headroom.ForMeta(); err != nil {
 		return err
 	}
@@ -298,16 +298,16 @@ func (v *Volume) link(tx *content.Tx, ino, parent uint64, name string) error {
 }
 
 // Unlink implements vfs.FS.
-func (v *Volume) Unlink(parent uint64, name string) error {
+func (v *FS) Unlink(parent uint64, name string) error {
 	return v.remove("unlink", parent, name, false)
 }
 
 // Rmdir implements vfs.FS.
-func (v *Volume) Rmdir(parent uint64, name string) error {
+func (v *FS) Rmdir(parent uint64, name string) error {
 	return v.remove("rmdir", parent, name, true)
 }
 
-func (v *Volume) remove(op string, parent uint64, name string, wantDir bool) error {
+func (v *FS) remove(op string, parent uint64, name string, wantDir bool) error {
 	if len(name) > nameMax {
 		return syscall.ENAMETOOLONG
 	}
@@ -324,7 +324,7 @@ func (v *Volume) remove(op string, parent uint64, name string, wantDir bool) err
 	}))
 }
 
-func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bool) error {
+func (v *FS) removeIn(tx *content.Tx, parent uint64, name string, wantDir bool) error {
 	b := tx.Batch()
 	d, err := lookupEntry(b, parent, name)
 	if err != nil {
@@ -361,7 +361,7 @@ func (v *Volume) removeIn(tx *content.Tx, parent uint64, name string, wantDir bo
 
 // dropLink removes one name's worth of links from ino and deletes it when
 // nothing names it and nothing has it open.
-func (v *Volume) dropLink(tx *content.Tx, ino uint64) error {
+func (v *FS) dropLink(tx *content.Tx, ino uint64) error {
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {
@@ -404,7 +404,7 @@ func dirEmpty(r meta.Reader, ino uint64) (bool, error) {
 }
 
 // ReadDir implements vfs.FS.
-func (v *Volume) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
+func (v *FS) ReadDir(ino uint64) ([]vfs.DirEntry, error) {
 	var n schema.Inode
 	err := v.materializing(func() (err error) {
 		if n, err = loadInode(v.meta, ino); err == nil {

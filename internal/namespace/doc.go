@@ -13,8 +13,8 @@
 // The volume and its records
 //   - volume.go: Open, Close, InitRoot, begin; the background goroutines.
 //   - inode.go: loading, saving, allocating and deleting inodes; GetAttr.
-//   - entries.go, backrefs.go, xattrrecords.go, clonerecords.go,
-//     clonemaps.go: the records of directory entries, names (back-
+//   - entries.go, backrefs.go, xattr_records.go, clone_records.go,
+//     clone_maps.go: the records of directory entries, names (back-
 //     references), extended attributes, clones and the clones' link and
 //     directory maps. Only these files (with inode.go, orphan.go, the
 //     journal's files and usage.go, which measures records) know keys.
@@ -28,7 +28,7 @@
 //   - dir.go: lookup, create, mkdir, mknod, symlink, link, unlink, rmdir.
 //   - rename.go: rename, exchange and no-replace.
 //   - attr.go: setattr (chmod, chown, truncate, utimes).
-//   - heldattrs.go: attribute changes held with an open file's buffered
+//   - attr_held.go: attribute changes held with an open file's buffered
 //     writes and committed with them.
 //   - xattr.go: extended attributes.
 //   - fallocate.go: fallocate's modes and ext4's rules for them.
@@ -42,33 +42,33 @@
 //     the background flusher.
 //   - stream.go: a large sequential run cut and committed in the
 //     background while the writer goes on.
-//   - ingest.go, ingestread.go: CreateFile, the importer's path: a whole
+//   - ingest.go, ingest_read.go: CreateFile, the importer's path: a whole
 //     file read, cut and committed without the write buffer.
 //
 // Clones and pins
-//   - clone.go, clonepath.go: making a clone (a pin and a stub root).
-//   - stub.go, stubdir.go: stubs, materializing them on first change;
+//   - clone.go, clone_path.go: making a clone (a pin and a stub root).
+//   - stub.go, stub_dir.go: stubs, materializing them on first change;
 //     exclusions applied as directories are materialized.
 //   - materializer.go: the background materializer.
 //   - clones.go: listing and removing clones.
 //   - reaper.go: freeing a removed clone's tree in the background.
 //   - pins.go: releasing pins and their retained versions; the exclusions
 //     a pin's retainer applies.
-//   - pinreads.go: the RCU-like guard of reads through pins.
-//   - linkcount.go, linknames.go, linkstub.go, linkwalk.go: link counts of
+//   - pin_reads.go: the RCU-like guard of reads through pins.
+//   - link_count.go, link_names.go, link_stub.go, link_walk.go: link counts of
 //     hard-linked files seen through clones of clones.
 //
 // The change journal
-//   - journaltrees.go: which clones' journals a change goes to, and the
+//   - journal_trees.go: which clones' journals a change goes to, and the
 //     per-inode cache of that answer.
-//   - journalprune.go: the pruner and the journal floor.
-//   - journalcursor.go: consumer cursors.
+//   - journal_prune.go: the pruner and the journal floor.
+//   - journal_cursor.go: consumer cursors.
 //
 // Inspection
 //   - view.go: vnodes, the volume as a reader sees it through stubs.
-//   - diff.go, diffjournal.go: diff, by walking or from the journal.
+//   - diff.go, diff_journal.go: diff, by walking or from the journal.
 //   - scan.go: scan's groups of files by content.
-//   - readview.go: CopyFile, a file's content read through pins.
+//   - read_view.go: CopyFile, a file's content read through pins.
 //   - usage.go: df of a subtree.
-//   - filestat.go: stat of a file's extents and chunks.
+//   - file_stat.go: stat of a file's extents and chunks.
 package namespace

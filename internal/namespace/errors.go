@@ -19,7 +19,7 @@ import (
 // naming the file when the error says which, and becomes EIO: an errno
 // wrapped inside a store's error (say ENOENT for a missing segment file)
 // describes the store, not the file, and must not reach the caller.
-func (v *Volume) errno(op string, err error) error {
+func (v *FS) errno(op string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -98,7 +98,7 @@ func decodeDirent(dir uint64, name string, b []byte) (schema.Dirent, error) {
 
 // readFailed logs a failed read of ino, naming the file and the chunk, and
 // returns the errno the reader gets: EIO, since the data cannot be served.
-func (v *Volume) readFailed(ino uint64, off int64, n int, err error) error {
+func (v *FS) readFailed(ino uint64, off int64, n int, err error) error {
 	args := []any{"ino", ino, "path", v.pathOf(ino), "offset", off, "length", n}
 	args = append(args, chunkArgs(err)...)
 	msg := "read failed"

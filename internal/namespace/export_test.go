@@ -6,7 +6,7 @@ import (
 )
 
 // DebugPins describes the pins, for failing tests.
-func (v *Volume) DebugPins() string {
+func (v *FS) DebugPins() string {
 	s := ""
 	for _, p := range v.ret.Pins() {
 		rec, _ := loadPin(v.meta, p.Version)
@@ -16,7 +16,7 @@ func (v *Volume) DebugPins() string {
 }
 
 // SetJournalKeep changes how many versions the pruner keeps regardless.
-func (v *Volume) SetJournalKeep(n uint64) {
+func (v *FS) SetJournalKeep(n uint64) {
 	v.pruneMu.Lock()
 	if n == 0 {
 		n = defaultJournalKeep

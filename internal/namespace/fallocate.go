@@ -61,7 +61,7 @@ func checkShift(mode uint32, off, length, size int64) error {
 //
 // The kernel's FUSE client (through 6.18 at least) refuses collapse,
 // insert and unshare itself, so a mount never sends them here.
-func (v *Volume) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
+func (v *FS) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
 	hd, err := v.handle(h)
 	if err != nil {
 		return err

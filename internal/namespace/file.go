@@ -13,7 +13,7 @@ import (
 
 // openFile is the in-memory state of a file with open handles: its write
 // buffer and the attributes its buffered writes imply. Fields other than
-// opens are guarded by the inode's stripe lock; opens by Volume.filesMu.
+// opens are guarded by the inode's stripe lock; opens by FS.filesMu.
 type openFile struct {
 	ino   uint64
 	opens int
@@ -40,7 +40,7 @@ type handle struct {
 // dirtyCounter tracks buffered bytes across all files.
 type dirtyCounter struct{ n atomic.Int64 }
 
-func (v *Volume) isOpen(ino uint64) bool {
+func (v *FS) isOpen(ino uint64) bool {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	return v.files[ino] != nil
@@ -51,7 +51,7 @@ func (v *Volume) isOpen(ino uint64) bool {
 // is read under its lock: a flush between the read and the overlay would
 // commit and clear the pending changes after the read, and the result would
 // have neither (a held chmod seen undone).
-func (v *Volume) loadPending(ino uint64) (schema.Inode, error) {
+func (v *FS) loadPending(ino uint64) (schema.Inode, error) {
 	v.filesMu.Lock()
 	f := v.files[ino]
 	v.filesMu.Unlock()
@@ -69,13 +69,13 @@ func (v *Volume) loadPending(ino uint64) (schema.Inode, error) {
 }
 
 // openHandle registers a handle on ino.
-func (v *Volume) openHandle(ino uint64, flags uint32) vfs.Handle {
+func (v *FS) openHandle(ino uint64, flags uint32) vfs.Handle {
 	return v.registerHandle(ino, flags, func() chunker.Chunker { return v.fileChunker(ino) })
 }
 
 // registerHandle registers a handle on ino; chunker gives the file's
 // chunker if it is not open yet.
-func (v *Volume) registerHandle(ino uint64, flags uint32, chunker func() chunker.Chunker) vfs.Handle {
+func (v *FS) registerHandle(ino uint64, flags uint32, chunker func() chunker.Chunker) vfs.Handle {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	f := v.files[ino]
@@ -89,7 +89,7 @@ func (v *Volume) registerHandle(ino uint64, flags uint32, chunker func() chunker
 	return v.nextFh
 }
 
-func (v *Volume) handle(h vfs.Handle) (*handle, error) {
+func (v *FS) handle(h vfs.Handle) (*handle, error) {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	hd := v.handles[h]
@@ -100,7 +100,7 @@ func (v *Volume) handle(h vfs.Handle) (*handle, error) {
 }
 
 // Create implements vfs.FS.
-func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags uint32) (vfs.Attr, vfs.Handle, error) {
+func (v *FS) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags uint32) (vfs.Attr, vfs.Handle, error) {
 	var tx *content.Tx
 	var ino uint64
 	var n schema.Inode
@@ -129,7 +129,7 @@ func (v *Volume) Create(c vfs.Caller, parent uint64, name string, mode uint32, f
 }
 
 // Open implements vfs.FS.
-func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
+func (v *FS) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 	n, err := loadInode(v.meta, ino)
 	if err != nil {
 		return 0, v.errno("open", err)
@@ -184,14 +184,14 @@ func (v *Volume) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 // awaited here, so that the open fails with ENOENT instead of succeeding
 // on a deleted inode (fstat of the new descriptor then said ENOENT:
 // go-fuse's posixtest OpenSymlinkRace).
-func (v *Volume) stillThere(ino uint64) error {
+func (v *FS) stillThere(ino uint64) error {
 	v.eng.AwaitTransactions()
 	_, err := loadInode(v.meta, ino)
 	return err
 }
 
 // Read implements vfs.FS.
-func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
+func (v *FS) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 	hd, err := v.handle(h)
 	if err != nil {
 		return 0, err
@@ -224,7 +224,7 @@ func (v *Volume) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 // readStored fills buf with f's committed content at off. Bytes that a
 // background stream is committing are taken from the stream: their extents
 // may change under the read. The caller holds f's lock (shared is enough).
-func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
+func (v *FS) readStored(f *openFile, off int64, buf []byte) error {
 	if f.stub.Load() {
 		return v.readStub(f.ino, off, buf)
 	}
@@ -242,7 +242,7 @@ func (v *Volume) readStored(f *openFile, off int64, buf []byte) error {
 }
 
 // Write implements vfs.FS.
-func (v *Volume) Write(h vfs.Handle, off int64, data []byte) (int, error) {
+func (v *FS) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	hd, err := v.handle(h)
 	if err != nil {
 		return 0, err
@@ -299,7 +299,7 @@ const maxFileSize = 1 << 62
 
 // Flush implements vfs.FS: close(2) commits the file's buffered writes,
 // without waiting for the disk.
-func (v *Volume) Flush(h vfs.Handle) error {
+func (v *FS) Flush(h vfs.Handle) error {
 	hd, err := v.handle(h)
 	if err != nil {
 		return err
@@ -308,7 +308,7 @@ func (v *Volume) Flush(h vfs.Handle) error {
 }
 
 // Fsync implements vfs.FS.
-func (v *Volume) Fsync(h vfs.Handle, dataOnly bool) error {
+func (v *FS) Fsync(h vfs.Handle, dataOnly bool) error {
 	if hd, err := v.handle(h); err == nil {
 		if err := v.flushFile(hd.f, true); err != nil {
 			return v.errno("fsync", err)
@@ -318,7 +318,7 @@ func (v *Volume) Fsync(h vfs.Handle, dataOnly bool) error {
 }
 
 // Release implements vfs.FS.
-func (v *Volume) Release(h vfs.Handle) error {
+func (v *FS) Release(h vfs.Handle) error {
 	v.filesMu.Lock()
 	hd := v.handles[h]
 	delete(v.handles, h)
@@ -346,7 +346,7 @@ func (v *Volume) Release(h vfs.Handle) error {
 }
 
 // deleteIfOrphan deletes ino if its last name went while it was open.
-func (v *Volume) deleteIfOrphan(ino uint64) error {
+func (v *FS) deleteIfOrphan(ino uint64) error {
 	n, err := loadInode(v.meta, ino)
 	if err != nil || n.Nlink > 0 || isDir(n.Mode) {
 		return nil
@@ -370,7 +370,7 @@ func (v *Volume) deleteIfOrphan(ino uint64) error {
 }
 
 // SyncFS implements vfs.FS.
-func (v *Volume) SyncFS() error {
+func (v *FS) SyncFS() error {
 	if err := v.flushAll(true); err != nil {
 		return v.errno("syncfs", err)
 	}

@@ -18,7 +18,7 @@ const maxRuns = 16 << 10
 // went into when that grew large (streaming writers), or everything when
 // all buffers together exceed the dirty limit or f holds too many runs
 // (backpressure). The caller holds f's lock.
-func (v *Volume) maybeFlush(f *openFile, off int64) error {
+func (v *FS) maybeFlush(f *openFile, off int64) error {
 	if v.dirty.n.Load() > v.opt.DirtyLimit || f.buf.Len() > maxRuns {
 		return v.flushLocked(f, true)
 	}
@@ -43,7 +43,7 @@ func (v *Volume) maybeFlush(f *openFile, off int64) error {
 	return nil
 }
 
-func (v *Volume) flushFile(f *openFile, final bool) error {
+func (v *FS) flushFile(f *openFile, final bool) error {
 	l := v.locks.of(f.ino)
 	l.Lock()
 	defer l.Unlock()
@@ -57,7 +57,7 @@ func (v *Volume) flushFile(f *openFile, final bool) error {
 // are hashed and stored together (in parallel, in few writes) and their
 // extents written with one scan of the file's map, so many small runs cost
 // little more per run than one large one.
-func (v *Volume) flushLocked(f *openFile, final bool) error {
+func (v *FS) flushLocked(f *openFile, final bool) error {
 	if err := v.settle(f); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (v *Volume) flushLocked(f *openFile, final bool) error {
 // commitFlush writes the extents of groups (one per run, in file order)
 // and f's attributes; end is where the committed data ends, all whether
 // it is all of the buffered data.
-func (v *Volume) commitFlush(tx *content.Tx, f *openFile, groups [][]*content.Prepared, end int64, all bool) error {
+func (v *FS) commitFlush(tx *content.Tx, f *openFile, groups [][]*content.Prepared, end int64, all bool) error {
 	n, err := loadInode(tx.Batch(), f.ino)
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func (v *Volume) commitFlush(tx *content.Tx, f *openFile, groups [][]*content.Pr
 
 // giveUp drops the buffered writes of a file whose last handle is gone
 // after its flush failed.
-func (v *Volume) giveUp(f *openFile, err error) {
+func (v *FS) giveUp(f *openFile, err error) {
 	l := v.locks.of(f.ino)
 	l.Lock()
 	defer l.Unlock()
@@ -152,7 +152,7 @@ func (v *Volume) giveUp(f *openFile, err error) {
 	v.dropBuffer(f)
 }
 
-func (v *Volume) dropBuffer(f *openFile) {
+func (v *FS) dropBuffer(f *openFile) {
 	v.dirty.n.Add(-f.buf.Bytes())
 	f.buf = content.Buffer{}
 	f.held = heldAttrs{}
@@ -160,7 +160,7 @@ func (v *Volume) dropBuffer(f *openFile) {
 }
 
 // flushAll commits every open file's buffered writes.
-func (v *Volume) flushAll(final bool) error {
+func (v *FS) flushAll(final bool) error {
 	var first error
 	for _, f := range v.openFiles() {
 		if err := v.flushFile(f, final); err != nil && first == nil {
@@ -170,7 +170,7 @@ func (v *Volume) flushAll(final bool) error {
 	return first
 }
 
-func (v *Volume) openFiles() []*openFile {
+func (v *FS) openFiles() []*openFile {
 	v.filesMu.Lock()
 	defer v.filesMu.Unlock()
 	out := make([]*openFile, 0, len(v.files))
@@ -186,7 +186,7 @@ const idleFlush = time.Second
 
 // flusher commits buffered writes in the background, so that data does
 // not wait in memory for a close that may come late or never.
-func (v *Volume) flusher() {
+func (v *FS) flusher() {
 	defer v.wg.Done()
 	t := time.NewTicker(v.opt.FlushInterval)
 	defer t.Stop()

@@ -10,7 +10,7 @@ import (
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-var _ vfs.FileCreator = (*Volume)(nil)
+var _ vfs.FileCreator = (*FS)(nil)
 
 // CreateFile implements vfs.FileCreator. The data is read, cut, hashed
 // and stored a window at a time, pipelined: while one window's chunks are
@@ -21,7 +21,7 @@ var _ vfs.FileCreator = (*Volume)(nil)
 // extents, attributes. A larger one is created empty first and grows by
 // one transaction per window; its size is never ahead of its committed
 // data, and its times and size are final with the last window.
-func (v *Volume) CreateFile(parent uint64, name string, nf vfs.NewFile) (vfs.Attr, error) {
+func (v *FS) CreateFile(parent uint64, name string, nf vfs.NewFile) (vfs.Attr, error) {
 	if nf.Size < 0 || nf.Size > maxFileSize {
 		return vfs.Attr{}, syscall.EINVAL
 	}
@@ -59,7 +59,7 @@ func (v *Volume) CreateFile(parent uint64, name string, nf vfs.NewFile) (vfs.Att
 
 // ingest is the state of one CreateFile.
 type ingest struct {
-	v      *Volume
+	v      *FS
 	nf     *vfs.NewFile
 	ch     chunker.Chunker
 	xattrs []vfs.Xattr // the valid ones
@@ -227,7 +227,7 @@ func (in *ingest) addWindow(tx *content.Tx, ino uint64, n *schema.Inode, w *wind
 
 // removeCreated unlinks a file CreateFile could not finish, unless its
 // name was taken by something else meanwhile.
-func (v *Volume) removeCreated(parent uint64, name string, ino uint64) error {
+func (v *FS) removeCreated(parent uint64, name string, ino uint64) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func allocIno(tx *content.Tx) (uint64, error) {
 }
 
 // deleteInode removes an inode with its extents and xattrs.
-func (v *Volume) deleteInode(tx *content.Tx, ino uint64) error {
+func (v *FS) deleteInode(tx *content.Tx, ino uint64) error {
 	b := tx.Batch()
 	if err := v.forgetClone(tx, ino); err != nil {
 		return err
@@ -102,7 +102,7 @@ func toAttr(ino uint64, n *schema.Inode) vfs.Attr {
 }
 
 // attr returns the inode's attributes including writes still buffered.
-func (v *Volume) attr(ino uint64) (vfs.Attr, error) {
+func (v *FS) attr(ino uint64) (vfs.Attr, error) {
 	n, err := v.loadPending(ino)
 	if err != nil {
 		return vfs.Attr{}, err
@@ -113,7 +113,7 @@ func (v *Volume) attr(ino uint64) (vfs.Attr, error) {
 func isDir(mode uint32) bool { return mode&syscall.S_IFMT == syscall.S_IFDIR }
 
 // GetAttr implements vfs.FS.
-func (v *Volume) GetAttr(ino uint64) (vfs.Attr, error) {
+func (v *FS) GetAttr(ino uint64) (vfs.Attr, error) {
 	a, err := v.attr(ino)
 	return a, v.errno("getattr", err)
 }

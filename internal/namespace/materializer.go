@@ -13,19 +13,19 @@ import (
 // throttles itself by its own progress: after each step it pauses as long
 // as the step took, so foreground work keeps at least half the time.
 
-func (v *Volume) wakeMaterializer() {
+func (v *FS) wakeMaterializer() {
 	select {
 	case v.materializeWake <- struct{}{}:
 	default:
 	}
 }
 
-func (v *Volume) materializer() {
+func (v *FS) materializer() {
 	v.worker(v.materializeWake, v.materializeAll, "background materialization failed; it resumes at the next mount")
 }
 
 // worker runs work at start and whenever woken, until the volume closes.
-func (v *Volume) worker(wake <-chan struct{}, work func() error, failed string) {
+func (v *FS) worker(wake <-chan struct{}, work func() error, failed string) {
 	defer v.wg.Done()
 	for {
 		if err := work(); err != nil && !errors.Is(err, errQuit) {
@@ -42,7 +42,7 @@ func (v *Volume) worker(wake <-chan struct{}, work func() error, failed string) 
 var errQuit = errors.New("namespace: shutting down")
 
 // materializeAll finishes every clone that waits for materialization.
-func (v *Volume) materializeAll() error {
+func (v *FS) materializeAll() error {
 	for {
 		c, rec, ok, err := v.nextToMaterialize()
 		if err != nil || !ok {
@@ -56,7 +56,7 @@ func (v *Volume) materializeAll() error {
 
 // nextToMaterialize finds a clone with stubs left that is not lazy, or
 // was removed with stubs elsewhere.
-func (v *Volume) nextToMaterialize() (uint64, schema.Clone, bool, error) {
+func (v *FS) nextToMaterialize() (uint64, schema.Clone, bool, error) {
 	var next uint64
 	var nextRec schema.Clone
 	err := eachClone(v.meta, func(c uint64, rec schema.Clone) error {
@@ -74,7 +74,7 @@ func (v *Volume) nextToMaterialize() (uint64, schema.Clone, bool, error) {
 	return next, nextRec, next != 0, err
 }
 
-func (v *Volume) pinHeld(pin uint64) bool {
+func (v *FS) pinHeld(pin uint64) bool {
 	for _, p := range v.ret.Pins() {
 		if p.Version == pin {
 			return p.Held
@@ -85,7 +85,7 @@ func (v *Volume) pinHeld(pin uint64) bool {
 
 // materializeClone materializes clone c's tree breadth first, then any
 // of its stubs that were moved out of it, then lets its pin go.
-func (v *Volume) materializeClone(c uint64, rec schema.Clone) error {
+func (v *FS) materializeClone(c uint64, rec schema.Clone) error {
 	if !rec.Removed {
 		queue := []uint64{c}
 		for len(queue) > 0 {
@@ -130,7 +130,7 @@ func (v *Volume) materializeClone(c uint64, rec schema.Clone) error {
 
 // throttled materializes the stubs among inos, then pauses as long as
 // that took.
-func (v *Volume) throttled(inos ...uint64) error {
+func (v *FS) throttled(inos ...uint64) error {
 	select {
 	case <-v.quit:
 		return errQuit
@@ -151,7 +151,7 @@ const materializeBatch = 64
 
 // stubChildren materializes the files of directory dir that belong to
 // clone c and returns its subdirectories that do.
-func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
+func (v *FS) stubChildren(dir, c uint64) ([]uint64, error) {
 	var subdirs, files []uint64
 	flush := func() error {
 		err := v.throttled(files...)
@@ -182,7 +182,7 @@ func (v *Volume) stubChildren(dir, c uint64) ([]uint64, error) {
 
 // materializeStray materializes the stubs of clone c found outside its
 // tree by a scan of the inode table, if its count says some are left.
-func (v *Volume) materializeStray(c uint64) error {
+func (v *FS) materializeStray(c uint64) error {
 	rec, err := loadClone(v.meta, c)
 	if err != nil || rec.Stubs == 0 {
 		return err

@@ -9,7 +9,7 @@ import (
 
 // removeOrphans deletes inodes that were unlinked while open when the
 // previous daemon stopped: nobody can open them any more.
-func (v *Volume) removeOrphans() error {
+func (v *FS) removeOrphans() error {
 	it, err := v.meta.NewIter(schema.OrphanRange())
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func (v *Volume) removeOrphans() error {
 }
 
 // pathOf names one path of ino for log messages, from its back-references.
-func (v *Volume) pathOf(ino uint64) string {
+func (v *FS) pathOf(ino uint64) string {
 	p := ""
 	for depth := 0; depth < 256 && ino != vfs.RootIno; depth++ {
 		parent, name, err := firstName(v.meta, ino)

@@ -17,7 +17,7 @@ import (
 
 // dropClone ends clone c (record rec) whose root is being deleted: its
 // record and link map go, and its pin is no longer held.
-func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
+func (v *FS) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 	b := tx.Batch()
 	// A later pin may hold stubs of it, which need its exclusions and
 	// origin, and its maps to count links through it: keep them until no
@@ -38,7 +38,7 @@ func (v *Volume) dropClone(tx *content.Tx, c uint64, rec schema.Clone) error {
 }
 
 // unholdPin marks the pin at version pin as no longer read by its clone.
-func (v *Volume) unholdPin(tx *content.Tx, pin uint64) error {
+func (v *FS) unholdPin(tx *content.Tx, pin uint64) error {
 	p, found, err := v.ret.Unhold(tx, pin)
 	if err != nil || !found {
 		return err
@@ -52,7 +52,7 @@ func (v *Volume) unholdPin(tx *content.Tx, pin uint64) error {
 func loadPin(r meta.Reader, pin uint64) (schema.Pin, error) { return versions.LoadPin(r, pin) }
 
 // queueRelease hands a pin to the releaser.
-func (v *Volume) queueRelease(pin uint64) {
+func (v *FS) queueRelease(pin uint64) {
 	v.releaseMu.Lock()
 	v.toRelease = append(v.toRelease, pin)
 	v.releaseMu.Unlock()
@@ -63,7 +63,7 @@ func (v *Volume) queueRelease(pin uint64) {
 }
 
 // releaser frees released pins' retained versions in the background.
-func (v *Volume) releaser() {
+func (v *FS) releaser() {
 	defer v.wg.Done()
 	for {
 		v.releaseMu.Lock()
@@ -91,7 +91,7 @@ const releasePinBatch = 2048
 
 // releasePin frees the retained versions of a pin nothing needs, then its
 // record, then releases the pins it depended on that nothing else needs.
-func (v *Volume) releasePin(pin uint64) error {
+func (v *FS) releasePin(pin uint64) error {
 	v.ret.Remove(pin)
 	v.pinReads.wait()
 	older := uint64(0)
@@ -130,7 +130,7 @@ func (v *Volume) releasePin(pin uint64) error {
 
 // finishRelease deletes the pin record and lowers its dependencies'
 // counts, queueing those that are free now.
-func (v *Volume) finishRelease(tx *content.Tx, pin uint64) error {
+func (v *FS) finishRelease(tx *content.Tx, pin uint64) error {
 	b := tx.Batch()
 	p, err := loadPin(b, pin)
 	if errors.Is(err, meta.ErrNotFound) {
@@ -155,14 +155,14 @@ func (v *Volume) finishRelease(tx *content.Tx, pin uint64) error {
 }
 
 // pinAfter reports whether a pin newer than version exists.
-func (v *Volume) pinAfter(version uint64) bool {
+func (v *FS) pinAfter(version uint64) bool {
 	pins := v.ret.Pins()
 	return len(pins) > 0 && pins[len(pins)-1].Version > version
 }
 
 // forgetGone deletes the records of gone clones that no pin needs any
 // more.
-func (v *Volume) forgetGone(b meta.Batch) error {
+func (v *FS) forgetGone(b meta.Batch) error {
 	return eachGone(b, func(c uint64, rec schema.Clone) error {
 		if v.pinAfter(rec.Pin) {
 			return nil
@@ -175,7 +175,7 @@ func (v *Volume) forgetGone(b meta.Batch) error {
 }
 
 // queueFreePins queues, at mount, every pin that nothing needs.
-func (v *Volume) queueFreePins() {
+func (v *FS) queueFreePins() {
 	for _, p := range v.ret.Pins() {
 		if !p.Held && p.Dependents == 0 {
 			v.queueRelease(p.Version)
@@ -186,7 +186,7 @@ func (v *Volume) queueFreePins() {
 // forgetClone updates clone bookkeeping for an inode being deleted: a
 // stub no longer waits to be materialized, and a clone's root takes the
 // clone with it.
-func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
+func (v *FS) forgetClone(tx *content.Tx, ino uint64) error {
 	b := tx.Batch()
 	n, err := loadInode(b, ino)
 	if err != nil {
@@ -218,13 +218,13 @@ func (v *Volume) forgetClone(tx *content.Tx, ino uint64) error {
 }
 
 // PinCount is the number of pins not released yet.
-func (v *Volume) PinCount() int { return len(v.ret.Pins()) }
+func (v *FS) PinCount() int { return len(v.ret.Pins()) }
 
 // pinExcluder tells the retainer which paths the clone of the pin at
 // version pin leaves out, so that the pin keeps only what the clone can
 // see (versions.Excluder). The clone's record, or its gone-clone record,
 // says; a pin with neither keeps everything.
-func (v *Volume) pinExcluder(pin uint64) (func(string, bool) bool, error) {
+func (v *FS) pinExcluder(pin uint64) (func(string, bool) bool, error) {
 	if m, ok := v.pinExcludes.Load(pin); ok {
 		return m.(func(string, bool) bool), nil
 	}

@@ -32,7 +32,7 @@ func inheritPolicy(tx *content.Tx, dir, child uint64) ([]byte, error) {
 
 // fileChunker returns the chunker for ino's writes: its override, or nil
 // for the volume default.
-func (v *Volume) fileChunker(ino uint64) chunker.Chunker {
+func (v *FS) fileChunker(ino uint64) chunker.Chunker {
 	val, found, err := readXattr(v.meta, ino, PolicyXattr)
 	if err != nil || !found {
 		return nil
@@ -58,7 +58,7 @@ func policyChunker(val []byte) chunker.Chunker {
 }
 
 // chunkerOf returns the chunker for f's writes. The caller holds f's lock.
-func (v *Volume) chunkerOf(f *openFile) chunker.Chunker {
+func (v *FS) chunkerOf(f *openFile) chunker.Chunker {
 	if f.chunker != nil {
 		return f.chunker
 	}

@@ -15,19 +15,19 @@ import (
 // reapBatch bounds the inodes deleted per transaction.
 const reapBatch = 512
 
-func (v *Volume) wakeReaper() {
+func (v *FS) wakeReaper() {
 	select {
 	case v.reapWake <- struct{}{}:
 	default:
 	}
 }
 
-func (v *Volume) reaper() {
+func (v *FS) reaper() {
 	v.worker(v.reapWake, v.reapAll, "freeing a removed clone failed; it resumes at the next mount")
 }
 
 // reapAll frees every removed clone whose root still exists.
-func (v *Volume) reapAll() error {
+func (v *FS) reapAll() error {
 	for {
 		var roots []uint64
 		err := eachClone(v.meta, func(ino uint64, rec schema.Clone) error {
@@ -50,7 +50,7 @@ func (v *Volume) reapAll() error {
 }
 
 // reap deletes the detached tree at root, deepest entries first.
-func (v *Volume) reap(root uint64) error {
+func (v *FS) reap(root uint64) error {
 	for {
 		select {
 		case <-v.quit:
@@ -95,7 +95,7 @@ type reapItem struct {
 // leaves collects up to n entries below root that can go now: files,
 // symlinks, specials, stubs (which have no entries of their own) and
 // empty directories.
-func (v *Volume) leaves(root uint64, n int) ([]reapItem, error) {
+func (v *FS) leaves(root uint64, n int) ([]reapItem, error) {
 	var out []reapItem
 	var walk func(dir uint64) error
 	walk = func(dir uint64) error {
@@ -121,7 +121,7 @@ func (v *Volume) leaves(root uint64, n int) ([]reapItem, error) {
 
 // reapEntry removes one entry of a removed tree; read-only snapshots
 // included, since nobody can see it any more.
-func (v *Volume) reapEntry(tx *content.Tx, e reapItem) error {
+func (v *FS) reapEntry(tx *content.Tx, e reapItem) error {
 	b := tx.Batch()
 	if e.d.Type == syscall.S_IFDIR {
 		// leaves read outside this transaction: a stub directory may

@@ -11,7 +11,7 @@ import (
 )
 
 // Rename implements vfs.FS, with renameat2's NOREPLACE and EXCHANGE.
-func (v *Volume) Rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
+func (v *FS) Rename(oldParent uint64, oldName string, newParent uint64, newName string, flags uint32) error {
 	if flags&^(vfs.RenameNoReplace|vfs.RenameExchange) != 0 || flags == vfs.RenameNoReplace|vfs.RenameExchange {
 		return syscall.EINVAL
 	}
@@ -31,7 +31,7 @@ func (v *Volume) Rename(oldParent uint64, oldName string, newParent uint64, newN
 	}))
 }
 
-func (v *Volume) rename(tx *content.Tx, op uint64, on string, np uint64, nn string, flags uint32) error {
+func (v *FS) rename(tx *content.Tx, op uint64, on string, np uint64, nn string, flags uint32) error {
 	b := tx.Batch()
 	for _, dir := range []uint64{op, np} {
 		n, err := loadInode(b, dir)
@@ -112,7 +112,7 @@ func checkReplace(r meta.Reader, src, dst schema.Dirent) error {
 	return nil
 }
 
-func (v *Volume) unlinkForRename(tx *content.Tx, np uint64, nn string, dst schema.Dirent) error {
+func (v *FS) unlinkForRename(tx *content.Tx, np uint64, nn string, dst schema.Dirent) error {
 	dir, err := loadInode(tx.Batch(), np)
 	if err != nil {
 		return err

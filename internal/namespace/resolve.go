@@ -50,7 +50,7 @@ func walkPath(r meta.Reader, path string) (uint64, schema.Inode, error) {
 // flushBelow commits the buffered writes of every open file at or below
 // path, so that an inspection that follows sees what was written. Files
 // opened or written meanwhile are not waited for.
-func (v *Volume) flushBelow(path string) error {
+func (v *FS) flushBelow(path string) error {
 	top, n, err := resolvePath(v.meta, path)
 	if err != nil {
 		return nil // the inspection itself reports it
@@ -73,7 +73,7 @@ func (v *Volume) flushBelow(path string) error {
 }
 
 // flushOpen commits ino's buffered writes if it is open.
-func (v *Volume) flushOpen(ino uint64) error {
+func (v *FS) flushOpen(ino uint64) error {
 	l := v.locks.of(ino)
 	l.Lock()
 	defer l.Unlock()
@@ -82,7 +82,7 @@ func (v *Volume) flushOpen(ino uint64) error {
 
 // isBelow reports whether some link of ino lies in the subtree rooted at
 // directory top.
-func (v *Volume) isBelow(ino, top uint64) (bool, error) {
+func (v *FS) isBelow(ino, top uint64) (bool, error) {
 	if top == vfs.RootIno {
 		return true, nil
 	}

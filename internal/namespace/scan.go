@@ -15,7 +15,7 @@ import (
 // the extent maps: no file data is read, and clones are not
 // materialized. With since (the path of a snapshot or any tree), content
 // that tree also holds is left out: only what is new is scanned.
-func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) ([]ops.ContentGroup, error) {
+func (v *FS) ScanGroups(ctx context.Context, paths []string, since string) ([]ops.ContentGroup, error) {
 	// Scan what has been written, also what open files still buffer.
 	if err := v.flushAll(true); err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (v *Volume) ScanGroups(ctx context.Context, paths []string, since string) (
 }
 
 // eachFile calls fn for every regular file at or below top.
-func (v *Volume) eachFile(ctx context.Context, top string, fn func(path string, n vnode) error) error {
+func (v *FS) eachFile(ctx context.Context, top string, fn func(path string, n vnode) error) error {
 	ino, err := v.lookupPath(top)
 	if err != nil {
 		return &pathError{top, err}

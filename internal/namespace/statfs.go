@@ -9,7 +9,7 @@ import (
 // StatFS implements vfs.FS. Free space is the host file system's, since
 // that is what the volume can still grow into; the block count adds what
 // the volume stores so that df's "used" means something.
-func (v *Volume) StatFS() (vfs.StatFS, error) {
+func (v *FS) StatFS() (vfs.StatFS, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(v.opt.StoreDir, &st); err != nil {
 		return vfs.StatFS{}, v.errno("statfs", err)

@@ -56,7 +56,7 @@ const streamKeep = blob.Align
 // streamable reports whether run r is worth committing in the background:
 // it reached StreamFlush bytes, and some of its chunk boundaries are
 // decided (a run no longer than the largest chunk may have none).
-func (v *Volume) streamable(f *openFile, r content.Run) bool {
+func (v *FS) streamable(f *openFile, r content.Run) bool {
 	return len(r.Data) >= v.opt.StreamFlush && len(r.Data) > v.chunkerOf(f).MaxSize()+streamKeep
 }
 
@@ -64,7 +64,7 @@ func (v *Volume) streamable(f *openFile, r content.Run) bool {
 // and commits the complete chunks of the detached bytes in the
 // background. The caller holds f's lock and has settled any earlier
 // stream.
-func (v *Volume) startStream(f *openFile, r content.Run) {
+func (v *FS) startStream(f *openFile, r content.Run) {
 	ch := v.chunkerOf(f)
 	n := len(r.Data) - streamKeep
 	detached := f.buf.Detach(r.Off, streamKeep, v.runBufs.Get(), ch.MaxSize())
@@ -86,7 +86,7 @@ func (v *Volume) startStream(f *openFile, r content.Run) {
 
 // commitStream stores the chunks cut from the n bytes at off and commits
 // them. The recorded size never exceeds the end of committed data.
-func (v *Volume) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64) error {
+func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64) error {
 	return v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
 		node, err := loadInode(tx.Batch(), ino)
 		if err != nil {
@@ -119,7 +119,7 @@ func streamDone(f *openFile) bool {
 
 // settle waits for f's background commit, if any, and folds its result
 // back into the buffer. The caller holds f's lock.
-func (v *Volume) settle(f *openFile) error {
+func (v *FS) settle(f *openFile) error {
 	in := f.inflight
 	if in == nil {
 		return nil

@@ -49,7 +49,7 @@ func needOwnNames(tx *content.Tx, ino uint64) error {
 }
 
 // materializing runs op until it no longer meets a stub.
-func (v *Volume) materializing(op func() error) error {
+func (v *FS) materializing(op func() error) error {
 	for {
 		err := op()
 		var s *stubError
@@ -74,7 +74,7 @@ type source struct {
 
 // sourceOf follows a stub's origin, and the origin's origin while that
 // was a stub too, to the inode that holds the contents.
-func (v *Volume) sourceOf(n *schema.Inode) (source, error) {
+func (v *FS) sourceOf(n *schema.Inode) (source, error) {
 	s := source{excl: n.Excl}
 	o := n.Origin
 	for depth := 0; ; depth++ {
@@ -95,7 +95,7 @@ func (v *Volume) sourceOf(n *schema.Inode) (source, error) {
 }
 
 // materialize gives a stub its own records, in its own transaction.
-func (v *Volume) materialize(ino uint64) error {
+func (v *FS) materialize(ino uint64) error {
 	if n, err := loadInode(v.meta, ino); err != nil || !n.Stub {
 		return err
 	}
@@ -105,7 +105,7 @@ func (v *Volume) materialize(ino uint64) error {
 // materializeMany gives the stubs among inos their own records in one
 // transaction. skipGone passes over inodes deleted meanwhile; otherwise
 // that is an error (ENOENT).
-func (v *Volume) materializeMany(inos []uint64, skipGone bool) error {
+func (v *FS) materializeMany(inos []uint64, skipGone bool) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (v *Volume) materializeMany(inos []uint64, skipGone bool) error {
 }
 
 // materializeIn materializes stub ino (record n) inside tx.
-func (v *Volume) materializeIn(tx *content.Tx, ino uint64, n *schema.Inode) error {
+func (v *FS) materializeIn(tx *content.Tx, ino uint64, n *schema.Inode) error {
 	src, err := v.sourceOf(n)
 	if err != nil {
 		return err
@@ -221,7 +221,7 @@ func countStubs(tx *content.Tx, c uint64, stubs, done int64) error {
 }
 
 // checkWritable refuses changes to the inodes of a read-only clone.
-func (v *Volume) checkWritable(n *schema.Inode) error {
+func (v *FS) checkWritable(n *schema.Inode) error {
 	if n.Clone == 0 {
 		return nil
 	}
@@ -237,7 +237,7 @@ func (v *Volume) checkWritable(n *schema.Inode) error {
 
 // readOnlyClone reports whether clone c is a snapshot; the answer never
 // changes, so it is cached.
-func (v *Volume) readOnlyClone(c uint64) (bool, error) {
+func (v *FS) readOnlyClone(c uint64) (bool, error) {
 	if ro, ok := v.readOnly.Load(c); ok {
 		return ro.(bool), nil
 	}
@@ -254,7 +254,7 @@ func (v *Volume) readOnlyClone(c uint64) (bool, error) {
 
 // dataSource is where ino's extents are read from: its own records, or
 // for a stub its origin's as of the pin.
-func (v *Volume) dataSource(ino uint64, n *schema.Inode) (meta.Reader, uint64, error) {
+func (v *FS) dataSource(ino uint64, n *schema.Inode) (meta.Reader, uint64, error) {
 	if !n.Stub {
 		return v.meta, ino, nil
 	}
@@ -263,7 +263,7 @@ func (v *Volume) dataSource(ino uint64, n *schema.Inode) (meta.Reader, uint64, e
 }
 
 // xattrSource is dataSource for extended attributes.
-func (v *Volume) xattrSource(ino uint64) (meta.Reader, uint64, error) {
+func (v *FS) xattrSource(ino uint64) (meta.Reader, uint64, error) {
 	n, err := loadInode(v.meta, ino)
 	if err != nil {
 		return nil, 0, err
@@ -273,7 +273,7 @@ func (v *Volume) xattrSource(ino uint64) (meta.Reader, uint64, error) {
 
 // readStub reads a stub file's content from its origin. A stub that was
 // materialized meanwhile holds the same extents, so either is right.
-func (v *Volume) readStub(ino uint64, off int64, buf []byte) error {
+func (v *FS) readStub(ino uint64, off int64, buf []byte) error {
 	defer v.pinReads.begin()()
 	n, err := loadInode(v.meta, ino)
 	if err != nil {

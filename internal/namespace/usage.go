@@ -24,7 +24,7 @@ import (
 // its files, sizes and logical bytes, and its chunks as referenced (never
 // as the subtree's own: its origin, or the clone's pin, holds them). Its
 // records are its origin's, so they are not in MetaBytes.
-func (v *Volume) Usage(ctx context.Context, path string) (ops.Usage, error) {
+func (v *FS) Usage(ctx context.Context, path string) (ops.Usage, error) {
 	if err := v.flushBelow(path); err != nil {
 		return ops.Usage{}, err
 	}

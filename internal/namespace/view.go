@@ -16,7 +16,7 @@ import (
 // materializing them: read-only walks (diff, scan) use it, so that
 // comparing two lazy clones writes nothing.
 type vnode struct {
-	v    *Volume
+	v    *FS
 	r    meta.Reader // where ino's records are
 	pin  uint64      // the pin r shows the volume at; 0: r is the live state
 	ino  uint64
@@ -24,13 +24,13 @@ type vnode struct {
 	excl []schema.ExclCtx // exclusions that apply below it (from stubs)
 }
 
-func (v *Volume) vnodeOf(r meta.Reader, ino uint64) (vnode, error) {
+func (v *FS) vnodeOf(r meta.Reader, ino uint64) (vnode, error) {
 	n, err := loadInode(r, ino)
 	return vnode{v: v, r: r, ino: ino, n: n}, err
 }
 
 // rootVnode is a vnode to start a walk at.
-func (v *Volume) rootVnode(ino uint64) (vnode, error) {
+func (v *FS) rootVnode(ino uint64) (vnode, error) {
 	x, err := v.vnodeOf(v.meta, ino)
 	x.excl = x.n.Excl
 	return x, err
@@ -180,7 +180,7 @@ func (x vnode) readAll(limit int64) ([]byte, error) {
 
 // viewPath resolves a "/"-rooted path as r shows the volume, through stubs
 // without materializing them. Symlinks are not followed.
-func (v *Volume) viewPath(r meta.Reader, path string) (vnode, error) {
+func (v *FS) viewPath(r meta.Reader, path string) (vnode, error) {
 	x, err := v.vnodeOf(r, vfs.RootIno)
 	for _, name := range strings.Split(path, "/") {
 		if err != nil {

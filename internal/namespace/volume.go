@@ -40,8 +40,9 @@ type Options struct {
 	Headroom *headroom.Guard
 }
 
-// Volume is a mounted namespace; it implements vfs.FS.
-type Volume struct {
+// FS is the file system of one volume: it implements vfs.FS over the
+// content engine. (volume.Volume is the opened volume that holds it.)
+type FS struct {
 	meta meta.Store
 	eng  *content.Engine
 	opt  Options
@@ -83,11 +84,11 @@ type Volume struct {
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
 }
 
-var _ vfs.FS = (*Volume)(nil)
+var _ vfs.FS = (*FS)(nil)
 
 // Open starts the namespace of a volume: it removes inodes left unlinked
 // but open by a previous run and starts the background flusher.
-func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Volume, error) {
+func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*FS, error) {
 	if opt.DirtyLimit <= 0 {
 		opt.DirtyLimit = 128 << 20
 	}
@@ -106,7 +107,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 	if opt.JournalPruneEvery <= 0 {
 		opt.JournalPruneEvery = defaultPruneEvery
 	}
-	v := &Volume{
+	v := &FS{
 		meta: m, eng: eng, opt: opt, log: log,
 		files: map[uint64]*openFile{}, handles: map[vfs.Handle]*handle{},
 		quit: make(chan struct{}), releaseWake: make(chan struct{}, 1), pinReads: newPinReads(),
@@ -152,7 +153,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*Vo
 
 // Close flushes every buffered write and stops background work. The
 // content engine is closed by its owner.
-func (v *Volume) Close() error {
+func (v *FS) Close() error {
 	close(v.quit)
 	v.wg.Wait()
 	err := v.flushAll(true)
@@ -177,7 +178,7 @@ func InitRoot(tx *content.Tx, uid, gid uint32) error {
 func now() int64 { return time.Now().UnixNano() }
 
 // begin starts a transaction or reports why it could not.
-func (v *Volume) begin() (*content.Tx, error) {
+func (v *FS) begin() (*content.Tx, error) {
 	tx, err := v.eng.Begin()
 	if err != nil {
 		return nil, fmt.Errorf("begin transaction: %w", err)
@@ -187,7 +188,7 @@ func (v *Volume) begin() (*content.Tx, error) {
 
 // commit runs fill in a transaction of its own and commits it, or aborts
 // it if fill fails.
-func (v *Volume) commit(fill func(tx *content.Tx) error) error {
+func (v *FS) commit(fill func(tx *content.Tx) error) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err

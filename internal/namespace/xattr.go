@@ -15,7 +15,7 @@ const (
 )
 
 // GetXattr implements vfs.FS.
-func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
+func (v *FS) GetXattr(ino uint64, name string) ([]byte, error) {
 	if len(name) > xattrNameMax {
 		return nil, syscall.ERANGE
 	}
@@ -35,7 +35,7 @@ func (v *Volume) GetXattr(ino uint64, name string) ([]byte, error) {
 }
 
 // ListXattr implements vfs.FS.
-func (v *Volume) ListXattr(ino uint64) ([]string, error) {
+func (v *FS) ListXattr(ino uint64) ([]string, error) {
 	defer v.pinReads.begin()()
 	r, ino, err := v.xattrSource(ino)
 	if err != nil {
@@ -53,7 +53,7 @@ func (v *Volume) ListXattr(ino uint64) ([]string, error) {
 }
 
 // SetXattr implements vfs.FS.
-func (v *Volume) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
+func (v *FS) SetXattr(ino uint64, name string, value []byte, flags uint32) error {
 	if err := checkXattr(name, value); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func checkXattr(name string, value []byte) error {
 }
 
 // RemoveXattr implements vfs.FS.
-func (v *Volume) RemoveXattr(ino uint64, name string) error {
+func (v *FS) RemoveXattr(ino uint64, name string) error {
 	if name == PolicyXattr {
 		defer v.refreshChunker(ino)
 	}
@@ -116,11 +116,11 @@ func (v *Volume) RemoveXattr(ino uint64, name string) error {
 }
 
 // xattrTx runs change and stamps the inode's ctime in one transaction.
-func (v *Volume) xattrTx(op string, ino uint64, change func(meta.Batch) error) error {
+func (v *FS) xattrTx(op string, ino uint64, change func(meta.Batch) error) error {
 	return v.errno(op, v.materializing(func() error { return v.xattrTxOnce(ino, change) }))
 }
 
-func (v *Volume) xattrTxOnce(ino uint64, change func(meta.Batch) error) error {
+func (v *FS) xattrTxOnce(ino uint64, change func(meta.Batch) error) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func (v *Volume) xattrTxOnce(ino uint64, change func(meta.Batch) error) error {
 }
 
 // refreshChunker makes an open file's writes follow a changed policy.
-func (v *Volume) refreshChunker(ino uint64) {
+func (v *FS) refreshChunker(ino uint64) {
 	v.filesMu.Lock()
 	f := v.files[ino]
 	v.filesMu.Unlock()

@@ -143,7 +143,7 @@ type Volume struct {
 	Meta   meta.Store
 	Blobs  blob.Store
 	Engine *content.Engine
-	NS     *namespace.Volume
+	NS     *namespace.FS
 	lock   *os.File
 	closed bool
 }

@@ -80,7 +80,7 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 // or lie below an entry a name change in a directory of the clone made
 // since the clone (journaled there, and compared with everything below
 // it). Any other root needs the volume's journal, which holds every entry.
-func (v *Volume) journalRanges(roots []uint64, since uint64) ([][2][]byte, error) {
+func (v *FS) journalRanges(roots []uint64, since uint64) ([][2][]byte, error) {
 	treeSince, err := readU64(v.meta, schema.KeyTreeJournalSince, ^uint64(0))
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func splitRel(rel string) []string {
 // pathCache finds the paths of inodes relative to any of the roots, by
 // their back-references.
 type pathCache struct {
-	v     *Volume
+	v     *FS
 	roots map[uint64]bool
 	memo  map[uint64][]string
 }

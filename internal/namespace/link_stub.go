@@ -25,7 +25,7 @@ type stubLink struct {
 // clones), its names there are not linked: each gets an inode of its own,
 // as the chain cannot count them, and counting too few would free a file
 // that still has a name.
-func (v *Volume) linkFor(b meta.Batch, parent *schema.Inode, near source) (stubLink, error) {
+func (v *FS) linkFor(b meta.Batch, parent *schema.Inode, near source) (stubLink, error) {
 	l := stubLink{near: near, ident: near}
 	if isDir(near.n.Mode) || near.n.Nlink < 2 {
 		return l, nil
@@ -51,7 +51,7 @@ func (v *Volume) linkFor(b meta.Batch, parent *schema.Inode, near source) (stubL
 
 // count is the link count of a new stub for l in clone: exact, or where
 // the chain has no directory maps the older count, never too low.
-func (l stubLink) count(v *Volume, clone uint64) (uint32, error) {
+func (l stubLink) count(v *FS, clone uint64) (uint32, error) {
 	n, err := l.lc.count(l.key)
 	if errors.Is(err, errNotExact) || (err == nil && n == 0) {
 		return v.linksInView(clone, l.near, l.ident)

@@ -14,7 +14,7 @@ import (
 
 // ClonePath clones the tree at src to the new path dst; both are
 // "/"-rooted paths inside the volume.
-func (v *Volume) ClonePath(src, dst string, o CloneOptions) (ops.CloneResult, error) {
+func (v *FS) ClonePath(src, dst string, o CloneOptions) (ops.CloneResult, error) {
 	start := time.Now()
 	res := ops.CloneResult{Src: path.Clean(src), Dst: path.Clean(dst), ReadOnly: o.ReadOnly, Lazy: o.Lazy}
 	srcIno, err := v.lookupPath(res.Src)
@@ -44,7 +44,7 @@ func (v *Volume) ClonePath(src, dst string, o CloneOptions) (ops.CloneResult, er
 
 // lookupPath walks a "/"-rooted path like the kernel would, materializing
 // the directories it passes. Symlinks are not followed.
-func (v *Volume) lookupPath(p string) (uint64, error) {
+func (v *FS) lookupPath(p string) (uint64, error) {
 	ino := uint64(vfs.RootIno)
 	for _, name := range strings.Split(p, "/") {
 		if name == "" || name == "." {

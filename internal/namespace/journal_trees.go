@@ -133,7 +133,7 @@ func named(r meta.Reader, ino uint64) bool {
 
 // noteClones sets hasClones if the volume has a clone record: until then
 // no inode lies in a clone and transactions skip the walk.
-func (v *Volume) noteClones() error {
+func (v *FS) noteClones() error {
 	any, err := anyClone(v.meta)
 	if any {
 		v.hasClones.Store(true)

@@ -32,7 +32,7 @@ type JournalPrune struct {
 	Ranges int    // key ranges deleted
 }
 
-func (v *Volume) journalPruner() {
+func (v *FS) journalPruner() {
 	defer v.wg.Done()
 	t := time.NewTicker(v.opt.JournalPruneEvery)
 	defer t.Stop()
@@ -50,7 +50,7 @@ func (v *Volume) journalPruner() {
 }
 
 // wakeJournalPruner runs a pass soon (a clone went: what it held can go).
-func (v *Volume) wakeJournalPruner() {
+func (v *FS) wakeJournalPruner() {
 	select {
 	case v.pruneWake <- struct{}{}:
 	default:
@@ -59,7 +59,7 @@ func (v *Volume) wakeJournalPruner() {
 
 // PruneJournal raises the journal floor as far as nothing needs what
 // lies below it and deletes the entries below.
-func (v *Volume) PruneJournal() (JournalPrune, error) {
+func (v *FS) PruneJournal() (JournalPrune, error) {
 	v.pruneMu.Lock() // one pass at a time (background and callers)
 	defer v.pruneMu.Unlock()
 	// Diffs and cursors read the floor under journalMu: none is between
@@ -84,7 +84,7 @@ func (v *Volume) PruneJournal() (JournalPrune, error) {
 
 // raiseFloor writes the needed floor if it is above the current one and
 // returns the floor.
-func (v *Volume) raiseFloor() (uint64, error) {
+func (v *FS) raiseFloor() (uint64, error) {
 	f, err := v.neededFloor()
 	if err != nil {
 		return 0, err
@@ -104,7 +104,7 @@ func (v *Volume) raiseFloor() (uint64, error) {
 // neededFloor is the highest floor that keeps what pins, clones, cursors
 // and the retention need. A clone made while it is computed pins at least
 // the version read here, so it needs nothing below the answer.
-func (v *Volume) neededFloor() (uint64, error) {
+func (v *FS) neededFloor() (uint64, error) {
 	cur, err := readU64(v.meta, schema.KeyVersion, 0)
 	if err != nil {
 		return 0, err
@@ -134,7 +134,7 @@ func (v *Volume) neededFloor() (uint64, error) {
 
 // prunableRanges lists the key ranges below floor that hold entries: the
 // volume's journal and each clone's.
-func (v *Volume) prunableRanges(floor uint64) ([][2][]byte, error) {
+func (v *FS) prunableRanges(floor uint64) ([][2][]byte, error) {
 	var out [][2][]byte
 	lower, upper := schema.JournalRange(0, floor)
 	if any, err := hasKey(v.meta, lower, upper); err != nil {
@@ -169,7 +169,7 @@ func (v *Volume) prunableRanges(floor uint64) ([][2][]byte, error) {
 // deleteKeys deletes [lower, upper): with one range tombstone where the
 // store has them, else a bounded batch at a time, pausing as long as
 // each batch took so that foreground work keeps most of the time.
-func (v *Volume) deleteKeys(lower, upper []byte) error {
+func (v *FS) deleteKeys(lower, upper []byte) error {
 	b := v.meta.NewBatch()
 	if rd, ok := b.(meta.RangeDeleter); ok {
 		defer b.Close()

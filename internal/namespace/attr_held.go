@@ -66,7 +66,7 @@ func (h *heldAttrs) apply(n *schema.Inode) {
 // it, when it can: the file must have buffered writes, and the change
 // must not touch the size (a truncate changes data: it commits). It
 // returns the attributes as they now appear. The caller holds ino's lock.
-func (v *Volume) holdAttrs(ino uint64, in vfs.SetAttr) (vfs.Attr, bool, error) {
+func (v *FS) holdAttrs(ino uint64, in vfs.SetAttr) (vfs.Attr, bool, error) {
 	if in.SetSize {
 		return vfs.Attr{}, false, nil
 	}

@@ -16,7 +16,7 @@ func ChunkPrefix(h schema.Hash) string { return hex.EncodeToString(h[:8]) }
 // Stat reports how the file at path ("/"-rooted, inside the volume) is
 // stored, after committing its buffered writes. It reads one metadata
 // snapshot, so extents and refcounts agree with each other.
-func (v *Volume) Stat(path string) (ops.FileStat, error) {
+func (v *FS) Stat(path string) (ops.FileStat, error) {
 	if err := v.flushBelow(path); err != nil {
 		return ops.FileStat{}, err
 	}

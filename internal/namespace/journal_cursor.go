@@ -17,7 +17,7 @@ import (
 // SetJournalCursor records that consumer name still needs the entries
 // from version from on. A version below the journal floor is refused:
 // those entries may be gone already.
-func (v *Volume) SetJournalCursor(name string, from uint64) error {
+func (v *FS) SetJournalCursor(name string, from uint64) error {
 	if name == "" {
 		return fmt.Errorf("%w: a journal cursor needs a name", syscall.EINVAL)
 	}
@@ -40,7 +40,7 @@ func (v *Volume) SetJournalCursor(name string, from uint64) error {
 
 // ClearJournalCursor drops consumer name's cursor; what only it held is
 // pruned by the next pass.
-func (v *Volume) ClearJournalCursor(name string) error {
+func (v *FS) ClearJournalCursor(name string) error {
 	b := v.meta.NewBatch()
 	defer b.Close()
 	if err := b.Delete(schema.JournalCursorKey(name)); err != nil {
@@ -55,7 +55,7 @@ func (v *Volume) ClearJournalCursor(name string) error {
 
 // JournalCursors lists the registered consumers and the version each
 // still needs.
-func (v *Volume) JournalCursors() (map[string]uint64, error) {
+func (v *FS) JournalCursors() (map[string]uint64, error) {
 	out := map[string]uint64{}
 	lower, upper := schema.JournalCursorRange()
 	err := scan(v.meta, lower, upper, func(k, val []byte) error {
@@ -72,14 +72,14 @@ func (v *Volume) JournalCursors() (map[string]uint64, error) {
 }
 
 // JournalFloor is the oldest version whose journal entries are all kept.
-func (v *Volume) JournalFloor() (uint64, error) {
+func (v *FS) JournalFloor() (uint64, error) {
 	return readU64(v.meta, schema.KeyJournalFloor, 0)
 }
 
 // startTreeJournal records, on a volume made before the per-clone
 // journal, the version from which it is complete: diffs reaching further
 // back read the volume's journal.
-func (v *Volume) startTreeJournal() error {
+func (v *FS) startTreeJournal() error {
 	if _, err := v.meta.Get(schema.KeyTreeJournalSince); err == nil || !errors.Is(err, meta.ErrNotFound) {
 		return err
 	}

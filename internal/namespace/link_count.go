@@ -26,7 +26,7 @@ import (
 // pin. Where not, near's own entries are used and its names still pending
 // in stub directories are all counted: a count one too high keeps a file
 // until the clone goes; one too few would free it while a name is left.
-func (v *Volume) linksInView(clone uint64, near, ident source) (uint32, error) {
+func (v *FS) linksInView(clone uint64, near, ident source) (uint32, error) {
 	levels, ok, err := v.viewLevels(clone, ident.pin)
 	if err != nil || !ok {
 		return ident.n.Nlink, err // not mapped: count every name
@@ -83,11 +83,11 @@ type viewLevel struct {
 
 // viewLevels lists the clones from clone down to the one whose pin is pin,
 // the clone first. ok is false when the chain does not lead there.
-func (v *Volume) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
+func (v *FS) viewLevels(clone, pin uint64) ([]viewLevel, bool, error) {
 	var levels []viewLevel
 	var above schema.Inode // the origin of the level above, as of its pin
 	for c := clone; c != 0 && len(levels) < 1<<12; {
-		rec, err := v.cloneRecord(c)
+		rec, err := loadCloneOrGone(v.meta, c)
 		if errors.Is(err, meta.ErrNotFound) {
 			return nil, false, nil
 		}
@@ -138,12 +138,6 @@ func inView(levels []viewLevel, p string) bool {
 	return true
 }
 
-// cloneRecord reads clone c's record, or the last one it had if it is
-// gone.
-func (v *Volume) cloneRecord(c uint64) (schema.Clone, error) {
-	return loadCloneOrGone(v.meta, c)
-}
-
 // underPath returns p relative to dir, if p is dir or below it.
 func underPath(p, dir string) (string, bool) {
 	switch {
@@ -180,7 +174,7 @@ func relPathAsOf(r meta.Reader, dir, root uint64) (string, bool, error) {
 // settleLinks gives each hard-linked file of clone c the link count of
 // the names it really has: names in directories that were never
 // materialized (the reaper deletes those whole) go with the clone.
-func (v *Volume) settleLinks(tx *content.Tx, c uint64) error {
+func (v *FS) settleLinks(tx *content.Tx, c uint64) error {
 	b := tx.Batch()
 	inos, err := linkMapped(b, c)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // names in the source gets one inode in the clone, found again through
 // the clone's link map. It returns how many entries are directories and
 // how many stubs it made.
-func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src source) (subdirs, stubs int, err error) {
+func (v *FS) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src source) (subdirs, stubs int, err error) {
 	err = eachEntry(src.r, src.ino, func(name string, d schema.Dirent) error {
 		dir := d.Type == syscall.S_IFDIR
 		if out, err := v.excludedEntry(src.excl, name, dir); err != nil || out {
@@ -41,7 +41,7 @@ func (v *Volume) copyEntries(tx *content.Tx, ino uint64, n *schema.Inode, src so
 // stubFor returns the clone's inode for source child base (named name in
 // the directory being materialized), making a stub unless the link map
 // already has one.
-func (v *Volume) stubFor(tx *content.Tx, parent *schema.Inode, src source, base uint64, name string) (uint64, bool, error) {
+func (v *FS) stubFor(tx *content.Tx, parent *schema.Inode, src source, base uint64, name string) (uint64, bool, error) {
 	b := tx.Batch()
 	cn, err := loadInode(src.r, base)
 	if err != nil {
@@ -127,7 +127,7 @@ func addName(tx *content.Tx, clone uint64, key linkKey) (uint64, bool, error) {
 }
 
 // excludedEntry applies every exclusion context to one entry.
-func (v *Volume) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bool, error) {
+func (v *FS) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bool, error) {
 	for _, x := range excl {
 		xs, err := v.cloneExcludes(x.Clone)
 		if err != nil {
@@ -141,11 +141,11 @@ func (v *Volume) excludedEntry(excl []schema.ExclCtx, name string, dir bool) (bo
 }
 
 // cloneExcludes returns clone c's parsed exclusions, cached.
-func (v *Volume) cloneExcludes(c uint64) (exclude.Set, error) {
+func (v *FS) cloneExcludes(c uint64) (exclude.Set, error) {
 	if xs, ok := v.excludes.Load(c); ok {
 		return xs.(exclude.Set), nil
 	}
-	rec, err := v.cloneRecord(c) // also of a clone gone since
+	rec, err := loadCloneOrGone(v.meta, c) // also of a clone gone since
 	if errors.Is(err, meta.ErrNotFound) {
 		return nil, nil
 	}

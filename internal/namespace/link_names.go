@@ -50,13 +50,13 @@ type linkLevel struct {
 
 // linkCounter counts names through the chain below one clone.
 type linkCounter struct {
-	v      *Volume
+	v      *FS
 	top    meta.Reader // the clone's records now: the transaction's batch
 	levels []linkLevel
 	done   bool // levels holds every level there is to read
 }
 
-func (v *Volume) newLinkCounter(clone uint64, top meta.Reader) *linkCounter {
+func (v *FS) newLinkCounter(clone uint64, top meta.Reader) *linkCounter {
 	return &linkCounter{v: v, top: top, levels: []linkLevel{{clone: clone}}}
 }
 
@@ -77,7 +77,7 @@ func (lc *linkCounter) level(i int) (linkLevel, bool, error) {
 			lc.done = true
 			break
 		}
-		rec, err := lc.v.cloneRecord(last.clone)
+		rec, err := loadCloneOrGone(lc.v.meta, last.clone)
 		if errors.Is(err, meta.ErrNotFound) {
 			return linkLevel{}, false, errNotExact
 		}

@@ -101,7 +101,7 @@ func TestCloneKeepsLinksMaterializedInMiddle(t *testing.T) {
 
 // removeAll removes name from dir with everything below it, entry by
 // entry (rmclone would free it in the background).
-func removeAll(t *testing.T, fs *namespace.Volume, dir uint64, name string) {
+func removeAll(t *testing.T, fs *namespace.FS, dir uint64, name string) {
 	t.Helper()
 	a := testutil.Must(fs.Lookup(dir, name))
 	if a.Mode&syscall.S_IFMT != syscall.S_IFDIR {

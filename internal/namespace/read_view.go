@@ -13,7 +13,7 @@ const copyPiece = 1 << 20
 // w, as a reader of the volume sees it, and returns the file's mode. It
 // reads through clones' pins without materializing anything, so scanning
 // an unmounted volume's clones writes nothing to them.
-func (v *Volume) CopyFile(ctx context.Context, path string, w io.Writer) (mode uint32, err error) {
+func (v *FS) CopyFile(ctx context.Context, path string, w io.Writer) (mode uint32, err error) {
 	if err := v.flushBelow(path); err != nil {
 		return 0, err
 	}

@@ -92,7 +92,7 @@ func (lc *linkCounter) mapRep(l linkLevel, rep nameRep) (uint64, string, repStat
 // excludedBelow reports whether the exclusion contexts of a stub directory
 // leave out path rel below it (the check materializing it, and the stubs
 // it makes, level by level, would make).
-func (v *Volume) excludedBelow(excl []schema.ExclCtx, rel string) (bool, error) {
+func (v *FS) excludedBelow(excl []schema.ExclCtx, rel string) (bool, error) {
 	for _, x := range excl {
 		xs, err := v.cloneExcludes(x.Clone)
 		if err != nil {
