@@ -7,7 +7,7 @@
 #                                   # (libnbd-bin, qemu-utils), PostgreSQL (postgresql: the
 #                                   # shared metadata store's tests), versitygw (built once);
 #                                   # checks go
-#   scripts/ensure-deps.sh --bench  # additionally fio, postmark, mkfs.btrfs
+#   scripts/ensure-deps.sh --bench  # additionally fio, nbdkit, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
 #                                   # the distribution has it
@@ -83,6 +83,8 @@ need_cmd qemu-img qemu-utils
 need_file '/usr/lib/postgresql/*/bin/initdb' postgresql
 if [ "$bench" -eq 1 ]; then
 	need_cmd fio fio
+	# bench/nbd.sh's reference NBD servers (qemu-nbd comes with qemu-utils).
+	need_cmd nbdkit nbdkit
 	# Reference file systems and tools of bench/suite.sh and bench/clone.sh.
 	need_cmd postmark postmark
 	need_cmd mkfs.btrfs btrfs-progs
