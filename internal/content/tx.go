@@ -197,7 +197,7 @@ func (t *Tx) applyRefs() error {
 			if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
 				return it.Value(), nil
 			}
-			return nil, nil
+			return nil, it.Error() // missing, unless the seek failed
 		}
 	}
 	for _, h := range hashes {
