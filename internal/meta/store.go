@@ -78,6 +78,14 @@ type DurabilityHook interface {
 	SetBeforeDurable(fn func() error)
 }
 
+// CommitsDurable is implemented by stores whose every commit is durable
+// when Commit returns, sync or not (PostgreSQL with synchronous_commit
+// on). The chunk data a commit names must then be durable before the
+// commit, not at the next Sync: the content engine syncs it first.
+type CommitsDurable interface {
+	CommitsDurable()
+}
+
 // RangeDeleter is implemented by batches that delete a key range with one
 // record (Pebble's range tombstone) instead of one per key.
 type RangeDeleter interface {
