@@ -86,7 +86,7 @@ func openPG(conn, schemaName string) (*pgstore.Store, error) {
 	if err != nil {
 		msg := strings.ToLower(err.Error())
 		if (strings.Contains(msg, "password") || strings.Contains(msg, "authentication")) && !HasPassword(conn) && os.Getenv("PGPASSWORD") == "" {
-			return nil, fmt.Errorf("%w\n(the password is not kept in the store directory: set PGPASSWORD or put it in ~/.pgpass, or the file PGPASSFILE names)", err)
+			return nil, fmt.Errorf("%w; the password is not kept in the store directory: set PGPASSWORD or put it in ~/.pgpass (or the file PGPASSFILE names)", err)
 		}
 		return nil, err
 	}
