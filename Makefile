@@ -1,7 +1,9 @@
 # doppel — build, test, demo and benchmark entry points.
 #
 #   make build   build bin/doppel and bin/doppel-core (which doppel runs)
-#   make test    install missing system deps, go vet, go test (what CI runs)
+#   make test    install missing system deps, go vet, go test (what CI runs),
+#                then make test-shared
+#   make test-shared  namespace and fsck tests on shared volumes (PostgreSQL)
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
@@ -36,7 +38,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick deps deps-bench deps-dedup clean
+.PHONY: build test test-shared vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/doppel ./cmd/doppel-core
@@ -61,6 +63,17 @@ test: deps
 	DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_CLONE_MODEL_OPS:-5000}" \
 		$(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) \
 		$(if $(TEST_RUN),-run '$(TEST_RUN)') $(TEST_FLAGS) $(PKGS)
+	$(if $(TEST_RUN),,$(MAKE) --no-print-directory test-shared)
+
+# The shared-volume matrix (DOPPEL_TEST_META=postgres, internal/testutil/
+# voltest): the namespace and fsck packages on volumes whose metadata is
+# on a private PostgreSQL server, the clone isolation model at a few
+# hundred ops; about a minute on 2 cores. The end-to-end shared volume
+# test (tests/TestSharedVolumeEndToEnd) already runs in the suite above.
+test-shared:
+	DOPPEL_TEST_META=postgres DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
+		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
+		./internal/namespace ./internal/fsck
 
 fmt:
 	$(GO) fmt $(PKGS)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 )
 
 // Set up once by TestMain.
@@ -45,7 +47,9 @@ func runMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(tmp)
 	doppelBin, buildErr = buildDoppel(tmp)
-	return m.Run()
+	// DOPPEL_TEST_META=postgres: every volume newVolume creates is a
+	// shared one on a PostgreSQL server the run starts and stops.
+	return voltest.Main(m)
 }
 
 // findModuleRoot walks up from the working directory (the package
@@ -134,6 +138,9 @@ func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
 	}
 	t.Cleanup(func() { v.cleanup(t) })
 	args := append([]string{"init", "--store", v.Store}, initArgs...)
+	if u := voltest.MetaURL(); u != "" {
+		args = append(args, "--meta", u)
+	}
 	if out, err := runDoppel(time.Minute, args...); err != nil {
 		t.Fatalf("doppel %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -1,18 +1,29 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"strings"
 
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 func runInit(args []string) error {
-	fs := newFlags("init", "[--store DIR] [--chunking POLICY] [--compression MODE]",
-		"Create a new, empty volume. The store directory must not exist or be empty.")
+	fs := newFlags("init", "[--store DIR] [--chunking POLICY] [--compression MODE] [--meta URL | --meta-file FILE]",
+		"Create a new, empty volume. The store directory must not exist or be empty.\n"+
+			"With --meta the volume is shared: its metadata lives in PostgreSQL (one schema per volume),\n"+
+			"its chunk data in the store directory; the store directory keeps the connection settings\n"+
+			"(shared.json, without the password: give it at mount time with PGPASSWORD or ~/.pgpass).")
 	store := storeFlag(fs)
 	logFlag(fs, "warn")
 	chunking := fs.String("chunking", "cdc", "chunking policy: cdc (16K/64K/256K content-defined), cdc:MIN:AVG:MAX, or fixed:SIZE (e.g. fixed:4K for VM images)")
 	comp := fs.String("compression", "off", "chunk compression: off, zstd (keep any saving) or auto (keep savings of 1/8 or more)")
+	metaURL := fs.String("meta", "", "shared volume: PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
+	metaFile := fs.String("meta-file", "", "shared volume: read the PostgreSQL URL from FILE (- for standard input)")
+	data := fs.String("data", "", "shared volume: where chunk data goes (only the store directory so far: leave it out)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -20,13 +31,52 @@ func runInit(args []string) error {
 	if len(pos) != 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
+	if *metaURL != "" && *metaFile != "" {
+		return usagef("give --meta or --meta-file, not both")
+	}
+	if *metaFile != "" {
+		if *metaURL, err = readMetaFile(*metaFile); err != nil {
+			return err
+		}
+	} else if *metaURL != "" && volume.HasPassword(*metaURL) {
+		fmt.Fprintln(os.Stderr, "doppel init: warning: the --meta URL carries a password, which other users can see in ps while init runs; use --meta-file, PGPASSWORD or ~/.pgpass (the password is not stored either way)")
+	}
 	dir, err := storeDir(*store)
 	if err != nil {
 		return err
 	}
-	if err := volume.Init(dir, volume.InitOptions{Chunking: *chunking, Compression: *comp}); err != nil {
+	opt := volume.InitOptions{Chunking: *chunking, Compression: *comp, Meta: *metaURL, Data: *data}
+	if err := volume.Init(dir, opt); err != nil {
 		return err
+	}
+	if *metaURL != "" {
+		fmt.Printf("created shared volume in %s (metadata in PostgreSQL, chunk data in the store directory; chunking %s, compression %s)\n", dir, *chunking, *comp)
+		return nil
 	}
 	fmt.Printf("created volume in %s (chunking %s, compression %s)\n", dir, *chunking, *comp)
 	return nil
+}
+
+// readMetaFile reads the metadata URL from the first non-empty line of
+// path, or of standard input for "-".
+func readMetaFile(path string) (string, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", fmt.Errorf("--meta-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			return line, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("--meta-file: %w", err)
+	}
+	return "", errors.New("--meta-file: no URL in it")
 }

@@ -63,6 +63,10 @@ type Engine struct {
 	// log, which it fsyncs whole: a commit landing in between could name
 	// chunk bytes that raced the data sync, and become durable before them.
 	syncGate sync.RWMutex
+
+	// durableCommits: the metadata store makes every commit durable at
+	// once (meta.CommitsDurable), so commits sync new chunk data first.
+	durableCommits bool
 }
 
 // New creates the content engine.
@@ -98,6 +102,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		// bytes that are not durable yet.
 		h.SetBeforeDurable(b.Sync)
 	}
+	_, e.durableCommits = m.(meta.CommitsDurable)
 	if cfg.ReclaimInterval <= 0 {
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}

@@ -74,7 +74,7 @@ func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) err
 			return err
 		}
 	}
-	return nil
+	return it.Error() // a failed move ends the loop like the last extent
 }
 
 func piece(it meta.Iterator) (Piece, error) {

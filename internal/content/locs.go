@@ -79,6 +79,9 @@ func (e *Engine) lookupRecords(hs []schema.Hash) []schema.Chunk {
 	for _, h := range missing {
 		key := schema.ChunkKey(h)
 		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			if it.Error() != nil {
+				break // a hint only: the reads look the rest up
+			}
 			continue
 		}
 		if c, err := schema.DecodeChunk(it.Value()); err == nil {

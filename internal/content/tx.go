@@ -117,7 +117,10 @@ func (t *Tx) Commit(sync bool) error {
 		t.Abort()
 		return err
 	}
-	if sync && len(t.fresh) > 0 {
+	// Ordered mode: the chunk bytes a commit names are durable before
+	// the commit is; a store whose every commit is durable needs that for
+	// every commit that brings new chunks.
+	if (sync || t.e.durableCommits) && len(t.fresh) > 0 {
 		if err := t.e.blobs.Sync(); err != nil {
 			t.Abort()
 			return err
@@ -197,7 +200,7 @@ func (t *Tx) applyRefs() error {
 			if it.SeekGE(key) && bytes.Equal(it.Key(), key) {
 				return it.Value(), nil
 			}
-			return nil, nil
+			return nil, it.Error() // missing, unless the seek failed
 		}
 	}
 	for _, h := range hashes {

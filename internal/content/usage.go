@@ -98,6 +98,9 @@ func (t *RefTally) Each(r meta.Reader, fn func(ChunkRefs)) error {
 func chunkAt(it meta.Iterator, h schema.Hash) (schema.Chunk, error) {
 	key := schema.ChunkKey(h)
 	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		if err := it.Error(); err != nil {
+			return schema.Chunk{}, err // the store failed; nothing is known missing
+		}
 		return schema.Chunk{}, fmt.Errorf("%w: chunk %x is referenced but not in the chunk table (run doppel fsck)", ErrCorrupt, h[:8])
 	}
 	c, err := schema.DecodeChunk(it.Value())

@@ -12,6 +12,7 @@ import (
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -32,7 +33,7 @@ type env struct {
 func newEnv(t *testing.T, opt volume.InitOptions) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), ino: map[string]uint64{"/": vfs.RootIno}}
-	testutil.Check(t, volume.Init(e.dir, opt))
+	testutil.Check(t, voltest.VolumeInit(e.dir, opt))
 	e.open()
 	fs := e.v.NS
 	shared := testutil.SeededBytes(1, 300<<10)

@@ -79,7 +79,7 @@ func (r *repairer) nextExtent(ino uint64, off, size int64) (int64, error) {
 	}
 	defer it.Close()
 	if !it.First() {
-		return max(size, off), nil
+		return max(size, off), it.Error()
 	}
 	return schema.ExtentOffset(it.Key())
 }

@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 
-	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/fsck"
-	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -60,12 +57,10 @@ func (e *env) contents() map[string][]byte {
 func (e *env) repair(verify bool) *fsck.RepairReport {
 	e.t.Helper()
 	testutil.Check(e.t, e.v.Close())
-	m := testutil.Must(meta.OpenPebble(filepath.Join(e.dir, "meta")))
-	b := testutil.Must(blob.OpenDir(filepath.Join(e.dir, "chunks"), blob.Options{}))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rr, err := fsck.Repair(fsck.Stores{Dir: e.dir, Meta: m, Blobs: b}, fsck.Options{VerifyData: verify}, log)
-	testutil.Check(e.t, b.Close())
-	testutil.Check(e.t, m.Close())
+	c := testutil.Must(volume.OpenForCheck(e.dir, log)) // either kind of volume
+	rr, err := fsck.Repair(c.Stores, fsck.Options{VerifyData: verify}, log)
+	testutil.Check(e.t, c.Close())
 	testutil.Check(e.t, err)
 	for _, r := range rr.Repairs {
 		e.t.Logf("repaired %s %q: %s", r.Kind, r.Path, r.Action)

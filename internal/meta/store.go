@@ -13,6 +13,11 @@ type Reader interface {
 }
 
 // Iterator walks keys in order. Key and Value are valid until the next move.
+//
+// A move that fails (a store a network away could not answer) leaves the
+// iterator invalid, exactly as the end of its range does: a caller that
+// stops when a move returns false must then check Error, which is nil at
+// the true end of the range. Close returns the same error.
 type Iterator interface {
 	First() bool
 	Last() bool
@@ -24,6 +29,8 @@ type Iterator interface {
 	Valid() bool
 	Key() []byte
 	Value() []byte
+	// Error is the failure that stopped the iterator, nil if none.
+	Error() error
 	Close() error
 }
 
@@ -69,6 +76,14 @@ type Store interface {
 // the data the commits name durable in it.
 type DurabilityHook interface {
 	SetBeforeDurable(fn func() error)
+}
+
+// CommitsDurable is implemented by stores whose every commit is durable
+// when Commit returns, sync or not (PostgreSQL with synchronous_commit
+// on). The chunk data a commit names must then be durable before the
+// commit, not at the next Sync: the content engine syncs it first.
+type CommitsDurable interface {
+	CommitsDurable()
 }
 
 // RangeDeleter is implemented by batches that delete a key range with one

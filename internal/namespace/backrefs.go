@@ -32,7 +32,7 @@ func firstName(r meta.Reader, ino uint64) (parent uint64, name string, err error
 	}
 	defer it.Close()
 	if !it.First() {
-		return 0, "", nil
+		return 0, "", it.Error()
 	}
 	_, parent, name, err = schema.ParseParentKey(it.Key())
 	return parent, name, err

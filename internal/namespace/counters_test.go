@@ -9,13 +9,14 @@ import (
 
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 func TestCountersFollowTheFlushQueue(t *testing.T) {
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// No background flush during the test: only the test's calls move data.

@@ -163,7 +163,7 @@ func (v *FS) prunableRanges(floor uint64) ([][2][]byte, error) {
 		next, _ := schema.TreeJournalRange(c+1, 0, 0)
 		ok = it.SeekGE(next)
 	}
-	return out, nil
+	return out, it.Error()
 }
 
 // deleteKeys deletes [lower, upper): with one range tombstone where the
@@ -218,6 +218,10 @@ func scanLimit(r meta.Reader, lower, upper []byte, n int, fn func(k []byte)) err
 		fn(append([]byte(nil), it.Key()...))
 		n--
 	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
 	return it.Close()
 }
 
@@ -227,6 +231,10 @@ func hasKey(r meta.Reader, lower, upper []byte) (bool, error) {
 		return false, err
 	}
 	ok := it.First()
+	if err := it.Error(); err != nil {
+		it.Close()
+		return false, err
+	}
 	return ok, it.Close()
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -21,7 +22,7 @@ import (
 func openPruned(t testing.TB) (*volume.Volume, string) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := volume.OpenWith(dir, slog.New(slog.NewTextHandler(io.Discard, nil)),

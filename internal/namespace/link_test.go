@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -19,7 +20,7 @@ import (
 // deadlock, which makes this test hang.
 func TestLinkWhileWriting(t *testing.T) {
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{Chunking: "fixed:4K"}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{Chunking: "fixed:4K"}); err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -16,7 +17,7 @@ import (
 func openVolume(t testing.TB) (*volume.Volume, string) {
 	t.Helper()
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))

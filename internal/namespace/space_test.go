@@ -10,6 +10,7 @@ import (
 	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -18,7 +19,7 @@ import (
 // sets, and checks what the reserve kept for metadata allows.
 func TestFullDiskRules(t *testing.T) {
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	free := int64(1 << 40)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -30,7 +31,7 @@ func TestStreamingWritesModel(t *testing.T) {
 	t.Logf("seed %d (rerun: go test ./internal/namespace -run TestStreamingWritesModel -stream.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{Chunking: "cdc:1K:4K:16K"}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{Chunking: "cdc:1K:4K:16K"}); err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

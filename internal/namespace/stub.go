@@ -191,7 +191,13 @@ func scan(r meta.Reader, lower, upper []byte, fn func(k, v []byte) error) error 
 	for it.First(); it.Valid(); it.Next() {
 		all = append(all, kv{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
 	}
-	if err := it.Close(); err != nil {
+	// A failed move ends the loop as the range's end does: fn must not
+	// see a partial range as the whole.
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	for _, e := range all {

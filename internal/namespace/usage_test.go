@@ -10,6 +10,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -21,7 +22,7 @@ const KiB = 1 << 10
 func fixedVolume(t *testing.T) *volume.Volume {
 	t.Helper()
 	dir := t.TempDir()
-	if err := volume.Init(dir, volume.InitOptions{Chunking: "fixed:64K"}); err != nil {
+	if err := voltest.VolumeInit(dir, volume.InitOptions{Chunking: "fixed:64K"}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))

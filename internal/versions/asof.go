@@ -117,6 +117,16 @@ func (it *asOfIter) liveKey() []byte {
 // on the first one present at the pin.
 func (it *asOfIter) settle() bool {
 	for it.err == nil {
+		// A failed move of either iterator looks like its end: stop
+		// rather than take the other one's keys for the whole range.
+		if err := it.live.Error(); err != nil {
+			it.err = err
+			break
+		}
+		if err := it.ret.Error(); err != nil {
+			it.err = err
+			break
+		}
 		lk, rk := it.liveKey(), it.retKey()
 		if lk == nil && rk == nil {
 			break
@@ -232,6 +242,10 @@ func (it *asOfIter) Prev() bool {
 func (it *asOfIter) Valid() bool   { return it.valid }
 func (it *asOfIter) Key() []byte   { return it.key }
 func (it *asOfIter) Value() []byte { return it.val }
+
+// Error is the failure that stopped the walk: a malformed retained key, a
+// failed read of a retained version, or either iterator's own.
+func (it *asOfIter) Error() error { return it.err }
 
 func (it *asOfIter) Close() error {
 	err := it.live.Close()

@@ -77,7 +77,7 @@ func LoadPins(m meta.Reader) ([]Pinned, error) {
 		}
 		out = append(out, Pinned{Version: v, Pin: p})
 	}
-	return out, nil
+	return out, it.Error()
 }
 
 // Pins returns the pins, oldest first.

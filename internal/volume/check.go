@@ -31,7 +31,8 @@ var errCheckOnly = errors.New("the volume is open for checking only")
 // OpenForCheck opens the volume in dir for fsck. A volume in use gives an
 // error wrapping ErrInUse.
 func OpenForCheck(dir string, log *slog.Logger) (*Checker, error) {
-	if err := CheckFormat(dir); err != nil {
+	f, err := readFormat(dir)
+	if err != nil {
 		return nil, err // not a volume, or one this doppel must not touch
 	}
 	lock, err := lockFile(dir)
@@ -39,21 +40,31 @@ func OpenForCheck(dir string, log *slog.Logger) (*Checker, error) {
 		return nil, err
 	}
 	c := &Checker{Unsupported: ops.Unsupported{Err: errCheckOnly}, lock: lock, log: log}
-	if c.Stores, err = openStoresForCheck(dir); err != nil {
+	if c.Stores, err = openStoresForCheck(dir, f); err != nil {
 		lock.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func openStoresForCheck(dir string) (fsck.Stores, error) {
-	metaDir := filepath.Join(dir, "meta")
-	if _, err := os.Stat(metaDir); err != nil {
-		return fsck.Stores{}, fmt.Errorf("metadata store: %w", err)
-	}
-	m, err := meta.OpenPebble(metaDir)
-	if err != nil {
-		return fsck.Stores{}, err
+func openStoresForCheck(dir string, f formatInfo) (fsck.Stores, error) {
+	var m meta.Store
+	if f.Kind == KindShared {
+		pg, _, err := openSharedMeta(dir, f.UUID)
+		if err != nil {
+			return fsck.Stores{}, err
+		}
+		m = pg
+	} else {
+		metaDir := filepath.Join(dir, "meta")
+		if _, err := os.Stat(metaDir); err != nil {
+			return fsck.Stores{}, fmt.Errorf("metadata store: %w", err)
+		}
+		pb, err := meta.OpenPebble(metaDir)
+		if err != nil {
+			return fsck.Stores{}, err
+		}
+		m = pb
 	}
 	if raw, err := m.Get(schema.KeyConfig); err == nil {
 		// fsck reports a bad config; one of a newer doppel it must not touch.

@@ -13,12 +13,25 @@ import (
 // FormatFile names the file that marks a directory as a doppel volume.
 const FormatFile = "doppel.json"
 
-// FormatVersion is the volume layout this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the newest volume layout this build reads. Embedded
+// volumes (Pebble and segment files in the store directory) are written
+// as format 1, as before shared volumes existed; shared volumes
+// (docs/SHARED.md: metadata in PostgreSQL, the connection in shared.json)
+// as format 2 with kind "shared", so that a doppel that predates them
+// refuses them instead of creating an empty Pebble store beside them.
+const FormatVersion = 2
+
+const (
+	formatEmbedded = 1
+	formatShared   = 2
+	// KindShared is the format file's kind of a shared volume.
+	KindShared = "shared"
+)
 
 type formatInfo struct {
 	Format int    `json:"doppel_format"`
 	UUID   string `json:"uuid"`
+	Kind   string `json:"kind,omitempty"` // "" (embedded) or KindShared
 }
 
 // ErrNotVolume is returned for a directory that holds no volume.
@@ -65,6 +78,9 @@ func parseFormat(b []byte) (formatInfo, error) {
 	}
 	if f.Format < 1 {
 		return f, fmt.Errorf("unknown volume format %d", f.Format)
+	}
+	if want := map[int]string{formatEmbedded: "", formatShared: KindShared}[f.Format]; f.Kind != want {
+		return f, fmt.Errorf("volume format %d with kind %q (want %q)", f.Format, f.Kind, want)
 	}
 	return f, nil
 }

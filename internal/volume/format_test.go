@@ -11,7 +11,10 @@ func TestParseFormat(t *testing.T) {
 		ok bool
 	}{
 		{`{"doppel_format":1,"uuid":"x"}`, true},
-		{`{"doppel_format":2}`, false}, // newer than this build
+		{`{"doppel_format":3}`, false}, // newer than this build
+		{`{"doppel_format":2,"uuid":"x","kind":"shared"}`, true},
+		{`{"doppel_format":2}`, false},                 // a shared volume says so
+		{`{"doppel_format":1,"kind":"shared"}`, false}, // and only format 2 is shared
 		{`{"doppel_format":0}`, false},
 		{`{`, false},
 		{``, false},

@@ -21,6 +21,13 @@ import (
 type InitOptions struct {
 	Chunking    string // chunker policy; empty means the default
 	Compression string // off, zstd, auto; empty means off
+	// Meta, when set, makes a shared volume: a PostgreSQL URL (password
+	// allowed; it is not written down) whose database gets the volume's
+	// schema (?schema=NAME, else doppel_<uuid>). docs/SHARED.md.
+	Meta string
+	// Data is where a shared volume's chunks go: empty is the store
+	// directory's segment files, the only kind so far.
+	Data string
 }
 
 // Init creates a volume in dir, which must not exist or be empty.
@@ -28,6 +35,12 @@ func Init(dir string, opt InitOptions) error {
 	cfg, err := newConfig(opt)
 	if err != nil {
 		return err
+	}
+	if opt.Meta != "" {
+		return initShared(dir, opt, cfg)
+	}
+	if opt.Data != "" {
+		return errors.New("a data store needs a shared volume (--meta)")
 	}
 	if err := checkEmptyDir(dir); err != nil {
 		return err
@@ -51,7 +64,7 @@ func Init(dir string, opt InitOptions) error {
 	if err := os.MkdirAll(filepath.Join(dir, "chunks"), 0o700); err != nil {
 		return err
 	}
-	return writeFormat(dir, formatInfo{Format: FormatVersion, UUID: cfg.UUID})
+	return writeFormat(dir, formatInfo{Format: formatEmbedded, UUID: cfg.UUID})
 }
 
 // newConfig checks the options and returns a new volume's configuration.
@@ -144,8 +157,13 @@ type Volume struct {
 	Blobs  blob.Store
 	Engine *content.Engine
 	NS     *namespace.FS
-	lock   *os.File
-	closed bool
+	// Kind is "" for an embedded volume, KindShared for a shared one,
+	// whose metadata is at MetaURL (no password), schema MetaSchema.
+	Kind       string
+	MetaURL    string
+	MetaSchema string
+	lock       *os.File
+	closed     bool
 }
 
 // Open opens the volume in dir for exclusive use by this process.
@@ -155,27 +173,36 @@ func Open(dir string, log *slog.Logger) (*Volume, error) {
 
 // OpenWith is Open with namespace tuning (tests use small thresholds).
 func OpenWith(dir string, log *slog.Logger, nsOpt namespace.Options) (*Volume, error) {
-	if _, err := readFormat(dir); err != nil {
+	f, err := readFormat(dir)
+	if err != nil {
 		return nil, err
 	}
 	lock, err := lockFile(dir)
 	if err != nil {
 		return nil, err
 	}
-	v := &Volume{Dir: dir, lock: lock}
-	if err := v.open(log, nsOpt); err != nil {
+	v := &Volume{Dir: dir, lock: lock, Kind: f.Kind}
+	if err := v.open(f, log, nsOpt); err != nil {
 		v.Close()
 		return nil, err
 	}
 	return v, nil
 }
 
-func (v *Volume) open(log *slog.Logger, nsOpt namespace.Options) error {
-	m, err := meta.OpenPebble(filepath.Join(v.Dir, "meta"))
-	if err != nil {
-		return err
+func (v *Volume) open(f formatInfo, log *slog.Logger, nsOpt namespace.Options) error {
+	if f.Kind == KindShared {
+		m, s, err := openSharedMeta(v.Dir, f.UUID)
+		if err != nil {
+			return err
+		}
+		v.Meta, v.MetaURL, v.MetaSchema = m, s.Meta, s.Schema
+	} else {
+		m, err := meta.OpenPebble(filepath.Join(v.Dir, "meta"))
+		if err != nil {
+			return err
+		}
+		v.Meta = m
 	}
-	v.Meta = m
 	b, err := blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{})
 	if err != nil {
 		return err
@@ -200,7 +227,12 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		return fmt.Errorf("%s: chunking policy: %w", v.Dir, err)
 	}
 	room := nsOpt.Headroom
-	if room == nil {
+	if room == nil && v.Kind == KindShared {
+		// The metadata is not on this disk: only the data's space is
+		// guarded (and asking the server its size for every write's
+		// reserve would cost a round trip a second).
+		room = headroom.New(v.Dir, nil)
+	} else if room == nil {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}

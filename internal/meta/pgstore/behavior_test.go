@@ -247,3 +247,46 @@ func testServerRestart(t *testing.T, e *env) {
 	defer snap.Close()
 	storetest.WantValue(t, snap, "after", "restart")
 }
+
+// A page fetch that fails in the middle of a scan (here: the table is
+// dropped under it) stops the iterator of the store and of a batch with
+// Error set, which Close returns too: the scan does not look complete.
+func testIteratorErrorIsNotTheEnd(t *testing.T, e *env) {
+	schema := e.schema()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	must(t, err)
+	defer s.Close()
+	fill(t, s, 100)
+	b := s.NewBatch()
+	defer b.Close()
+	its := map[string]meta.Iterator{}
+	for name, r := range map[string]meta.Reader{"store": s, "batch": b} {
+		it, err := r.NewIter([]byte("k"), []byte("l"))
+		must(t, err)
+		if !it.First() || it.Error() != nil {
+			t.Fatalf("%s: First: valid %v, error %v", name, it.Valid(), it.Error())
+		}
+		its[name] = it
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, e.dsn)
+	must(t, err)
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, "DROP TABLE "+schema+".kv")
+	must(t, err)
+	for name, it := range its {
+		n := 1
+		for it.Next() {
+			n++
+		}
+		if n >= 100 {
+			t.Fatalf("%s: walked all %d keys of a dropped table", name, n)
+		}
+		if it.Error() == nil {
+			t.Fatalf("%s: the scan stopped after %d of 100 keys with no error", name, n)
+		}
+		if err := it.Close(); err == nil || err.Error() != it.Error().Error() {
+			t.Fatalf("%s: Close() = %v, want %v", name, err, it.Error())
+		}
+	}
+}

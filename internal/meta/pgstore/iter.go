@@ -91,6 +91,10 @@ func (it *iter) Valid() bool   { return it.valid }
 func (it *iter) Key() []byte   { return it.cur.k }
 func (it *iter) Value() []byte { return it.cur.v }
 
+// Error is the first failure of a move; the iterator stays invalid after
+// it.
+func (it *iter) Error() error { return it.err }
+
 // Close returns the first error a move met: a move that failed looked
 // like the end of the range.
 func (it *iter) Close() error {

@@ -22,8 +22,9 @@ type Store struct {
 }
 
 var (
-	_ meta.Store        = (*Store)(nil)
-	_ meta.RangeDeleter = (*batch)(nil)
+	_ meta.Store          = (*Store)(nil)
+	_ meta.CommitsDurable = (*Store)(nil)
+	_ meta.RangeDeleter   = (*batch)(nil)
 )
 
 func (s *Store) Get(key []byte) ([]byte, error) { return s.r.Get(key) }
@@ -31,6 +32,10 @@ func (s *Store) Get(key []byte) ([]byte, error) { return s.r.Get(key) }
 func (s *Store) NewIter(lower, upper []byte) (meta.Iterator, error) {
 	return s.r.NewIter(lower, upper)
 }
+
+// CommitsDurable: every commit is durable when it returns, so the
+// content engine makes chunk data durable before each commit naming it.
+func (s *Store) CommitsDurable() {}
 
 // Sync does nothing: a commit returns once PostgreSQL has made it durable
 // (synchronous_commit on, its default).

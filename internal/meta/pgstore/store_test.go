@@ -80,6 +80,7 @@ func TestStore(t *testing.T) {
 		{"DiskUsageGrows", testDiskUsageGrows},
 		{"NewerFormatRefused", testNewerFormatRefused},
 		{"Credentials", testCredentials},
+		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
 		{"ServerRestart", testServerRestart}, // last: it restarts the shared server
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, e) })

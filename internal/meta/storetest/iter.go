@@ -174,3 +174,51 @@ func testSnapshotIsFrozen(t *testing.T, open Opener) {
 		t.Errorf("store scan = %q, want [a c]", got)
 	}
 }
+
+// testIteratorEndIsNoError: running off either end of a range, or seeking
+// outside it, leaves an iterator invalid with no error, on the store, a
+// batch and a snapshot; Error is how a caller tells that from a failure.
+func testIteratorEndIsNoError(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	Commit(t, s, map[string][]byte{"a": []byte("A"), "b": []byte("B"), "c": []byte("C"), "d": []byte("D")})
+	b := s.NewBatch()
+	defer b.Close()
+	must(t, b.Set([]byte("bb"), []byte("BB")))
+	snap := s.Snapshot()
+	defer snap.Close()
+	for _, r := range []struct {
+		name string
+		r    meta.Reader
+	}{{"store", s}, {"batch", b}, {"snapshot", snap}} {
+		it, err := r.r.NewIter([]byte("b"), []byte("d"))
+		must(t, err)
+		noError := func(what string, ok, want bool) {
+			t.Helper()
+			if ok != want || it.Valid() != want {
+				t.Fatalf("%s: %s = %v (valid %v), want %v", r.name, what, ok, it.Valid(), want)
+			}
+			if err := it.Error(); err != nil {
+				t.Fatalf("%s: after %s: Error() = %v, want nil", r.name, what, err)
+			}
+		}
+		noError("First", it.First(), true)
+		for it.Next() {
+		}
+		noError("Next past the last key", it.Valid(), false)
+		noError("Next again", it.Next(), false)
+		noError("Last", it.Last(), true)
+		for it.Prev() {
+		}
+		noError("Prev before the first key", it.Valid(), false)
+		noError("SeekGE past the upper bound", it.SeekGE([]byte("e")), false)
+		noError("SeekLT below the lower bound", it.SeekLT([]byte("a")), false)
+		noError("SeekGE inside", it.SeekGE([]byte("c")), true)
+		must(t, it.Close())
+		empty, err := r.r.NewIter([]byte("x"), []byte("y"))
+		must(t, err)
+		if empty.First() || empty.Last() || empty.Error() != nil {
+			t.Fatalf("%s: empty range: valid or Error() = %v", r.name, empty.Error())
+		}
+		must(t, empty.Close())
+	}
+}

@@ -117,4 +117,7 @@ func compare(t *testing.T, rnd *rand.Rand, r meta.Reader, model map[string]strin
 	if ok := it.SeekLT([]byte(at)); ok != (i > 0) || ok && string(it.Key()) != want[i-1] {
 		t.Fatalf("%s: SeekLT(%q) in [%q, %q) = %v at %q", where, at, lower, upper, ok, it.Key())
 	}
+	if err := it.Error(); err != nil {
+		t.Fatalf("%s: seeks in [%q, %q): %v", where, lower, upper, err)
+	}
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, open Opener) {
 		{"IteratorSeekThenStep", testIteratorSeekThenStep},
 		{"BinaryKeys", testBinaryKeys},
 		{"SnapshotIsFrozen", testSnapshotIsFrozen},
+		{"IteratorEndIsNoError", testIteratorEndIsNoError},
 		{"Model", testModel},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
@@ -96,7 +97,6 @@ func Keys(t testing.TB, r meta.Reader, lower, upper string, back bool) []string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
 	var keys []string
 	if back {
 		for ok := it.Last(); ok; ok = it.Prev() {
@@ -106,6 +106,12 @@ func Keys(t testing.TB, r meta.Reader, lower, upper string, back bool) []string 
 		for ok := it.First(); ok; ok = it.Next() {
 			keys = append(keys, string(it.Key()))
 		}
+	}
+	if err := it.Error(); err != nil {
+		t.Fatalf("iterator of [%q, %q) stopped by %v", lower, upper, err)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatalf("closing the iterator of [%q, %q): %v", lower, upper, err)
 	}
 	return keys
 }

@@ -93,6 +93,49 @@ func StartWith(t testing.TB, o Options) *Server {
 	return s
 }
 
+// ErrNotInstalled is StartShared's error when the PostgreSQL binaries are
+// missing.
+var ErrNotInstalled = errors.New("PostgreSQL is not installed (scripts/ensure-deps.sh installs Debian's postgresql package)")
+
+// StartShared starts a server for a whole test binary (a TestMain that
+// runs many tests against one server). The caller must call stop, which
+// stops the server and removes its directory; if the binary dies first,
+// the server follows it (Pdeathsig).
+func StartShared(o Options) (s *Server, stop func(), err error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
+	}
+	cred, owner, err := runAs()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		return nil, nil, err
+	}
+	s = &Server{Dir: dir, User: "doppel", Password: randomHex(12), bin: bin, cred: cred, opts: o}
+	stop = func() { s.stop(); os.RemoveAll(dir) }
+	if err := s.initdb(bin, cred, owner); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		s.Port, err = freePort()
+		if err == nil {
+			err = s.start()
+		}
+		if err == nil {
+			return s, stop, nil
+		}
+		if attempt == 2 {
+			log := s.logTail()
+			stop()
+			return nil, nil, fmt.Errorf("start PostgreSQL: %v\n%s", err, log)
+		}
+	}
+}
+
 // Restart stops the server (fast shutdown: sessions are ended) and starts
 // it again on the same port, as an administrator's restart would.
 func (s *Server) Restart(t testing.TB) {
@@ -179,17 +222,26 @@ func (s *Server) DSN(db string) string {
 // CreateDB creates database name and returns its DSN.
 func (s *Server) CreateDB(t testing.TB, name string) string {
 	t.Helper()
+	dsn, err := s.CreateDatabase(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// CreateDatabase creates database name and returns its DSN.
+func (s *Server) CreateDatabase(name string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := pgx.Connect(ctx, s.DSN("postgres"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer c.Close(ctx)
 	if _, err := c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return s.DSN(name)
+	return s.DSN(name), nil
 }
 
 func (s *Server) logTail() string {

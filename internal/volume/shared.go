@@ -1,0 +1,209 @@
+package volume
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// SharedFile is the file of a shared volume's store directory that says
+// where its metadata (and later its chunk data) lives. It holds no
+// password and must be readable by its owner only (mode 0600).
+const SharedFile = "shared.json"
+
+// sharedInfo is SharedFile's content.
+type sharedInfo struct {
+	// Meta is the PostgreSQL URL without its password: that comes from
+	// PGPASSWORD or ~/.pgpass (PGPASSFILE) when the volume is opened.
+	Meta string `json:"meta"`
+	// Schema is the volume's schema in that database.
+	Schema string `json:"schema"`
+	// Data is where chunk data lives: empty means the segment files in
+	// the store directory's chunks/ (the S3 store will put its URL here).
+	Data string `json:"data"`
+}
+
+// metaURL is a --meta URL taken apart: conn connects (with the password
+// if the URL had one), stored is what shared.json keeps (no password),
+// schema the schema asked for with ?schema= (empty: the default).
+type metaURL struct {
+	conn, stored, schema string
+	password             bool
+}
+
+func parseMetaURL(raw string) (metaURL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return metaURL{}, fmt.Errorf("metadata URL %s: want postgres://USER@HOST:PORT/DB?sslmode=...", pgstore.Redact(raw))
+	}
+	q := u.Query()
+	m := metaURL{schema: q.Get("schema")}
+	q.Del("schema") // ours, not a server setting
+	u.RawQuery = q.Encode()
+	m.conn = u.String()
+	_, inUser := u.User.Password()
+	m.password = inUser || q.Has("password")
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	q.Del("password")
+	u.RawQuery = q.Encode()
+	m.stored = u.String()
+	return m, nil
+}
+
+// HasPassword reports whether a metadata URL carries a password (the
+// command warns: it is visible in ps while the command runs).
+func HasPassword(raw string) bool {
+	m, err := parseMetaURL(raw)
+	return err == nil && m.password
+}
+
+// defaultSchema is a volume's schema unless --meta names one.
+func defaultSchema(uuid string) string {
+	return "doppel_" + strings.ReplaceAll(uuid, "-", "")
+}
+
+// openTimeout bounds connecting to the metadata store.
+const openTimeout = time.Minute
+
+// openPG opens the volume's schema, with a hint when the password is
+// what is missing.
+func openPG(conn, schemaName string) (*pgstore.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	m, err := pgstore.Open(ctx, pgstore.Options{URL: conn, Schema: schemaName})
+	if err != nil {
+		msg := strings.ToLower(err.Error())
+		if (strings.Contains(msg, "password") || strings.Contains(msg, "authentication")) && !HasPassword(conn) && os.Getenv("PGPASSWORD") == "" {
+			return nil, fmt.Errorf("%w; the password is not kept in the store directory: set PGPASSWORD or put it in ~/.pgpass (or the file PGPASSFILE names)", err)
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
+// initShared creates a shared volume in dir: its metadata in the
+// PostgreSQL schema opt.Meta names (or doppel_<uuid>), chunk data in dir's
+// segment files, and the format file written last.
+func initShared(dir string, opt InitOptions, cfg schema.Config) error {
+	if opt.Data != "" {
+		return fmt.Errorf("data store %q: only the store directory's segment files are supported so far (leave --data out)", opt.Data)
+	}
+	mu, err := parseMetaURL(opt.Meta)
+	if err != nil {
+		return err
+	}
+	if mu.schema == "" {
+		mu.schema = defaultSchema(cfg.UUID)
+	}
+	if err := checkEmptyDir(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create store: %w", err)
+	}
+	lock, err := lockFile(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	m, err := openPG(mu.conn, mu.schema)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := m.Get(schema.KeyConfig); err == nil {
+		return fmt.Errorf("schema %s of %s already holds a doppel volume; refusing to overwrite it", mu.schema, pgstore.Redact(mu.stored))
+	} else if !errors.Is(err, meta.ErrNotFound) {
+		return err
+	}
+	if err := initMeta(m, cfg); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "chunks"), 0o700); err != nil {
+		return err
+	}
+	if err := writeShared(dir, sharedInfo{Meta: mu.stored, Schema: mu.schema}); err != nil {
+		return err
+	}
+	return writeFormat(dir, formatInfo{Format: formatShared, UUID: cfg.UUID, Kind: KindShared})
+}
+
+func writeShared(dir string, s sharedInfo) error {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	tmp := filepath.Join(dir, SharedFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	if err := syncFile(tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, SharedFile))
+}
+
+// readShared reads dir's shared.json, refusing one that group or others
+// may read.
+func readShared(dir string) (sharedInfo, error) {
+	var s sharedInfo
+	path := filepath.Join(dir, SharedFile)
+	st, err := os.Stat(path)
+	if err != nil {
+		return s, fmt.Errorf("shared volume: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return s, fmt.Errorf("%s is readable by group or others (mode %04o); it says where the volume's metadata is and who may connect: chmod 600 %s", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %v", path, err)
+	}
+	if s.Meta == "" || s.Schema == "" {
+		return s, fmt.Errorf("%s: no metadata URL or schema", path)
+	}
+	if s.Data != "" {
+		return s, fmt.Errorf("%s: data store %q is not supported by this doppel (only the segment files in %s)", path, s.Data, filepath.Join(dir, "chunks"))
+	}
+	return s, nil
+}
+
+// openSharedMeta opens the metadata store of the shared volume in dir,
+// whose format file says uuid, and checks that its schema holds that
+// volume (pgstore.Open creates a missing schema: a dropped one would
+// otherwise look like an empty volume).
+func openSharedMeta(dir, uuid string) (*pgstore.Store, sharedInfo, error) {
+	s, err := readShared(dir)
+	if err != nil {
+		return nil, s, err
+	}
+	m, err := openPG(s.Meta, s.Schema)
+	if err != nil {
+		return nil, s, err
+	}
+	raw, err := m.Get(schema.KeyConfig)
+	if errors.Is(err, meta.ErrNotFound) {
+		m.Close()
+		return nil, s, fmt.Errorf("schema %s of %s holds no doppel volume (was it dropped?)", s.Schema, pgstore.Redact(s.Meta))
+	} else if err != nil {
+		m.Close()
+		return nil, s, err
+	}
+	if cfg, err := schema.DecodeConfig(raw); err == nil && cfg.UUID != uuid {
+		m.Close()
+		return nil, s, fmt.Errorf("schema %s of %s holds volume %s, not this store's %s", s.Schema, pgstore.Redact(s.Meta), cfg.UUID, uuid)
+	}
+	return m, s, nil
+}
