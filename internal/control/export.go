@@ -111,6 +111,8 @@ func (c *Client) Export(ctx context.Context, req ops.ExportRequest, started func
 		switch {
 		case ev.Done && ev.Error != "":
 			return errors.New(ev.Error)
+		case ev.Done && ctx.Err() == nil:
+			return errors.New("the daemon stopped the export (the volume was unmounted?)")
 		case ev.Done:
 			return nil
 		case ev.Started != nil && started != nil:
