@@ -112,7 +112,7 @@ func (c *Client) Export(ctx context.Context, req ops.ExportRequest, started func
 		case ev.Done && ev.Error != "":
 			return errors.New(ev.Error)
 		case ev.Done && ctx.Err() == nil:
-			return errors.New("the daemon stopped the export (the volume was unmounted?)")
+			return errors.New("the process serving the volume stopped the export (the volume was unmounted, or the doppel nbd that opened it exited)")
 		case ev.Done:
 			return nil
 		case ev.Started != nil && started != nil:
