@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/frontend/exports"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
 	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/ops"
@@ -76,6 +77,14 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		srv.Unmount()
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
+	// NBD exports (doppel nbd) of this volume's files keep the kernel's
+	// view of them coherent: pages they change are dropped, names they
+	// create are looked up again.
+	vol.Exports.SetHooks(exports.Hooks{
+		Changed: func(ino uint64, off, length int64) { srv.InodeNotify(ino, off, length) },
+		Created: func(parent uint64, name string) { srv.EntryNotify(parent, name) },
+		Warn:    func(msg string) { log.Warn(msg) },
+	})
 	imports := &daemonImports{vol: vol, srv: srv, mp: mp, log: log}
 	served := servedVolume{API: vol.Operations(), vol: vol, srv: srv, imports: imports,
 		status: func() ops.Status { return daemonStatus(vol, mp, started, &fuseOps) }}
@@ -119,6 +128,7 @@ func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *met
 		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
 		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,
 		OpenFiles: n.OpenFiles, LogicalBytes: s.LogicalBytes, PhysicalBytes: s.PhysicalBytes,
+		Exports: vol.Exports.Status(),
 	}
 	t := fuseOps.Totals()
 	st.Requests, st.RequestErrors, st.RequestEIO = t.Count, t.Errors, t.EIO

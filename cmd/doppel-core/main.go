@@ -32,6 +32,7 @@ var commands = map[string]command{
 	"rmclone":  {"remove a clone or snapshot at once, freeing it in the background", runRmclone},
 	"diff":     {"show what differs between two trees (fast between clones)", runDiff},
 	"scan":     {"run a command once per distinct file content of some trees", runScan},
+	"nbd":      {"serve volume files as NBD block devices that give freed space back", runNBD},
 }
 
 func usage() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/control"
+	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
@@ -30,12 +31,16 @@ type volumeStatus struct {
 const statusTimeout = 5 * time.Second
 
 func runStatus(args []string) error {
-	fs := newFlags("status", "[--json]",
+	fs := newFlags("status", "[--json] [--store DIR]",
 		"List the mounted doppel volumes: mount point, store, daemon PID and uptime,\n"+
-			"and counters since the daemon started (FUSE requests, bytes written,\n"+
-			"deduplicated, stored and reclaimed, the flush queue). A volume whose daemon\n"+
-			"does not answer is listed as such; that is not an error of the command.")
+			"counters since the daemon started (FUSE requests, bytes written,\n"+
+			"deduplicated, stored and reclaimed, the flush queue) and the NBD exports\n"+
+			"it serves with their clients. The store named by --store (or the default\n"+
+			"store) is listed too when it is not mounted but held by 'doppel nbd'.\n"+
+			"A volume whose daemon does not answer is listed as such; that is not an\n"+
+			"error of the command.")
 	asJSON := fs.Bool("json", false, "print JSON")
+	storeArg := storeFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -53,6 +58,7 @@ func runStatus(args []string) error {
 			vols = append(vols, volumeStatus{Mountpoint: m.Point, Store: m.Source})
 		}
 	}
+	vols = appendHeldStore(vols, *storeArg)
 	var wg sync.WaitGroup
 	for i := range vols {
 		wg.Add(1)
@@ -109,7 +115,11 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s\n  store      %s\n", v.Mountpoint, v.Store)
+		mp := v.Mountpoint
+		if mp == "" {
+			mp = "(not mounted)"
+		}
+		fmt.Fprintf(w, "%s\n  store      %s\n", mp, v.Store)
 		d := v.Daemon
 		if d == nil {
 			fmt.Fprintf(w, "  daemon     %s\n", v.Error)
@@ -122,5 +132,35 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 			human(d.WrittenBytes), human(d.DedupBytes), human(d.StoredBytes), human(d.ReclaimedBytes))
 		fmt.Fprintf(w, "  flush      %s waiting in %d files; %d files open\n", human(d.DirtyBytes), d.DirtyFiles, d.OpenFiles)
 		fmt.Fprintf(w, "  space      %s logical, %s physical\n", human(d.LogicalBytes), human(d.PhysicalBytes))
+		printExports(w, d.Exports)
+	}
+}
+
+// appendHeldStore adds the store named by --store (or the default store)
+// when a process holds it without mounting it: `doppel nbd` serving it.
+func appendHeldStore(vols []volumeStatus, flagValue string) []volumeStatus {
+	dir, err := storeDir(flagValue)
+	if err != nil || volume.LockHolder(dir) <= 0 {
+		return vols
+	}
+	for _, v := range vols {
+		if v.Store == dir {
+			return vols
+		}
+	}
+	return append(vols, volumeStatus{Store: dir})
+}
+
+// printExports lists a daemon's NBD servers and their exports.
+func printExports(w io.Writer, servers []ops.ExportStatus) {
+	for _, s := range servers {
+		ro := ""
+		if s.ReadOnly {
+			ro = ", read-only"
+		}
+		fmt.Fprintf(w, "  nbd        %s%s\n", s.Listen, ro)
+		for _, e := range s.Exports {
+			fmt.Fprintf(w, "               %s  %s  %s  %d clients\n", e.Name, e.Path, human(e.Size), e.Clients)
+		}
 	}
 }

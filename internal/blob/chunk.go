@@ -150,22 +150,7 @@ func (d *Dir) Free(loc Loc) error {
 	if err := checkLoc(loc); err != nil {
 		return err
 	}
-	d.waitWrites(loc.Segment, int64(loc.Offset), int64(loc.Offset)+roundUp(int64(loc.Length)))
-	s, err := d.use(loc.Segment)
-	if err != nil {
-		return err
-	}
-	err = punchHole(s.f, int64(loc.Offset), roundUp(int64(loc.Length)))
-	if err != nil {
-		err = fmt.Errorf("blob: free: %w", err)
-	}
-	d.mu.Lock()
-	if err == nil && !d.closed {
-		err = d.maybeRemove(s)
-	}
-	d.release(s)
-	d.mu.Unlock()
-	return err
+	return d.freeRange(loc.Segment, int64(loc.Offset), int64(loc.Offset)+roundUp(int64(loc.Length)))
 }
 
 // use acquires segment num for a call; the caller releases it.

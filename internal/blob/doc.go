@@ -1,7 +1,8 @@
 // Package blob stores chunk bytes. The embedded store keeps append-only
 // segment files in which every chunk starts on a 4 KiB boundary, so that a
 // freed chunk's blocks can be returned to the host file system at once by
-// punching a hole; a sealed segment with no data left is deleted.
+// punching a hole (FreeMany punches chunks that lie side by side as one
+// range: freemany.go); a sealed segment with no data left is deleted.
 //
 // The blob store knows nothing of hashes, files or refcounts: it hands out
 // locations and gives bytes back for them. The content layer above decides

@@ -39,6 +39,24 @@ func TestReadaheadFollowsSequentialReaders(t *testing.T) {
 	}
 }
 
+// TestRandomReadersGetNoReadahead reads 4 KiB at random places of a
+// 64 MiB file: nothing beyond what was read may be prepared, although
+// some reads land within the readahead window of the one before.
+func TestRandomReadersGetNoReadahead(t *testing.T) {
+	const size = 64 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 4096, VerifyReads: true})
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(7, 7)), size))
+	v.reopen()
+	rng := rand.New(rand.NewPCG(8, 8))
+	for range 300 {
+		v.read(2, rng.Int64N(size/4096)*4096, 4096)
+	}
+	v.e.loads.running.Wait()
+	if n := v.e.locs.c.Len(); n > 300 {
+		t.Errorf("300 random reads left %d chunk locations cached: readahead ran for them", n)
+	}
+}
+
 // TestReadsSurviveStaleLocations: a cached chunk record can go stale when
 // the chunk is freed and stored again elsewhere; reads notice (the stale
 // place fails the hash) and ask the store again.

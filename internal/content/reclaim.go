@@ -74,9 +74,7 @@ func (r *reclaimer) reclaim() {
 		return
 	}
 	r.lastErr = ""
-	for _, loc := range locs {
-		r.eng.freeNow(loc)
-	}
+	r.eng.freeAll(locs)
 	if err := r.eng.dropFreeRecords(locs); err != nil {
 		r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
 	}
@@ -95,6 +93,23 @@ func (e *Engine) HoldReclaim() (release func()) {
 func (r *reclaimer) stop() {
 	close(r.quit)
 	r.wg.Wait()
+}
+
+// freeAll punches locs at once, side by side ones together where the
+// store can (blob.ManyFreer): only for bytes no durable metadata names.
+func (e *Engine) freeAll(locs []blob.Loc) {
+	m, ok := e.blobs.(blob.ManyFreer)
+	if !ok {
+		for _, loc := range locs {
+			e.freeNow(loc)
+		}
+		return
+	}
+	freed, err := m.FreeMany(locs)
+	e.counters.reclaimed.Add(freed)
+	if err != nil {
+		e.log.Warn("free chunk space", "chunks", len(locs), "err", err)
+	}
 }
 
 // freeNow punches loc at once: only for bytes no durable metadata names.

@@ -55,6 +55,7 @@ func Serve(ctx context.Context, dir string, vol ops.API, metrics http.Handler) (
 	mux.HandleFunc("POST /v1/import", serveImport(vol))
 	serveClones(mux, vol)
 	serveCopyFile(mux, vol)
+	serveExport(mux, vol)
 	// Requests run in base, so that stopping ends the long ones (an online
 	// fsck, a subtree walk) before the volume under them closes.
 	base, cancel := context.WithCancel(ctx)

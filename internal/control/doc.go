@@ -14,6 +14,8 @@
 //     with its mode in a trailer.
 //   - fsck.go: POST /v1/fsck, the online check streaming its progress.
 //   - import.go: POST /v1/import, streaming the import's progress.
+//   - export.go: POST /v1/nbd, an NBD export that lives as long as the
+//     request (`doppel nbd` on a mounted volume).
 //   - status.go: GET /v1/status.
 //   - metrics.go: GET /metrics, the Prometheus scrape, which
 //     `curl --unix-socket STORE/control.sock http://doppel/metrics` reads

@@ -5,12 +5,13 @@ import (
 
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // PolicyXattr overrides the volume's chunking policy for a file, or, on a
 // directory, for everything created below it afterwards (e.g. fixed:4K for
 // VM images). It changes how future writes are cut, never stored data.
-const PolicyXattr = "user.doppel.chunking"
+const PolicyXattr = vfs.ChunkingXattr
 
 // checkPolicyXattr validates a value for PolicyXattr.
 func checkPolicyXattr(value []byte) error {

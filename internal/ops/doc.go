@@ -20,6 +20,7 @@
 //   - scan.go: ScanRequest and ContentGroup.
 //   - check.go: fsck's request and result.
 //   - imports.go: ImportRequest.
+//   - export.go: ExportRequest and ExportStatus (`doppel nbd`).
 //   - status.go: Status, and ErrNotMounted for what only a daemon knows.
 //   - unsupported.go: Unsupported, for implementations of some operations.
 package ops

@@ -45,4 +45,8 @@ type API interface {
 	// Status is the serving daemon and its counters (`doppel status`);
 	// ErrNotMounted for a volume no daemon serves.
 	Status(ctx context.Context) (Status, error)
+	// Export serves files of the volume over NBD until ctx is done, then
+	// stops, flushes them and returns (`doppel nbd`). started is called
+	// once the server listens.
+	Export(ctx context.Context, req ExportRequest, started func(ExportStatus)) error
 }

@@ -30,4 +30,6 @@ type Status struct {
 	OpenFiles      int64     `json:"open_files"`
 	LogicalBytes   int64     `json:"logical_bytes"`
 	PhysicalBytes  int64     `json:"physical_bytes"`
+	// Exports are the NBD servers running on the volume (`doppel nbd`).
+	Exports []ExportStatus `json:"exports,omitempty"`
 }

@@ -38,5 +38,8 @@ func (u Unsupported) Import(context.Context, ImportRequest, func(importer.Progre
 }
 func (u Unsupported) Sync(context.Context) error             { return u.Err }
 func (u Unsupported) Status(context.Context) (Status, error) { return Status{}, u.Err }
+func (u Unsupported) Export(context.Context, ExportRequest, func(ExportStatus)) error {
+	return u.Err
+}
 
 var _ API = Unsupported{}

@@ -82,6 +82,11 @@ const (
 	XattrReplace = 2
 )
 
+// ChunkingXattr holds a file's chunking policy (e.g. "fixed:4K"), which
+// overrides the volume's for the file's future writes; on a directory it
+// is inherited by what is created below it.
+const ChunkingXattr = "user.doppel.chunking"
+
 // RootIno is the inode number of a volume's root directory.
 const RootIno = 1
 

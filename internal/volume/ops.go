@@ -64,3 +64,7 @@ func (o operations) Sync(context.Context) error { return o.v.NS.SyncFS() }
 func (o operations) Status(context.Context) (ops.Status, error) {
 	return ops.Status{}, ops.ErrNotMounted
 }
+
+func (o operations) Export(ctx context.Context, req ops.ExportRequest, started func(ops.ExportStatus)) error {
+	return o.v.Exports.Serve(ctx, req, started)
+}

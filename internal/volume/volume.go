@@ -11,6 +11,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
+	"github.com/doppelfs/doppel/internal/frontend/exports"
 	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/namespace"
@@ -162,8 +163,10 @@ type Volume struct {
 	Kind       string
 	MetaURL    string
 	MetaSchema string
-	lock       *os.File
-	closed     bool
+	// Exports are the volume's NBD servers (`doppel nbd`).
+	Exports *exports.Registry
+	lock    *os.File
+	closed  bool
 }
 
 // Open opens the volume in dir for exclusive use by this process.
@@ -249,8 +252,11 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
 	}
 	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
-	v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log)
-	return err
+	if v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log); err != nil {
+		return err
+	}
+	v.Exports = exports.NewRegistry(v.NS, log)
+	return nil
 }
 
 // OpenOn runs a volume on stores the caller opened; dir is only reported

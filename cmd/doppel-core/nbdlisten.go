@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// nbdSocketName is the default Unix socket of `doppel nbd`, in the store.
+const nbdSocketName = "nbd.sock"
+
+// nbdDefaultPort is NBD's registered TCP port.
+const nbdDefaultPort = "10809"
+
+// parseListen turns --listen into "unix:/absolute/path" or
+// "tcp:HOST:PORT", and returns a warning to print when TCP listens beyond
+// the loopback interface.
+func parseListen(arg, store string) (listen, warning string, err error) {
+	switch {
+	case arg == "":
+		return "unix:" + filepath.Join(store, nbdSocketName), "", nil
+	case strings.HasPrefix(arg, "unix:"):
+		p := strings.TrimPrefix(arg, "unix:")
+		if p == "" {
+			return "", "", fmt.Errorf("--listen unix: needs a path")
+		}
+		abs, err := filepath.Abs(p)
+		return "unix:" + abs, "", err
+	case strings.HasPrefix(arg, "tcp:"):
+		hostPort := strings.TrimPrefix(arg, "tcp:")
+		host, port, err := net.SplitHostPort(hostPort)
+		if err != nil { // "tcp:10809"
+			host, port = "", hostPort
+		}
+		if port == "" {
+			port = nbdDefaultPort
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return "", "", fmt.Errorf("bad port in --listen %q", arg)
+		}
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		if !loopback(host) {
+			warning = "doppel nbd: WARNING: listening on " + host + ", beyond this machine: NBD has no\n" +
+				"authentication and no encryption; anyone who reaches port " + port + " can read and\n" +
+				"overwrite the exported files. Use a Unix socket or 127.0.0.1 unless you mean it."
+		}
+		return "tcp:" + net.JoinHostPort(host, port), warning, nil
+	}
+	return "", "", fmt.Errorf("bad --listen %q: want unix:PATH or tcp:[HOST]:PORT", arg)
+}
+
+// loopback reports whether host names the loopback interface only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// nbdURI is the address of one export in the NBD URI form qemu and libnbd
+// take.
+func nbdURI(listen, name string) string {
+	if p, ok := strings.CutPrefix(listen, "unix:"); ok {
+		return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + p
+	}
+	return "nbd://" + strings.TrimPrefix(listen, "tcp:") + "/" + url.PathEscape(name)
+}
+
+// parseByteSize parses a size with an optional K, M, G or T suffix
+// (powers of 1024, an optional "iB" or "B" after it).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,70 @@
+package blockfile
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/frontend/nbd"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// Changed is told of every range a block command changed, so that a FUSE
+// mount of the same volume can drop the kernel's cached pages of it.
+type Changed func(ino uint64, off, length int64)
+
+// File is one volume file served as a block device. Its size is the file's
+// size when it was opened; every connection to the export shares it.
+type File struct {
+	fs       vfs.FS
+	h        vfs.Handle
+	ino      uint64
+	size     int64
+	readOnly bool
+	changed  Changed
+}
+
+var (
+	_ nbd.Backend    = (*File)(nil)
+	_ nbd.FastZeroer = (*File)(nil)
+)
+
+// Open opens the regular file ino of fs for an export. changed may be nil.
+func Open(fs vfs.FS, ino uint64, readOnly bool, changed Changed) (*File, error) {
+	a, err := fs.GetAttr(ino)
+	if err != nil {
+		return nil, err
+	}
+	if a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return nil, errors.New("not a regular file")
+	}
+	flags := uint32(syscall.O_RDWR)
+	if readOnly {
+		flags = syscall.O_RDONLY
+	}
+	h, err := fs.Open(ino, flags)
+	if err != nil {
+		return nil, err
+	}
+	return &File{fs: fs, h: h, ino: ino, size: a.Size, readOnly: readOnly, changed: changed}, nil
+}
+
+// Ino is the inode of the file.
+func (f *File) Ino() uint64 { return f.ino }
+
+// Size implements nbd.Sizer.
+func (f *File) Size() int64 { return f.size }
+
+// Close makes what was written durable and closes the file.
+func (f *File) Close() error {
+	var err error
+	if !f.readOnly {
+		err = f.fs.Fsync(f.h, false)
+	}
+	return errors.Join(err, f.fs.Release(f.h))
+}
+
+func (f *File) notify(off, length int64) {
+	if f.changed != nil {
+		f.changed(f.ino, off, length)
+	}
+}

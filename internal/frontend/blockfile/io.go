@@ -1,0 +1,51 @@
+package blockfile
+
+import "io"
+
+// ReadAt implements nbd.ReaderAt. The export keeps the size it had when it
+// was opened: if the file was shortened since, the bytes past its end read
+// as zeros.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := f.fs.Read(f.h, off+int64(n), p[n:])
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			clear(p[n:])
+			break
+		}
+		n += m
+	}
+	return len(p), nil
+}
+
+// WriteAt implements nbd.WriterAt: the bytes go to the file's write buffer,
+// and with fua the file is committed and the volume synced before it
+// returns.
+func (f *File) WriteAt(p []byte, off int64, fua bool) error {
+	n, err := f.fs.Write(f.h, off, p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if n > 0 {
+		f.notify(off, int64(n))
+	}
+	if err != nil {
+		return err
+	}
+	if fua {
+		return f.Flush()
+	}
+	return nil
+}
+
+// Flush implements nbd.Flusher as fsync: the file's buffered writes are
+// committed (those of every connection: they share the file's buffer) and
+// the volume is synced.
+func (f *File) Flush() error { return f.fs.Fsync(f.h, false) }
+
+// Cache implements nbd.Cacher; the hint is ignored (readahead follows
+// sequential readers anyway).
+func (f *File) Cache(off, length int64) error { return nil }

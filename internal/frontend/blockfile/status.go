@@ -1,0 +1,52 @@
+package blockfile
+
+import (
+	"errors"
+	"syscall"
+
+	"github.com/doppelfs/doppel/internal/frontend/nbd"
+)
+
+// Lseek's whence values for data and holes.
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// maxStatusExtents bounds the extents one BLOCK_STATUS answer looks up;
+// the client asks again for the rest.
+const maxStatusExtents = 256
+
+// BlockStatus implements nbd.BlockStatuser from the file's extent map
+// (SEEK_DATA and SEEK_HOLE): holes are reported as hole and zero, data as
+// allocated. Past the file's end (if it was shortened since the export
+// opened it) everything is a hole.
+func (f *File) BlockStatus(off, length int64) ([]nbd.Extent, error) {
+	end := off + length
+	var out []nbd.Extent
+	for pos := off; pos < end && len(out) < maxStatusExtents; {
+		data, err := f.fs.Lseek(f.h, pos, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			data = end
+		} else if err != nil {
+			return nil, err
+		}
+		if data > pos {
+			n := min(data, end) - pos
+			out = append(out, nbd.Extent{Length: n, Flags: nbd.ExtentHole | nbd.ExtentZero})
+			pos += n
+			continue
+		}
+		hole, err := f.fs.Lseek(f.h, pos, seekHole)
+		if err != nil {
+			return nil, err
+		}
+		if hole <= pos { // cannot happen on a consistent map; never loop
+			hole = end
+		}
+		n := min(hole, end) - pos
+		out = append(out, nbd.Extent{Length: n})
+		pos += n
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package tests
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// TestNBDSpaceReturn checks purge's three ways through an export: TRIM,
+// WRITE_ZEROES (with and without NO_HOLE) and a WRITE of all-zero blocks
+// each free their chunks and give their segment space back, as doppel df
+// shows, while chunks a clone still shares stay.
+func TestNBDSpaceReturn(t *testing.T) {
+	requireNBDTools(t, "nbdcopy")
+	store := newStore(t)
+	srv := startNBD(t, "--store", store, "--create", "40M", "/disk.img")
+	uri := srv.URI("disk.img")
+	runClient(t, "nbdcopy", writeTemp(t, testutil.SeededBytes(3, 40*mib)), uri)
+	before := storeDF(t, store)
+	t.Logf("40 MiB written: %v", before)
+	if before["chunks"] != 40*mib/4096 || before["allocated_bytes"] < 40*mib {
+		t.Fatalf("40 MiB of distinct data written in 4 KiB blocks: %d chunks, %d bytes allocated", before["chunks"], before["allocated_bytes"])
+	}
+	steps := []struct {
+		name string
+		cmd  string
+	}{
+		{"TRIM", "discard 0 8M"},
+		{"WRITE_ZEROES", "write -z -u 8M 8M"},
+		{"WRITE_ZEROES with NO_HOLE", "write -z 16M 8M"},
+		{"all-zero WRITE", "write -P 0 24M 8M"},
+	}
+	last := before
+	for _, s := range steps {
+		qemuIO(t, uri, s.cmd) // qemu-io flushes before it exits
+		// Segment files are punched block by block; a block a segment's
+		// header shares with the first chunk may stay.
+		want := last["allocated_bytes"] - 8*mib + 64<<10
+		start := time.Now()
+		now := awaitDF(t, store, func(df map[string]int64) bool { return df["allocated_bytes"] <= want })
+		if now["chunks"] != last["chunks"]-8*mib/4096 {
+			t.Errorf("%s of 8 MiB: chunks %d -> %d, want %d fewer", s.name, last["chunks"], now["chunks"], 8*mib/4096)
+		}
+		t.Logf("%s of 8 MiB: allocated %d -> %d bytes, %v after the client's flush", s.name, last["allocated_bytes"], now["allocated_bytes"], time.Since(start).Round(10*time.Millisecond))
+		last = now
+	}
+	qemuIO(t, uri, "read -P 0 0 32M")
+
+	// The last 8 MiB are shared with a clone: trimming them in the export
+	// frees nothing, and the clone keeps its data.
+	if out, err := runDoppel(time.Minute, "clone", "--store", store, "/disk.img", "/clone.img"); err != nil {
+		t.Fatalf("doppel clone: %v\n%s", err, out)
+	}
+	qemuIO(t, uri, "discard 32M 8M")
+	time.Sleep(2 * time.Second) // a reclaim would have run by now (every 500 ms)
+	now := storeDF(t, store)
+	if now["chunks"] != last["chunks"] || now["allocated_bytes"] < last["allocated_bytes"] {
+		t.Errorf("trim of chunks a clone shares: chunks %d -> %d, allocated %d -> %d; want them kept",
+			last["chunks"], now["chunks"], last["allocated_bytes"], now["allocated_bytes"])
+	}
+	srv.Stop(t)
+	clone := startNBD(t, "--store", store, "--read-only", "/clone.img")
+	qemuIORead(t, clone.URI("clone.img"), "read -P 0 0 32M")
+	got := filepath.Join(t.TempDir(), "clone.img")
+	runClient(t, "nbdcopy", clone.URI("clone.img"), got)
+	if b, _ := os.ReadFile(got); len(b) != 40*mib || !bytes.Equal(b[32*mib:], testutil.SeededBytes(3, 40*mib)[32*mib:]) {
+		t.Error("the clone lost the data its origin trimmed after the clone")
+	}
+	clone.Stop(t)
+	if out, err := runDoppel(5*time.Minute, "fsck", "--store", store); err != nil {
+		t.Fatalf("doppel fsck: %v\n%s", err, out)
+	}
+}
+
+// awaitDF polls doppel df until ok says yes, for at most 30 s: freed
+// chunks are punched out of the segment files by the reclaimer, every
+// 500 ms.
+func awaitDF(t testing.TB, store string, ok func(map[string]int64) bool) map[string]int64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		df := storeDF(t, store)
+		if ok(df) {
+			return df
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("space not back within 30 s: df %v", df)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
