@@ -38,6 +38,12 @@ func serveNBD(ctx context.Context, store string, req ops.ExportRequest, n *nbdNo
 	if err != nil {
 		return err
 	}
+	stopProfiles, err := recordProfiles() // of the export served here
+	if err != nil {
+		vol.Close()
+		return err
+	}
+	defer stopProfiles()
 	defer func() {
 		if cerr := vol.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing the volume: %w", cerr))
