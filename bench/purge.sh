@@ -9,25 +9,36 @@
 #
 # MODE: nbd      doppel nbd + nbdfuse + losetup (the block export)
 #       fuse     losetup on the volume file through the FUSE mount alone
+#       qcow2    qemu-nbd --discard=unmap on a qcow2 image + nbdfuse +
+#                losetup (what a user has today without doppel)
 #       plain    losetup on a sparse file on the host disk (the limit)
 # DISCARD: "discard" (mount -o discard, the default) or "fstrim" (mount
 #       without it, then fstrim after the delete).
-# TREE: what to copy in (default /usr/local/go/src).
+# WORKLOAD: what is written and deleted in the guest file system:
+#       tree     cp -a of TREE (default /usr/local/go/src), then rm -r
+#       db       a SQLite database: DB_MIB of 4 KiB random rows inserted,
+#                all deleted, VACUUM (the file shrinks; ext4 frees its blocks)
+#       images   three copies of a VM-like image (IMAGE_MIB: random data,
+#                then as much again of zeros written out), then rm
 #
 # Prints one line per half second after the delete (seconds since the rm
 # began, bytes held), then a summary. Needs root (losetup, mount).
 # Environment: DOPPEL (binary, default doppel on PATH), SIZE (default 1G),
-# DISCARD, WORK (scratch directory, default a new one in /tmp).
+# DISCARD, WORKLOAD, DB_MIB (default 100), IMAGE_MIB (default 64), WORK
+# (scratch directory, default a new one in /tmp).
 set -euo pipefail
 mode=${1:-nbd}
 tree=${2:-/usr/local/go/src}
 doppel=${DOPPEL:-doppel}
 size=${SIZE:-1G}
 discard=${DISCARD:-discard}
+workload=${WORKLOAD:-tree}
+db_mib=${DB_MIB:-100}
+image_mib=${IMAGE_MIB:-64}
 work=${WORK:-$(mktemp -d /tmp/purge.XXXXXX)}
 store=$work/store mnt=$work/mnt fsdir=$work/fs nbdmnt=$work/nbdfuse
 mkdir -p "$mnt" "$fsdir" "$nbdmnt"
-loop="" nbdpid="" fusepid=""
+loop="" nbdpid="" fusepid="" qemupid=""
 
 cleanup() {
 	set +e
@@ -36,6 +47,7 @@ cleanup() {
 	mountpoint -q "$nbdmnt" && fusermount3 -u "$nbdmnt"
 	[ -n "$fusepid" ] && wait "$fusepid" 2>/dev/null
 	[ -n "$nbdpid" ] && kill -INT "$nbdpid" && wait "$nbdpid" 2>/dev/null
+	[ -n "$qemupid" ] && kill "$qemupid" && wait "$qemupid" 2>/dev/null
 	mountpoint -q "$mnt" && "$doppel" umount "$mnt"
 }
 trap cleanup EXIT
@@ -45,6 +57,8 @@ trap cleanup EXIT
 held() {
 	if [ "$mode" = plain ]; then
 		echo $(($(stat -c %b "$work/plain.img") * 512))
+	elif [ "$mode" = qcow2 ]; then
+		echo $(($(stat -c %b "$work/disk.qcow2") * 512))
 	else
 		"$doppel" df --json --store "$store" | sed -n 's/.*"allocated_bytes": \([0-9]*\).*/\1/p'
 	fi
@@ -72,8 +86,18 @@ nbd)
 	for _ in $(seq 100); do [ -e "$nbdmnt/nbd" ] && break; sleep 0.1; done
 	dev=$nbdmnt/nbd
 	;;
+qcow2)
+	qemu-img create -q -f qcow2 "$work/disk.qcow2" "$size"
+	qemu-nbd -f qcow2 --discard=unmap -t -k "$work/qemu.sock" -x disk "$work/disk.qcow2" >"$work/qemu.log" 2>&1 &
+	qemupid=$!
+	for _ in $(seq 100); do [ -S "$work/qemu.sock" ] && break; sleep 0.1; done
+	nbdfuse "$nbdmnt" "nbd+unix:///disk?socket=$work/qemu.sock" &
+	fusepid=$!
+	for _ in $(seq 100); do [ -e "$nbdmnt/nbd" ] && break; sleep 0.1; done
+	dev=$nbdmnt/nbd
+	;;
 *)
-	echo "unknown mode $mode (nbd, fuse, plain)" >&2
+	echo "unknown mode $mode (nbd, fuse, qcow2, plain)" >&2
 	exit 2
 	;;
 esac
@@ -85,11 +109,39 @@ opts=""
 mount $opts "$loop" "$fsdir"
 sync
 before=$(held)
-cp -a "$tree" "$fsdir/tree"
+case $workload in
+tree) cp -a "$tree" "$fsdir/tree" ;;
+db)
+	python3 - "$fsdir/db.sqlite" "$db_mib" <<'PY'
+import os, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("create table t (id integer primary key, v blob)")
+for i in range(int(sys.argv[2]) * 256):
+    db.execute("insert into t (v) values (?)", (os.urandom(4000),))
+    if i % 1024 == 0:
+        db.commit()
+db.commit()
+PY
+	;;
+images)
+	head -c $((image_mib << 20)) /dev/urandom >"$work/image.bin"
+	head -c $((image_mib << 20)) /dev/zero >>"$work/image.bin"
+	for i in 1 2 3; do cp --sparse=never "$work/image.bin" "$fsdir/vm$i.img"; done
+	rm -f "$work/image.bin"
+	;;
+*)
+	echo "unknown workload $workload (tree, db, images)" >&2
+	exit 2
+	;;
+esac
 sync
 peak=$(held)
 start=$(date +%s.%N)
-rm -rf "$fsdir/tree"
+case $workload in
+tree) rm -rf "$fsdir/tree" ;;
+db) python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute("delete from t"); db.commit(); db.execute("vacuum"); db.close()' "$fsdir/db.sqlite" ;;
+images) rm -f "$fsdir"/vm*.img ;;
+esac
 sync
 [ "$discard" = fstrim ] && fstrim "$fsdir"
 last="" settled=""
@@ -103,6 +155,6 @@ for i in $(seq 60); do
 	sleep 0.5
 done
 after=$(held)
-echo "mode=$mode discard=$discard tree=$tree"
-printf 'before=%d peak=%d after=%d freed=%.1f%% of the peak, last change seen %.2f s after the rm began\n' \
-	"$before" "$peak" "$after" "$(echo "scale=3; 100 * ($peak - $after) / $peak" | bc)" "$settled"
+echo "mode=$mode discard=$discard workload=$workload"
+printf 'before=%d peak=%d after=%d freed=%.1f%% of what the workload added, last change seen %.2f s after the delete began\n' \
+	"$before" "$peak" "$after" "$(echo "scale=3; 100 * ($peak - $after) / ($peak - $before)" | bc)" "$settled"
