@@ -1,78 +1,181 @@
 #!/usr/bin/env bash
-# nbd.sh: doppel nbd side by side with qemu-nbd and nbdkit serving a raw
-# file on the same disk, measured with fio's nbd engine and nbdcopy.
+# nbd.sh: doppel nbd side by side with qemu-nbd (raw file) and nbdkit's
+# file plugin, on the same disk, with fio's nbd engine and nbdcopy.
 #
-#   DOPPEL=bin/doppel bench/nbd.sh
+#   bench/nbd.sh [BINDIR]        (BINDIR: doppel and doppel-core; default bin/)
 #
-# Environment: SIZE (export size, default 1G), RUNTIME (seconds per fio
-# job, default 10), WORK (scratch directory, default a new one in /tmp on
-# the disk under test). Prints one table row per server and job.
+# Per repetition and server, in turn (so that the machine's noise falls on
+# all alike), each on a fresh BENCH_SIZE_MIB export over TCP on loopback:
+#   - fio, one job: sequential 1 MiB write then read (iodepth 16), random
+#     4 KiB write and read at iodepth 1 and 16 (BENCH_RUNTIME seconds each;
+#     the random jobs run over the whole export after the sequential write
+#     filled it);
+#   - nbdcopy of a BENCH_COPY_MIB random image into the export and back out.
+# Writes end with a FLUSH (fio's end_fsync, nbdcopy's flush): every figure
+# includes making the data durable.
+# Printed: every run, then the medians and doppel's ratio to qemu-nbd.
+#
+# Environment: BENCH_REPS [3], BENCH_SIZE_MIB [2048], BENCH_COPY_MIB [4096],
+# BENCH_RUNTIME [15], BENCH_DIR [/var/tmp/doppel-bench-nbd] (on the disk to
+# measure: needs BENCH_SIZE_MIB + 2 * BENCH_COPY_MIB free), BENCH_PORT
+# [10909]. Needs fio (with its nbd engine), qemu-nbd, nbdkit, nbdcopy:
+# scripts/ensure-deps.sh --bench installs them.
 set -euo pipefail
-doppel=${DOPPEL:-doppel}
-size=${SIZE:-1G}
-runtime=${RUNTIME:-10}
-work=${WORK:-$(mktemp -d /tmp/nbdbench.XXXXXX)}
-pid=""
-stop() {
-	if [ -n "$pid" ]; then
-		kill -INT "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+CMDLINE=$(bench_cmdline bench/nbd.sh "$@")
+
+BIN=${1:-$DOPPEL_REPO_ROOT/bin}
+REPS=${BENCH_REPS:-3}
+SIZE_MIB=${BENCH_SIZE_MIB:-2048}
+COPY_MIB=${BENCH_COPY_MIB:-4096}
+RUNTIME=${BENCH_RUNTIME:-15}
+DIR=${BENCH_DIR:-/var/tmp/doppel-bench-nbd}
+PORT=${BENCH_PORT:-10909}
+positive_ints "$REPS" "$SIZE_MIB" "$COPY_MIB" "$RUNTIME" "$PORT"
+[ "$COPY_MIB" -le "$SIZE_MIB" ] || SIZE_MIB=$COPY_MIB
+for tool in fio qemu-nbd nbdkit nbdcopy; do
+	command -v "$tool" >/dev/null || die "$tool is missing: run scripts/ensure-deps.sh --bench"
+done
+fio --enghelp 2>/dev/null | grep -qw nbd || die "this fio has no nbd engine"
+[ -x "$BIN/doppel" ] || die "$BIN/doppel is missing: run make build"
+
+mkdir -p "$DIR"
+SRC=$DIR/image.bin STORE=$DIR/store RAW=$DIR/raw.img LOGF=$DIR/log
+SERVER_PID=""
+stop_server() {
+	if [ -n "$SERVER_PID" ]; then
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+		SERVER_PID=""
 	fi
-	pid=""
 }
-trap stop EXIT
+trap stop_server EXIT
+if [ "$(stat -c %s "$SRC" 2>/dev/null || echo 0)" != $((COPY_MIB << 20)) ]; then
+	log "writing $COPY_MIB MiB of random data to $SRC"
+	head -c $((COPY_MIB << 20)) /dev/urandom >"$SRC"
+fi
 
-head -c "$size" /dev/urandom >"$work/image.raw" 2>/dev/null || true
-[ -s "$work/image.raw" ] || { echo "cannot make $work/image.raw" >&2; exit 1; }
+# wait_port: until something accepts connections on PORT (10 s).
+wait_port() {
+	local i
+	for i in $(seq 100); do
+		if nbdinfo --size "nbd://127.0.0.1:$PORT/disk" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "no NBD server on port $PORT (see $LOGF)"
+}
 
-start() { # server name; sets sock, uri
-	sock=$work/$1.sock
-	rm -f "$sock"
+# start_server NAME: a fresh, empty export "disk" of SIZE_MIB on PORT.
+start_server() {
+	rm -rf "$STORE" "$RAW"
 	case $1 in
 	doppel)
-		rm -rf "$work/store" && "$doppel" init --store "$work/store" >/dev/null
-		"$doppel" nbd --store "$work/store" --listen "unix:$sock" --create "$size" /disk.img >/dev/null &
-		pid=$!
-		uri="nbd+unix:///disk.img?socket=$sock"
+		"$BIN/doppel" init --store "$STORE" >>"$LOGF" 2>&1
+		"$BIN/doppel" nbd --store "$STORE" --listen "tcp:127.0.0.1:$PORT" \
+			--create "${SIZE_MIB}M" --name disk /disk.img >>"$LOGF" 2>&1 &
 		;;
 	qemu-nbd)
-		rm -f "$work/qemu.raw" && truncate -s "$size" "$work/qemu.raw"
-		qemu-nbd -t --shared=16 -f raw -x disk.img --cache=none --aio=native --discard=unmap -k "$sock" "$work/qemu.raw" &
-		pid=$!
-		uri="nbd+unix:///disk.img?socket=$sock"
+		truncate -s "${SIZE_MIB}M" "$RAW"
+		# -t: stay up across connections; --shared: fio's and nbdcopy's
+		# several connections; writeback cache, the default, as a user runs it.
+		qemu-nbd -f raw -t --shared=16 -x disk -b 127.0.0.1 -p "$PORT" \
+			--discard=unmap "$RAW" >>"$LOGF" 2>&1 &
 		;;
 	nbdkit)
-		rm -f "$work/nbdkit.raw" && truncate -s "$size" "$work/nbdkit.raw"
-		nbdkit -f -U "$sock" file "$work/nbdkit.raw" &
-		pid=$!
-		uri="nbd+unix:///?socket=$sock"
+		truncate -s "${SIZE_MIB}M" "$RAW"
+		nbdkit -f -i 127.0.0.1 -p "$PORT" -e disk file "$RAW" >>"$LOGF" 2>&1 &
 		;;
 	esac
-	for _ in $(seq 100); do [ -S "$sock" ] && return; sleep 0.1; done
-	echo "$1 did not start" >&2
-	exit 1
+	SERVER_PID=$!
+	wait_port
 }
 
-job() { # name rw bs iodepth
-	fio --name="$1" --ioengine=nbd --uri="$uri" --rw="$2" --bs="$3" --iodepth="$4" \
-		--size="$size" --runtime="$runtime" --time_based --output-format=terse --terse-version=3 \
-		| awk -F';' -v n="$1" '$1 == 3 { printf "%-12s %8.1f MiB/s %8.0f IOPS\n", n, ($7 + $48) / 1024, $8 + $49 }'
+# FIO_JSON: prints one figure of fio's JSON report (on stdin, after the
+# engine's "connected" line): argv 1 is read or write, argv 2 iops or mibs.
+FIO_JSON='
+import json, sys
+s = sys.stdin.read()
+j = json.loads(s[s.index("{"):])["jobs"][0][sys.argv[1]]
+print("%.0f" % j["iops"] if sys.argv[2] == "iops" else "%.1f" % (j["bw_bytes"] / 1048576))
+'
+
+# fio_run RW BS DEPTH: prints the bandwidth in MiB/s (sequential) or the
+# IOPS (random) of one fio job against the export.
+fio_run() {
+	local rw=$1 bs=$2 depth=$3 out
+	out=$(fio --name=job --ioengine=nbd --uri="nbd://127.0.0.1:$PORT/disk" \
+		--rw="$rw" --bs="$bs" --iodepth="$depth" --size="${SIZE_MIB}M" \
+		--time_based=$([[ $rw == rand* ]] && echo 1 || echo 0) --runtime="$RUNTIME" \
+		--end_fsync=1 --output-format=json --randrepeat=0 2>>"$LOGF")
+	case $rw in
+	read | randread) dir=read ;;
+	*) dir=write ;;
+	esac
+	if [[ $rw == rand* ]]; then
+		printf '%s' "$out" | python3 -c "$FIO_JSON" "$dir" iops
+	else
+		printf '%s' "$out" | python3 -c "$FIO_JSON" "$dir" mibs
+	fi
 }
 
-printf '%-10s %-12s %s\n' server job result
-for server in doppel qemu-nbd nbdkit; do
-	start "$server"
-	t0=$(date +%s.%N)
-	nbdcopy "$work/image.raw" "$uri"
-	t1=$(date +%s.%N)
-	nbdcopy "$uri" "$work/out.raw"
-	t2=$(date +%s.%N)
-	printf '%-10s %-12s %.2f s in, %.2f s out\n' "$server" nbdcopy "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)"
-	rm -f "$work/out.raw"
-	for spec in "seqwrite write 1M 16" "seqread read 1M 16" "randwrite1 randwrite 4k 1" "randwrite16 randwrite 4k 16" "randread1 randread 4k 1" "randread16 randread 4k 16"; do
-		set -- $spec
-		printf '%-10s ' "$server"
-		job "$@"
+# copy_secs IN OUT: seconds nbdcopy takes (with its final flush).
+copy_secs() {
+	local t0 t1
+	t0=$(date +%s%N)
+	nbdcopy --flush "$1" "$2" 2>>"$LOGF"
+	t1=$(date +%s%N)
+	secs "$t0" "$t1"
+}
+
+SERVERS=(doppel qemu-nbd nbdkit)
+TESTS=(seqwrite seqread randwrite1 randwrite16 randread1 randread16 copyin copyout)
+declare -A RES
+bench_start
+for rep in $(seq "$REPS"); do
+	for s in "${SERVERS[@]}"; do
+		log "repetition $rep: $s"
+		start_server "$s"
+		RES[$s,seqwrite]+="$(fio_run write 1M 16) "
+		RES[$s,seqread]+="$(fio_run read 1M 16) "
+		RES[$s,randwrite1]+="$(fio_run randwrite 4k 1) "
+		RES[$s,randwrite16]+="$(fio_run randwrite 4k 16) "
+		RES[$s,randread1]+="$(fio_run randread 4k 1) "
+		RES[$s,randread16]+="$(fio_run randread 4k 16) "
+		uri="nbd://127.0.0.1:$PORT/disk"
+		RES[$s,copyin]+="$(copy_secs "$SRC" "$uri") "
+		rm -f "$DIR/out.bin"
+		truncate -s "${SIZE_MIB}M" "$DIR/out.bin"
+		RES[$s,copyout]+="$(copy_secs "$uri" "$DIR/out.bin") "
+		stop_server
+		for t in "${TESTS[@]}"; do
+			printf '%s\t%s\t%s\n' "$s" "$t" "${RES[$s,$t]}"
+		done
 	done
-	stop
 done
+rm -f "$DIR/out.bin" "$RAW"
+rm -rf "$STORE"
+
+echo
+echo "| test | unit | doppel nbd | qemu-nbd | nbdkit file | doppel / qemu-nbd |"
+echo "|---|---|---|---|---|---|"
+for t in "${TESTS[@]}"; do
+	case $t in
+	seq*) unit="MiB/s" ;;
+	rand*) unit="IOPS" ;;
+	copy*) unit="s ($COPY_MIB MiB)" ;;
+	esac
+	d=$(median "${RES[doppel,$t]}") q=$(median "${RES[qemu-nbd,$t]}") k=$(median "${RES[nbdkit,$t]}")
+	# Higher is better for rates; for seconds the ratio is inverted so
+	# that above 1 always means doppel is ahead.
+	if [[ $t == copy* ]]; then
+		r=$(awk -v d="$d" -v q="$q" 'BEGIN { printf "%.2f", q / d }')
+	else
+		r=$(awk -v d="$d" -v q="$q" 'BEGIN { printf "%.2f", d / q }')
+	fi
+	echo "| $t | $unit | $d | $q | $k | $r |"
+done
+echo
+machine_section "$DIR" "$CMDLINE" "as root" "| Repetitions | $REPS, servers in turn, medians |"
