@@ -41,6 +41,13 @@ func (c *checker) scanSingletons() error {
 				return
 			}
 			c.stats = &s
+		case bytes.Equal(k, schema.KeyNextPack):
+			if _, err := schema.ParseU64(v); err != nil {
+				// Deleting it could hand out numbers of existing packs
+				// again: the store also allocates above the highest it
+				// lists, but a repair must not rely on that.
+				c.report(KindDecode, noIno, "next_pack record: %v", err)
+			}
 		case bytes.Equal(k, schema.KeySession):
 			if _, err := schema.DecodeSession(v); err != nil {
 				c.report(KindDecode, noIno, "session record: %v", err)

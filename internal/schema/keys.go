@@ -27,6 +27,9 @@ var (
 	KeyVersion = []byte("\x00version")
 	KeyStats   = []byte("\x00stats")
 	KeySession = []byte("\x00session")
+	// KeyNextPack is the highest pack number handed out to an S3 data
+	// store of a shared volume (a counter, meta.Counters).
+	KeyNextPack = []byte("\x00next_pack")
 )
 
 // ErrBadKey is returned when a key does not have the expected shape.
