@@ -141,6 +141,9 @@ func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
 	if u := voltest.MetaURL(); u != "" {
 		args = append(args, "--meta", u)
 	}
+	if u := voltest.DataURL(); u != "" {
+		args = append(args, "--data", u)
+	}
 	if out, err := runDoppel(time.Minute, args...); err != nil {
 		t.Fatalf("doppel %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
