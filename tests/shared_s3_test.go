@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
@@ -133,9 +136,12 @@ func TestSharedS3VolumeEndToEnd(t *testing.T) {
 	testutil.Check(t, os.Truncate(v.path("part"), 64<<10))
 	v.umount(t)
 	v.fsckStrict(t)
-	// Losing the store directory's dead-span ledger leaves the freed span
+	// The dead-span ledger is in PostgreSQL: the store directory's S3
+	// state may go. Losing the ledger's records leaves the freed span
 	// reclaimable; a repair records it again and damages nothing.
-	testutil.Check(t, os.Remove(filepath.Join(v.Store, "s3", "dead")))
+	testutil.Check(t, os.RemoveAll(filepath.Join(v.Store, "s3")))
+	v.fsckStrict(t)
+	dropDeadRecords(t, pg.DSN("e2e"), v.Store)
 	var rep struct {
 		Problems []fsckProblem `json:"problems"`
 	}
@@ -250,5 +256,27 @@ func TestSharedS3VolumeServiceFault(t *testing.T) {
 	v.mount(t)
 	for name, data := range acked {
 		wantFile(t, v.path(name), data)
+	}
+}
+
+// dropDeadRecords deletes the S3 store's dead-span records of the volume
+// in store from its schema.
+func dropDeadRecords(t *testing.T, dsn, store string) {
+	t.Helper()
+	var shared struct {
+		Schema string `json:"schema"`
+	}
+	b, err := os.ReadFile(filepath.Join(store, "shared.json"))
+	testutil.Check(t, err)
+	testutil.Check(t, json.Unmarshal(b, &shared))
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	testutil.Check(t, err)
+	defer c.Close(ctx)
+	lo, hi := schema.DeadRange()
+	tag, err := c.Exec(ctx, "DELETE FROM "+pgx.Identifier{shared.Schema, "kv"}.Sanitize()+" WHERE k >= $1 AND k < $2", lo, hi)
+	testutil.Check(t, err)
+	if tag.RowsAffected() == 0 {
+		t.Fatalf("no dead-span records in schema %s", shared.Schema)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/doppelfs/doppel/internal/blob/s3store"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
@@ -300,5 +301,48 @@ func TestS3CommitWaitsForUpload(t *testing.T) {
 	}
 	if got := readFile(t, v2, "during"); !bytes.Equal(got, during) {
 		t.Errorf("during: %d bytes that differ", len(got))
+	}
+}
+
+// TestS3DeadSpansInMetadata: the dead spans of a pack part freed are kept
+// in the metadata store, so that a store directory lost (or another
+// host's) knows them: fsck finds nothing to reclaim after the local
+// directory is deleted. With the ledger in a local file it would report
+// the freed span as orphan space.
+func TestS3DeadSpansInMetadata(t *testing.T) {
+	e := newS3Env(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("dead"), Chunking: "fixed:64K"}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close()
+	testutil.Check(t, writeFile(t, v, "f", testutil.SeededBytes(5, 128<<10), false))
+	a, err := v.NS.Lookup(1, "f")
+	testutil.Check(t, err)
+	h, err := v.NS.Open(a.Ino, syscall.O_WRONLY)
+	testutil.Check(t, err)
+	_, err = v.NS.Write(h, 64<<10, testutil.SeededBytes(6, 64<<10)) // frees the old second chunk
+	testutil.Check(t, err)
+	testutil.Check(t, v.NS.Fsync(h, false))
+	testutil.Check(t, v.NS.Release(h))
+	testutil.Check(t, v.Close())
+
+	lo, hi := schema.DeadRange()
+	m, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: v.MetaSchema})
+	testutil.Check(t, err)
+	it, err := m.NewIter(lo, hi)
+	testutil.Check(t, err)
+	records := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		records++
+	}
+	testutil.Check(t, it.Close())
+	m.Close()
+	if records != 1 {
+		t.Errorf("%d dead-span records in the metadata store, want 1 (the pack half freed)", records)
+	}
+	testutil.Check(t, os.RemoveAll(filepath.Join(dir, S3Dir)))
+	if rep := checkClean(t, dir); len(rep.Problems) > 0 {
+		t.Errorf("fsck after the store directory's S3 state was deleted: %+v", rep.Problems)
 	}
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // S3Dir is the S3 data store's local directory in a shared volume's store
-// directory: its read cache (cache/) and its dead-span ledger. Losing it
-// loses no data (docs/SHARED.md, section 8).
+// directory: its read cache (cache/). Pack numbers and the dead-span
+// ledger are in the metadata store. Losing it loses no data
+// (docs/SHARED.md, section 8).
 const S3Dir = "s3"
 
 // DefaultCacheBytes bounds the local read cache of a volume whose chunk
@@ -63,7 +64,7 @@ func s3Config(dir, dataURL string, cacheBytes int64, m meta.Store) (s3store.Conf
 	if !ok {
 		return cfg, fmt.Errorf("data in S3 needs a metadata store that reserves pack numbers atomically (%T does not)", m)
 	}
-	cfg.Allocator = packAllocator{c}
+	cfg.Allocator, cfg.Dead = packAllocator{c}, deadRecords{m}
 	cfg.Dir = filepath.Join(dir, S3Dir)
 	switch {
 	case cacheBytes == 0:
@@ -129,4 +130,61 @@ func initSharedData(dir string, s sharedInfo, m meta.Store) error {
 		return fmt.Errorf("data store %s already holds %d packs (another volume's data?); give an empty prefix", s.Data, len(nums))
 	}
 	return nil
+}
+
+// deadRecords keeps the S3 store's dead-span ledger in the metadata store
+// (schema.DeadKey records), so that it outlives the store directory and
+// is the same for every host. Each save writes the complete merged spans
+// of the packs it names; with several hosts freeing chunks of one pack at
+// once, the last save wins and the other's spans are lost from the ledger
+// (space only: fsck --repair finds them again) until the records are
+// updated under a conflict check (docs/SHARED.md, section 8).
+type deadRecords struct{ m meta.Store }
+
+// LoadDead implements s3store.DeadStore.
+func (d deadRecords) LoadDead() (map[uint32][]blob.Span, error) {
+	lo, hi := schema.DeadRange()
+	it, err := d.m.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	all := map[uint32][]blob.Span{}
+	for ok := it.First(); ok; ok = it.Next() {
+		num, err := schema.DecodeDeadKey(it.Key())
+		if err != nil {
+			continue // fsck reports it
+		}
+		spans, err := schema.DecodeSpans(it.Value())
+		if err != nil {
+			continue // a cache: fsck reports it, its space is found again
+		}
+		for _, s := range spans {
+			all[num] = append(all[num], blob.Span{Start: s[0], End: s[1]})
+		}
+	}
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// SaveDead implements s3store.DeadStore: one durable batch.
+func (d deadRecords) SaveDead(spans map[uint32][]blob.Span, gone []uint32) error {
+	b := d.m.NewBatch()
+	defer b.Close()
+	for num, ss := range spans {
+		pairs := make([][2]int64, len(ss))
+		for i, s := range ss {
+			pairs[i] = [2]int64{s.Start, s.End}
+		}
+		if err := b.Set(schema.DeadKey(num), schema.EncodeSpans(pairs)); err != nil {
+			return err
+		}
+	}
+	for _, num := range gone {
+		if err := b.Delete(schema.DeadKey(num)); err != nil {
+			return err
+		}
+	}
+	return b.Commit(true)
 }
