@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -189,50 +189,59 @@ func TestSharedS3VolumeEndToEnd(t *testing.T) {
 // write load (each file written and fsync'd) and starts again: every file
 // whose fsync succeeded reads back, writes succeed again without a
 // remount, and fsck finds the volume clean.
+//
+// The load runs in a shell, not in the test process: a fork of a process
+// holding a file of the mount (to restart the server) would close that
+// file in the child, and the kernel sends FUSE a flush for it, which
+// waits for the fsync in flight, which waits for the server.
 func TestSharedS3VolumeServiceFault(t *testing.T) {
 	v, srv, _ := s3Volume(t, "fault", "--chunking", "fixed:64K")
-	var (
-		mu    sync.Mutex
-		acked = map[string][]byte{}
-		fails int
-	)
-	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	src := t.TempDir()
+	stopFile := filepath.Join(t.TempDir(), "stop")
+	load := exec.Command("sh", "-c", `i=0
+while [ ! -e "$STOP" ]; do
+	head -c $((262144 + i * 1000)) /dev/urandom > "$SRC/f$i"
+	if cp "$SRC/f$i" "$MNT/f$i" && sync "$MNT/f$i"; then echo "f$i"; else echo "failed f$i" >&2; fi
+	i=$((i + 1))
+done`)
+	load.Env = append(os.Environ(), "STOP="+stopFile, "SRC="+src, "MNT="+v.Mnt)
+	out, err := load.StdoutPipe()
+	testutil.Check(t, err)
+	var stderr bytes.Buffer
+	load.Stderr = &stderr
+	testutil.Check(t, load.Start())
+	acked := make(chan string, 1<<16)
 	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			name := fmt.Sprintf("f%04d", i)
-			data := testutil.SeededBytes(uint64(100+i), 256<<10+i*1000)
-			err := writeSynced(v.path(name), data)
-			mu.Lock()
-			if err == nil {
-				acked[name] = data
-			} else {
-				fails++
-			}
-			mu.Unlock()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			acked <- sc.Text()
 		}
+		close(acked)
 	}()
-	defer func() { // however the test ends, the writer stops
-		select {
-		case <-stop:
-		default:
-			close(stop)
+	var names []string
+	stopLoad := func() {
+		if _, err := os.Stat(stopFile); err == nil {
+			return
 		}
-		<-done
-	}()
+		os.WriteFile(stopFile, nil, 0o600)
+		kill := time.AfterFunc(2*time.Minute, func() { load.Process.Kill() }) // a hung mount
+		defer kill.Stop()
+		for name := range acked {
+			names = append(names, name)
+		}
+		load.Wait()
+	}
+	defer stopLoad() // however the test ends, before the unmount
 	waitFor := func(n int) {
-		for ackedCount() < n {
+		for len(names) < n {
 			select {
-			case <-done:
-				t.Fatalf("the writer stopped with %d files acknowledged", ackedCount())
-			case <-time.After(20 * time.Millisecond):
+			case name, ok := <-acked:
+				if !ok {
+					t.Fatalf("the write load ended with %d files acknowledged:\n%s", len(names), stderr.Bytes())
+				}
+				names = append(names, name)
+			case <-time.After(5 * time.Minute): // a liveness bound, not a speed check
+				t.Fatalf("no file acknowledged for 5 minutes (%d so far)", len(names))
 			}
 		}
 	}
@@ -240,23 +249,22 @@ func TestSharedS3VolumeServiceFault(t *testing.T) {
 	srv.Stop()
 	time.Sleep(2 * time.Second) // an outage, while writes go on
 	srv.Restart(t)
-	after := ackedCount()
-	waitFor(after + 5) // writes succeed again, without a remount
-	close(stop)
-	<-done
-	mu.Lock()
-	t.Logf("%d files acknowledged, %d writes failed", len(acked), fails)
-	mu.Unlock()
-	for name, data := range acked {
-		wantFile(t, v.path(name), data)
+	waitFor(len(names) + 5) // writes succeed again, without a remount
+	stopLoad()
+	t.Logf("%d files acknowledged; failed: %s", len(names), strings.ReplaceAll(stderr.String(), "\n", " "))
+	check := func() {
+		for _, name := range names {
+			want, err := os.ReadFile(filepath.Join(src, name))
+			testutil.Check(t, err)
+			wantFile(t, v.path(name), want)
+		}
 	}
+	check()
 	v.umount(t)
 	v.fsck(t)
-	testutil.Check(t, os.RemoveAll(filepath.Join(v.Store, "s3", "cache")))
+	testutil.Check(t, os.RemoveAll(filepath.Join(v.Store, "s3")))
 	v.mount(t)
-	for name, data := range acked {
-		wantFile(t, v.path(name), data)
-	}
+	check()
 }
 
 // dropDeadRecords deletes the S3 store's dead-span records of the volume
