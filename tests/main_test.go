@@ -151,6 +151,16 @@ func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
 	return v
 }
 
+// needSegmentFiles skips the rest of a test that damages segment files
+// when the volumes keep their chunk data in S3 (DOPPEL_TEST_META=
+// postgres+s3): there are none.
+func needSegmentFiles(t testing.TB) {
+	t.Helper()
+	if voltest.S3() {
+		t.Skip("damages segment files; the volume's chunk data is in S3")
+	}
+}
+
 // realTempDir is t.TempDir with symlinks resolved, so that the path matches
 // /proc/self/mountinfo and daemon command lines.
 func realTempDir(t testing.TB) string {
