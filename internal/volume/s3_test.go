@@ -66,7 +66,7 @@ func (e *s3env) objects(t *testing.T, prefix string) []string {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func writeFile(t *testing.T, v *Volume, name string, data []byte, sync bool) error {
+func writeFile(t testing.TB, v *Volume, name string, data []byte, sync bool) error {
 	t.Helper()
 	_, h, err := v.NS.Create(vfs.Caller{}, 1, name, 0o644, syscall.O_WRONLY)
 	if err != nil {
