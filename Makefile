@@ -3,7 +3,7 @@
 #   make build   build bin/doppel and bin/doppel-core (which doppel runs)
 #   make test    install missing system deps, go vet, go test (what CI runs),
 #                then make test-shared
-#   make test-shared  namespace and fsck tests on shared volumes (PostgreSQL)
+#   make test-shared  namespace and fsck tests on shared volumes (PostgreSQL; PostgreSQL + S3)
 #   make demo    build and run the dedup demo (scripts/demo.sh) on the default store
 #   make bench   quick doppel vs go-fuse loopback benchmark (bench/basic.sh)
 #   make bench-import  doppel import vs cp -a into a mount (bench/import.sh)
@@ -68,10 +68,16 @@ test: deps
 # The shared-volume matrix (DOPPEL_TEST_META=postgres, internal/testutil/
 # voltest): the namespace and fsck packages on volumes whose metadata is
 # on a private PostgreSQL server, the clone isolation model at a few
-# hundred ops; about a minute on 2 cores. The end-to-end shared volume
-# test (tests/TestSharedVolumeEndToEnd) already runs in the suite above.
+# hundred ops; about a minute on 2 cores. Then the same on volumes whose
+# chunk data is also in S3 (DOPPEL_TEST_META=postgres+s3, a private
+# versitygw): about 1.5 minutes more. The end-to-end shared volume tests
+# (tests/TestSharedVolumeEndToEnd, TestSharedS3Volume*) already run in
+# the suite above.
 test-shared:
 	DOPPEL_TEST_META=postgres DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
+		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
+		./internal/namespace ./internal/fsck
+	DOPPEL_TEST_META=postgres+s3 DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
 		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
 		./internal/namespace ./internal/fsck
 

@@ -91,6 +91,7 @@ func TestFsckExitStatus(t *testing.T) {
 	if out, err := runDoppel(time.Minute, "fsck", "--store", v.Store, "--verify-data"); err != nil || !bytes.Contains(out, []byte("\nclean\n")) {
 		t.Fatalf("fsck of a clean volume: %v\n%s", err, out)
 	}
+	needSegmentFiles(t)
 	if err := os.Truncate(filepath.Join(v.Store, "chunks", "seg-00000001"), 5000); err != nil {
 		t.Fatal(err)
 	}

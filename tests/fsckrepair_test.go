@@ -107,6 +107,7 @@ func TestFsckRepairFlippedBit(t *testing.T) {
 		writeFileSync(t, v.path(name), others[name])
 	}
 	v.umount(t)
+	needSegmentFiles(t)
 	seg := filepath.Join(v.Store, "chunks", "seg-00000001")
 	f, err := os.OpenFile(seg, os.O_RDWR, 0)
 	if err != nil {

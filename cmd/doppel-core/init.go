@@ -5,25 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 func runInit(args []string) error {
-	fs := newFlags("init", "[--store DIR] [--chunking POLICY] [--compression MODE] [--meta URL | --meta-file FILE]",
+	fs := newFlags("init", "[--store DIR] [--chunking POLICY] [--compression MODE] [--meta URL | --meta-file FILE [--data S3URL [--cache-size SIZE]]]",
 		"Create a new, empty volume. The store directory must not exist or be empty.\n"+
 			"With --meta the volume is shared: its metadata lives in PostgreSQL (one schema per volume),\n"+
-			"its chunk data in the store directory; the store directory keeps the connection settings\n"+
-			"(shared.json, without the password: give it at mount time with PGPASSWORD or ~/.pgpass).")
+			"its chunk data in the store directory, or with --data in S3-compatible object storage;\n"+
+			"the store directory keeps the connection settings (shared.json, without the password:\n"+
+			"give it at mount time with PGPASSWORD or ~/.pgpass; S3 credentials always come from\n"+
+			"AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws/credentials) and the S3 read cache.")
 	store := storeFlag(fs)
 	logFlag(fs, "warn")
 	chunking := fs.String("chunking", "cdc", "chunking policy: cdc (16K/64K/256K content-defined), cdc:MIN:AVG:MAX, or fixed:SIZE (e.g. fixed:4K for VM images)")
 	comp := fs.String("compression", "off", "chunk compression: off, zstd (keep any saving) or auto (keep savings of 1/8 or more)")
 	metaURL := fs.String("meta", "", "shared volume: PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
 	metaFile := fs.String("meta-file", "", "shared volume: read the PostgreSQL URL from FILE (- for standard input)")
-	data := fs.String("data", "", "shared volume: where chunk data goes (only the store directory so far: leave it out)")
+	data := fs.String("data", "", "shared volume: chunk data in S3, s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (needs --meta; without it the data stays in the store directory)")
+	cacheSize := fs.String("cache-size", "1G", "with --data: bound of the local read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -33,6 +38,16 @@ func runInit(args []string) error {
 	}
 	if *metaURL != "" && *metaFile != "" {
 		return usagef("give --meta or --meta-file, not both")
+	}
+	if *data != "" && *metaURL == "" && *metaFile == "" {
+		return usagef("%v", volume.ErrDataNeedsMeta)
+	}
+	cacheBytes, err := parseByteSize(*cacheSize)
+	if err != nil {
+		return usagef("--cache-size: %v", err)
+	}
+	if cacheBytes == 0 {
+		cacheBytes = -1 // no cache
 	}
 	if *metaFile != "" {
 		if *metaURL, err = readMetaFile(*metaFile); err != nil {
@@ -45,12 +60,16 @@ func runInit(args []string) error {
 	if err != nil {
 		return err
 	}
-	opt := volume.InitOptions{Chunking: *chunking, Compression: *comp, Meta: *metaURL, Data: *data}
+	opt := volume.InitOptions{Chunking: *chunking, Compression: *comp, Meta: *metaURL, Data: *data, CacheBytes: cacheBytes}
 	if err := volume.Init(dir, opt); err != nil {
 		return err
 	}
 	if *metaURL != "" {
-		fmt.Printf("created shared volume in %s (metadata in PostgreSQL, chunk data in the store directory; chunking %s, compression %s)\n", dir, *chunking, *comp)
+		where := "in the store directory"
+		if *data != "" {
+			where = "in S3"
+		}
+		fmt.Printf("created shared volume in %s (metadata in PostgreSQL, chunk data %s; chunking %s, compression %s)\n", dir, where, *chunking, *comp)
 		return nil
 	}
 	fmt.Printf("created volume in %s (chunking %s, compression %s)\n", dir, *chunking, *comp)
@@ -79,4 +98,22 @@ func readMetaFile(path string) (string, error) {
 		return "", fmt.Errorf("--meta-file: %w", err)
 	}
 	return "", errors.New("--meta-file: no URL in it")
+}
+
+// parseByteSize reads a size in bytes with an optional K, M, G or T
+// suffix (powers of 1024).
+func parseByteSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSpace(s), "B"))
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
+			mult = 1 << (10 * (i + 1))
+			t = t[:n-1]
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional K, M, G or T", s)
+	}
+	return n * mult, nil
 }

@@ -80,3 +80,17 @@ const defaultSegmentSize = 256 << 20
 
 // roundUp returns n rounded up to a multiple of Align.
 func roundUp(n int64) int64 { return (n + Align - 1) &^ (Align - 1) }
+
+// Inspector is implemented by stores whose segments are not files in the
+// volume directory's chunks/ (the S3 store's pack objects): fsck asks
+// them what it would otherwise stat and seek in the segment files.
+type Inspector interface {
+	// SegmentSize is the size of segment num's bytes, an error wrapping
+	// os.ErrNotExist when it does not exist.
+	SegmentSize(num uint32) (int64, error)
+	// SegmentData lists the spans of segment num that hold data, in
+	// order: all of it but what was punched or recorded dead.
+	SegmentData(num uint32) ([]Span, error)
+	// SegmentName names segment num in messages.
+	SegmentName(num uint32) string
+}

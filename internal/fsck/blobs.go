@@ -118,14 +118,27 @@ func (c *checker) chunkAt(seg uint32, l blob.Span) string {
 	return "?"
 }
 
-// segmentSizes returns the size of every segment file.
+// segmentSizes returns the size of every segment: of its file, or what
+// the store says (blob.Inspector: pack objects in S3).
 func (c *checker) segmentSizes() (map[uint32]int64, error) {
 	nums, err := c.s.Blobs.Segments()
 	if err != nil {
 		return nil, err
 	}
 	sizes := map[uint32]int64{}
+	insp, _ := c.s.Blobs.(blob.Inspector)
 	for _, num := range nums {
+		if insp != nil {
+			size, err := insp.SegmentSize(num)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			sizes[num] = size
+			continue
+		}
 		st, err := os.Stat(c.segPath(num))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -41,6 +41,22 @@ func (c *checker) scanSingletons() error {
 				return
 			}
 			c.stats = &s
+		case bytes.Equal(k, schema.KeyNextPack):
+			if _, err := schema.ParseU64(v); err != nil {
+				// Deleting it could hand out numbers of existing packs
+				// again: the store also allocates above the highest it
+				// lists, but a repair must not rely on that.
+				c.report(KindDecode, noIno, "next_pack record: %v", err)
+			}
+		case bytes.HasPrefix(k, deadLo):
+			if _, err := schema.DecodeDeadKey(k); err != nil {
+				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			} else if _, err := schema.DecodeSpans(v); err != nil {
+				// A cache of what the chunk table implies: losing it
+				// costs only space, which the orphan check reports.
+				c.report(KindDecode, noIno, "dead-span record %x: %v", k, err)
+				c.deleteEarly(KindDecode, k, "deleted a dead-span record that does not decode")
+			}
 		case bytes.Equal(k, schema.KeySession):
 			if _, err := schema.DecodeSession(v); err != nil {
 				c.report(KindDecode, noIno, "session record: %v", err)
@@ -176,3 +192,6 @@ func shortHex(k []byte) string {
 	}
 	return fmt.Sprintf("%x", k)
 }
+
+// deadLo starts the S3 data store's dead-span records (schema.DeadKey).
+var deadLo, _ = schema.DeadRange()

@@ -15,6 +15,7 @@ import (
 // appendGarbage writes n random bytes at the next aligned offset of the
 // last segment and returns where.
 func (e *env) appendGarbage(n int) (uint32, uint64, []byte) {
+	e.segmentFiles()
 	nums := testutil.Must(e.v.Blobs.Segments())
 	num := nums[len(nums)-1]
 	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", num)), os.O_RDWR, 0))

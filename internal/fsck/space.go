@@ -17,17 +17,12 @@ func (c *checker) orphanSpace(num uint32) error {
 	if c.online && num >= c.liveFrom {
 		return nil
 	}
-	f, err := os.Open(c.segPath(num))
+	data, name, err := c.segmentData(num)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	data, err := blob.DataSpans(f)
-	if err != nil {
-		return &os.PathError{Op: "seek data", Path: f.Name(), Err: err}
 	}
 	unused := blob.Unused(data, c.usedSpans(num))
 	var bytes int64
@@ -39,10 +34,29 @@ func (c *checker) orphanSpace(num uint32) error {
 		c.rep.ReclaimableBytes += bytes
 		c.reportSev(KindOrphanSpace, SeverityReclaimable, noIno,
 			"segment %d (%s): %d bytes in %d ranges hold no live chunk (first at offset %d)",
-			num, f.Name(), bytes, ranges, first)
+			num, name, bytes, ranges, first)
 		c.fix.orphanSegs = append(c.fix.orphanSegs, num)
 	}
 	return nil
+}
+
+// segmentData returns the spans of segment num that hold data, and its
+// name: from the store (blob.Inspector), or from the segment file.
+func (c *checker) segmentData(num uint32) ([]blob.Span, string, error) {
+	if insp, ok := c.s.Blobs.(blob.Inspector); ok {
+		data, err := insp.SegmentData(num)
+		return data, insp.SegmentName(num), err
+	}
+	f, err := os.Open(c.segPath(num))
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	data, err := blob.DataSpans(f)
+	if err != nil {
+		return nil, "", &os.PathError{Op: "seek data", Path: f.Name(), Err: err}
+	}
+	return data, f.Name(), nil
 }
 
 // usedSpans are the spans of segment num that chunk records or free

@@ -97,3 +97,14 @@ type RangeDeleter interface {
 type Compacter interface {
 	Compact() error
 }
+
+// Counters is implemented by stores that can advance a counter record
+// atomically against every other writer of the store, other processes and
+// hosts included (a batch's read-modify-write is not, where commits are
+// blind writes). The shared volume's pack numbers come from one.
+type Counters interface {
+	// Reserve sets the counter at key (8 bytes, big endian; a missing key
+	// counts as 0) to max(its value, floor) + n in one atomic step and
+	// returns the new value: the caller owns (new-n, new].
+	Reserve(key []byte, n, floor uint64) (uint64, error)
+}

@@ -27,7 +27,58 @@ var (
 	KeyVersion = []byte("\x00version")
 	KeyStats   = []byte("\x00stats")
 	KeySession = []byte("\x00session")
+	// KeyNextPack is the highest pack number handed out to an S3 data
+	// store of a shared volume (a counter, meta.Counters).
+	KeyNextPack = []byte("\x00next_pack")
 )
+
+// deadPrefix starts the S3 data store's dead-span records: one per pack
+// (DeadKey), its merged dead spans as (start, end) pairs of big-endian
+// uint64s. They are a cache of what the chunk table implies: losing one
+// costs space until fsck --repair, never data.
+const deadPrefix = "\x00dead/"
+
+// DeadKey is the key of pack num's dead-span record.
+func DeadKey(num uint32) []byte { return binary.BigEndian.AppendUint32([]byte(deadPrefix), num) }
+
+// DeadRange bounds the dead-span records.
+func DeadRange() (lower, upper []byte) {
+	return []byte(deadPrefix), []byte(deadPrefix[:len(deadPrefix)-1] + "0")
+}
+
+// DecodeDeadKey returns the pack number of a dead-span record's key.
+func DecodeDeadKey(k []byte) (uint32, error) {
+	if len(k) != len(deadPrefix)+4 || string(k[:len(deadPrefix)]) != deadPrefix {
+		return 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint32(k[len(deadPrefix):]), nil
+}
+
+// EncodeSpans encodes dead spans as (start, end) pairs.
+func EncodeSpans(spans [][2]int64) []byte {
+	b := make([]byte, 0, 16*len(spans))
+	for _, s := range spans {
+		b = binary.BigEndian.AppendUint64(b, uint64(s[0]))
+		b = binary.BigEndian.AppendUint64(b, uint64(s[1]))
+	}
+	return b
+}
+
+// DecodeSpans decodes EncodeSpans, refusing empty or negative spans.
+func DecodeSpans(b []byte) ([][2]int64, error) {
+	if len(b)%16 != 0 {
+		return nil, ErrBadRecord
+	}
+	spans := make([][2]int64, 0, len(b)/16)
+	for ; len(b) > 0; b = b[16:] {
+		s := [2]int64{int64(binary.BigEndian.Uint64(b)), int64(binary.BigEndian.Uint64(b[8:]))}
+		if s[0] < 0 || s[1] <= s[0] {
+			return nil, ErrBadRecord
+		}
+		spans = append(spans, s)
+	}
+	return spans, nil
+}
 
 // ErrBadKey is returned when a key does not have the expected shape.
 var ErrBadKey = errors.New("schema: malformed key")

@@ -49,12 +49,13 @@ func OpenForCheck(dir string, log *slog.Logger) (*Checker, error) {
 
 func openStoresForCheck(dir string, f formatInfo) (fsck.Stores, error) {
 	var m meta.Store
+	var shared *sharedInfo
 	if f.Kind == KindShared {
-		pg, _, err := openSharedMeta(dir, f.UUID)
+		pg, s, err := openSharedMeta(dir, f.UUID)
 		if err != nil {
 			return fsck.Stores{}, err
 		}
-		m = pg
+		m, shared = pg, &s
 	} else {
 		metaDir := filepath.Join(dir, "meta")
 		if _, err := os.Stat(metaDir); err != nil {
@@ -73,7 +74,13 @@ func openStoresForCheck(dir string, f formatInfo) (fsck.Stores, error) {
 			return fsck.Stores{}, fmt.Errorf("%s: %w", dir, err)
 		}
 	}
-	b, err := blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
+	var b blob.Store
+	var err error
+	if shared != nil {
+		b, err = openSharedData(dir, *shared, m)
+	} else {
+		b, err = blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
+	}
 	if err != nil {
 		m.Close()
 		return fsck.Stores{}, err

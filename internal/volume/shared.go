@@ -29,8 +29,14 @@ type sharedInfo struct {
 	// Schema is the volume's schema in that database.
 	Schema string `json:"schema"`
 	// Data is where chunk data lives: empty means the segment files in
-	// the store directory's chunks/ (the S3 store will put its URL here).
+	// the store directory's chunks/, else s3://BUCKET/PREFIX?endpoint=...
+	// (no credentials: they come from AWS_ACCESS_KEY_ID and
+	// AWS_SECRET_ACCESS_KEY or the credentials file when the volume is
+	// opened).
 	Data string `json:"data"`
+	// CacheBytes bounds the local read cache of S3 data in S3Dir/cache:
+	// 0 is DefaultCacheBytes, negative disables the cache.
+	CacheBytes int64 `json:"cache_bytes,omitempty"`
 }
 
 // metaURL is a --meta URL taken apart: conn connects (with the password
@@ -97,8 +103,8 @@ func openPG(conn, schemaName string) (*pgstore.Store, error) {
 // PostgreSQL schema opt.Meta names (or doppel_<uuid>), chunk data in dir's
 // segment files, and the format file written last.
 func initShared(dir string, opt InitOptions, cfg schema.Config) error {
-	if opt.Data != "" {
-		return fmt.Errorf("data store %q: only the store directory's segment files are supported so far (leave --data out)", opt.Data)
+	if err := checkDataURL(opt.Data); err != nil {
+		return err
 	}
 	mu, err := parseMetaURL(opt.Meta)
 	if err != nil {
@@ -128,13 +134,19 @@ func initShared(dir string, opt InitOptions, cfg schema.Config) error {
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return err
 	}
+	info := sharedInfo{Meta: mu.stored, Schema: mu.schema, Data: opt.Data, CacheBytes: opt.CacheBytes}
+	if err := initSharedData(dir, info, m); err != nil {
+		return err
+	}
 	if err := initMeta(m, cfg); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "chunks"), 0o700); err != nil {
-		return err
+	if opt.Data == "" {
+		if err := os.MkdirAll(filepath.Join(dir, "chunks"), 0o700); err != nil {
+			return err
+		}
 	}
-	if err := writeShared(dir, sharedInfo{Meta: mu.stored, Schema: mu.schema}); err != nil {
+	if err := writeShared(dir, info); err != nil {
 		return err
 	}
 	return writeFormat(dir, formatInfo{Format: formatShared, UUID: cfg.UUID, Kind: KindShared})
@@ -174,8 +186,8 @@ func readShared(dir string) (sharedInfo, error) {
 	if s.Meta == "" || s.Schema == "" {
 		return s, fmt.Errorf("%s: no metadata URL or schema", path)
 	}
-	if s.Data != "" {
-		return s, fmt.Errorf("%s: data store %q is not supported by this doppel (only the segment files in %s)", path, s.Data, filepath.Join(dir, "chunks"))
+	if err := checkDataURL(s.Data); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
 }

@@ -27,8 +27,13 @@ type InitOptions struct {
 	// schema (?schema=NAME, else doppel_<uuid>). docs/SHARED.md.
 	Meta string
 	// Data is where a shared volume's chunks go: empty is the store
-	// directory's segment files, the only kind so far.
+	// directory's segment files, else an S3 URL
+	// s3://BUCKET/PREFIX?endpoint=URL&region=REGION (credentials from
+	// the environment or the credentials file, never stored).
 	Data string
+	// CacheBytes bounds the local read cache of data in S3 (0: 1 GiB,
+	// negative: no cache).
+	CacheBytes int64
 }
 
 // Init creates a volume in dir, which must not exist or be empty.
@@ -41,7 +46,7 @@ func Init(dir string, opt InitOptions) error {
 		return initShared(dir, opt, cfg)
 	}
 	if opt.Data != "" {
-		return errors.New("a data store needs a shared volume (--meta)")
+		return ErrDataNeedsMeta
 	}
 	if err := checkEmptyDir(dir); err != nil {
 		return err
@@ -159,10 +164,12 @@ type Volume struct {
 	Engine *content.Engine
 	NS     *namespace.FS
 	// Kind is "" for an embedded volume, KindShared for a shared one,
-	// whose metadata is at MetaURL (no password), schema MetaSchema.
+	// whose metadata is at MetaURL (no password), schema MetaSchema, and
+	// chunk data at DataURL ("" for the store directory's segments).
 	Kind       string
 	MetaURL    string
 	MetaSchema string
+	DataURL    string
 	// Exports are the volume's NBD servers (`doppel nbd`).
 	Exports *exports.Registry
 	lock    *os.File
@@ -198,19 +205,20 @@ func (v *Volume) open(f formatInfo, log *slog.Logger, nsOpt namespace.Options) e
 		if err != nil {
 			return err
 		}
-		v.Meta, v.MetaURL, v.MetaSchema = m, s.Meta, s.Schema
+		v.Meta, v.MetaURL, v.MetaSchema, v.DataURL = m, s.Meta, s.Schema, s.Data
+		if v.Blobs, err = openSharedData(v.Dir, s, m); err != nil {
+			return err
+		}
 	} else {
 		m, err := meta.OpenPebble(filepath.Join(v.Dir, "meta"))
 		if err != nil {
 			return err
 		}
 		v.Meta = m
+		if v.Blobs, err = blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{}); err != nil {
+			return err
+		}
 	}
-	b, err := blob.OpenDir(filepath.Join(v.Dir, "chunks"), blob.Options{})
-	if err != nil {
-		return err
-	}
-	v.Blobs = b
 	return v.start(log, nsOpt)
 }
 

@@ -21,6 +21,8 @@ type Config struct {
 	Dir string
 	// Allocator hands out pack numbers; nil means a LocalAllocator in Dir.
 	Allocator Allocator
+	// Dead keeps the dead-span ledger; nil means the file "dead" in Dir.
+	Dead DeadStore
 
 	PackSize   int64         // seal a pack when the next chunk would pass it; default 4 MiB
 	Uploads    int           // uploads at once; default 4

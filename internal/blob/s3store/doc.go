@@ -24,10 +24,14 @@
 //   - read.go: Read, Prefetch, Forget.
 //   - cache.go: the local read cache (LRU, on disk, checked by XXH3).
 //   - free.go: Free, Reclaim and the deletion of dead packs.
-//   - ledger.go: the dead spans of each pack, kept in the store directory.
+//   - ledger.go: the dead spans of each pack, kept by a DeadStore (a
+//     shared volume's metadata store, or the file "dead" of the store
+//     directory).
+//   - inspect.go: blob.Inspector, what fsck asks about packs.
 //
 // The local store directory (Config.Dir, mode 0700, locked while open)
-// holds: next (the LocalAllocator's highest pack number, 8 hex digits),
-// dead (the ledger's records) and cache/ (cached chunks, named
-// PACK-OFFSET-LENGTH in hex). It is a cache: losing it loses no data.
+// holds: next (the LocalAllocator's highest pack number, 8 hex digits;
+// absent with another Allocator), dead (the ledger's records, absent with
+// another DeadStore) and cache/ (cached chunks, named PACK-OFFSET-LENGTH
+// in hex). It is a cache: losing it loses no data.
 package s3store

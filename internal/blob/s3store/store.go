@@ -86,7 +86,7 @@ func open(cfg Config, dirf *os.File) (*Store, error) {
 	if s.packs, err = s.objs.list(); err != nil {
 		return nil, err
 	}
-	if s.ledger, err = loadLedger(cfg.Dir, func(n uint32) bool { _, ok := s.packs[n]; return ok }); err != nil {
+	if s.ledger, err = loadLedger(cfg.Dir, cfg.Dead, func(n uint32) bool { _, ok := s.packs[n]; return ok }); err != nil {
 		return nil, err
 	}
 	if cfg.CacheBytes > 0 {

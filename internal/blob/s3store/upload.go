@@ -99,14 +99,15 @@ func (s *Store) syncLocked() error {
 		}
 	}
 	s.mu.Lock()
-	records := s.ledger.unsaved
-	s.ledger.unsaved = nil
+	spans, gone := s.ledger.takeChanges()
 	s.mu.Unlock()
-	if err := saveRecords(s.ledger.path, records); err != nil {
-		s.mu.Lock()
-		s.ledger.unsaved = append(records, s.ledger.unsaved...)
-		s.mu.Unlock()
-		errs = append(errs, err)
+	if len(spans) > 0 || len(gone) > 0 {
+		if err := s.ledger.store.SaveDead(spans, gone); err != nil {
+			s.mu.Lock()
+			s.ledger.restore(spans, gone)
+			s.mu.Unlock()
+			errs = append(errs, fmt.Errorf("s3: save dead spans: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -16,6 +16,7 @@ type stmts struct {
 	get, asc, ascTo, desc, descFrom string
 	nextval, delRange, delFrom      string
 	delKeys, upsert, usage, format  string
+	reserve                         string
 }
 
 func newStmts(schema string) *stmts {
@@ -39,6 +40,14 @@ func newStmts(schema string) *stmts {
 		usage: q(`SELECT coalesce(sum(pg_total_relation_size(oid)), 0)::bigint FROM pg_class
 			WHERE relnamespace = 'S'::regnamespace AND relkind IN ('r', 'S')`),
 		format: q(`SELECT max(format) FROM S.format`),
+		// One statement: the row lock of the upsert orders concurrent
+		// reservations (a concurrent insert of a missing key waits and
+		// takes the update path), so no two get the same numbers.
+		reserve: q(`INSERT INTO S.kv (k, v, ver) VALUES ($1, int8send($2::bigint + $3::bigint), nextval('S.version'))
+			ON CONFLICT (k) DO UPDATE SET
+				v = int8send(greatest(('x' || encode(S.kv.v, 'hex'))::bit(64)::bigint, $2::bigint) + $3::bigint),
+				ver = excluded.ver
+			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
 }
 

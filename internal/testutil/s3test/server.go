@@ -2,6 +2,7 @@ package s3test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -67,6 +68,45 @@ func Start(t testing.TB) *Server {
 	}
 	return s
 }
+
+// StartShared starts a server with one bucket for a whole test binary
+// (TestMain), where no testing.TB exists: the caller runs stop after the
+// tests, whatever their outcome (Pdeathsig stops the server if the
+// binary dies first). ErrNotInstalled when the binary is missing.
+func StartShared() (s *Server, stop func(), err error) {
+	bin := binary()
+	if bin == "" {
+		return nil, nil, ErrNotInstalled
+	}
+	root, err := os.MkdirTemp("", "s3test-")
+	if err != nil {
+		return nil, nil, err
+	}
+	s = &Server{bin: bin, Root: root, Bucket: "doppel-test"}
+	stop = func() { s.Stop(); os.RemoveAll(root) }
+	for range 5 { // another process may take the free port first
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.Endpoint = "http://" + s.addr
+		if err = s.start(); err == nil {
+			break
+		}
+	}
+	if err == nil {
+		err = s.CreateBucket(s.Bucket)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("s3test: start versitygw: %w", err)
+	}
+	return s, stop, nil
+}
+
+// ErrNotInstalled is StartShared's error when versitygw is not built.
+var ErrNotInstalled = errors.New("versitygw not found: run scripts/ensure-versitygw.sh (or set DOPPEL_VERSITYGW)")
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,14 +1,17 @@
 // Package voltest is the volume kind matrix of the tests: the helpers
 // that create volumes for tests (namespace, fsck, the end-to-end tests)
 // create an embedded volume by default, and a shared one, its metadata on
-// a private PostgreSQL server, when DOPPEL_TEST_META=postgres. The same
-// tests then run against both kinds of volume.
+// a private PostgreSQL server, when DOPPEL_TEST_META=postgres, and with
+// its chunk data also in S3 (a private versitygw, a key prefix per
+// volume) when DOPPEL_TEST_META=postgres+s3. The same tests then run
+// against every kind of volume.
 //
 // A package whose tests use it calls Main from its TestMain: with the
 // postgres kind, Main starts one server for the package's tests (each
 // volume gets a schema of its own), sets PGPASSWORD for the volumes and
 // the daemons the tests start, and stops the server when the tests end,
-// passed or not.
+// passed or not; postgres+s3 does the same with a versitygw, and puts its
+// credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 package voltest
 
 import (
@@ -16,32 +19,57 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
+	"github.com/doppelfs/doppel/internal/testutil/s3test"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 // Env is the variable that picks the kind: "" or "pebble" (embedded),
-// "postgres" (shared).
+// "postgres" (shared, data in the store directory), "postgres+s3"
+// (shared, data in S3).
 const Env = "DOPPEL_TEST_META"
 
 // Postgres reports whether tests run on shared volumes.
-func Postgres() bool { return os.Getenv(Env) == "postgres" }
+func Postgres() bool { k := os.Getenv(Env); return k == "postgres" || k == "postgres+s3" }
+
+// S3 reports whether the shared volumes keep their chunk data in S3.
+func S3() bool { return os.Getenv(Env) == "postgres+s3" }
 
 // metaURL is the server's database URL without its password (the
 // password comes from PGPASSWORD, as a user's would).
 var metaURL string
+
+// s3srv is the S3 server of the postgres+s3 kind; volumes counts the
+// prefixes handed out.
+var (
+	s3srv   *s3test.Server
+	volumes atomic.Int64
+)
 
 // Main runs the package's tests (m.Run) and returns the exit code.
 func Main(m *testing.M) int {
 	switch k := os.Getenv(Env); k {
 	case "", "pebble":
 		return m.Run()
-	case "postgres":
+	case "postgres", "postgres+s3":
 	default:
-		fmt.Fprintf(os.Stderr, "%s=%q: want pebble or postgres\n", Env, k)
+		fmt.Fprintf(os.Stderr, "%s=%q: want pebble, postgres or postgres+s3\n", Env, k)
 		return 2
+	}
+	if S3() {
+		srv, stop, err := s3test.StartShared()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s=postgres+s3: %v\n", Env, err)
+			return 1
+		}
+		defer stop()
+		s3srv = srv
+		os.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+		os.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+		fmt.Fprintf(os.Stderr, "%s=postgres+s3: chunk data in bucket %s of %s\n", Env, srv.Bucket, srv.Endpoint)
 	}
 	srv, stop, err := pgtest.StartShared(pgtest.Options{})
 	if err != nil {
@@ -74,10 +102,22 @@ func MetaURL() string {
 	return metaURL
 }
 
+// DataURL is a --data URL with a prefix no other volume of the test
+// binary has ("" unless the kind is postgres+s3).
+func DataURL() string {
+	if !S3() {
+		return ""
+	}
+	if s3srv == nil {
+		panic(errors.New("voltest: " + Env + "=postgres+s3 needs voltest.Main in the package's TestMain"))
+	}
+	return fmt.Sprintf("s3://%s/v%d?endpoint=%s&region=%s", s3srv.Bucket, volumes.Add(1), s3srv.Endpoint, s3test.Region)
+}
+
 // Init creates a volume of the matrix's kind in dir.
 func Init(t testing.TB, dir string, opt volume.InitOptions) {
 	t.Helper()
-	opt.Meta = MetaURL()
+	opt.Meta, opt.Data = MetaURL(), DataURL()
 	if err := volume.Init(dir, opt); err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +125,6 @@ func Init(t testing.TB, dir string, opt volume.InitOptions) {
 
 // VolumeInit is volume.Init creating a volume of the matrix's kind.
 func VolumeInit(dir string, opt volume.InitOptions) error {
-	opt.Meta = MetaURL()
+	opt.Meta, opt.Data = MetaURL(), DataURL()
 	return volume.Init(dir, opt)
 }

@@ -1,0 +1,44 @@
+package s3store
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/doppelfs/doppel/internal/blob"
+)
+
+var _ blob.Inspector = (*Store)(nil)
+
+// SegmentSize implements blob.Inspector: the size of pack num's object,
+// or of its bytes in memory while it is not uploaded yet.
+func (s *Store) SegmentSize(num uint32) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.packs[num]; ok {
+		return o.size, nil
+	}
+	if p := s.pending[num]; p != nil && !p.uploaded {
+		return int64(len(p.buf)), nil
+	}
+	if s.open != nil && s.open.num == num {
+		return int64(len(s.open.buf)), nil
+	}
+	return 0, fmt.Errorf("s3: pack %d: %w", num, os.ErrNotExist)
+}
+
+// SegmentData implements blob.Inspector: the pack's Align-rounded extent
+// less the spans the dead-span ledger records.
+func (s *Store) SegmentData(num uint32) ([]blob.Span, error) {
+	size, err := s.SegmentSize(num)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return blob.Unused([]blob.Span{{Start: 0, End: roundUp(size)}}, s.ledger.dead[num]), nil
+}
+
+// SegmentName implements blob.Inspector: the pack's object.
+func (s *Store) SegmentName(num uint32) string {
+	return fmt.Sprintf("s3://%s/%s", s.objs.bucket, s.objs.key(num))
+}

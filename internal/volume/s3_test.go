@@ -1,0 +1,348 @@
+package volume
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/doppelfs/doppel/internal/blob/s3store"
+	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/pgtest"
+	"github.com/doppelfs/doppel/internal/testutil/s3test"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// s3env is a PostgreSQL server and a versitygw for shared volumes whose
+// chunk data is in S3, with the S3 credentials in the environment as a
+// user's would be.
+type s3env struct {
+	pg  *pgtest.Server
+	s3  *s3test.Server
+	dsn string // with the password
+}
+
+func newS3Env(t *testing.T) *s3env {
+	t.Helper()
+	e := &s3env{pg: pgtest.Start(t), s3: s3test.Start(t)}
+	e.dsn = e.pg.CreateDB(t, "vol")
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("PGPASSWORD", e.pg.Password) // shared.json keeps no password
+	return e
+}
+
+// dataURL is the --data URL of prefix in the server's bucket.
+func (e *s3env) dataURL(prefix string) string {
+	return fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s", e.s3.Bucket, prefix, e.s3.Endpoint, s3test.Region)
+}
+
+// objects lists the keys under prefix.
+func (e *s3env) objects(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := e.s3.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(e.s3.Bucket), Prefix: aws.String(prefix + "/")})
+	testutil.Check(t, err)
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func writeFile(t testing.TB, v *Volume, name string, data []byte, sync bool) error {
+	t.Helper()
+	_, h, err := v.NS.Create(vfs.Caller{}, 1, name, 0o644, syscall.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	if _, err := v.NS.Write(h, 0, data); err != nil {
+		v.NS.Release(h)
+		return err
+	}
+	if sync {
+		err = v.NS.Fsync(h, false)
+	} else {
+		err = v.NS.Flush(h)
+	}
+	return errors.Join(err, v.NS.Release(h))
+}
+
+func readFile(t *testing.T, v *Volume, name string) []byte {
+	t.Helper()
+	a, err := v.NS.Lookup(1, name)
+	testutil.Check(t, err)
+	h, err := v.NS.Open(a.Ino, syscall.O_RDONLY)
+	testutil.Check(t, err)
+	defer v.NS.Release(h)
+	buf := make([]byte, a.Size+1)
+	n, err := v.NS.Read(h, 0, buf)
+	testutil.Check(t, err)
+	return buf[:n]
+}
+
+func checkClean(t *testing.T, dir string) *fsck.Report {
+	t.Helper()
+	c, err := OpenForCheck(dir, quietLog())
+	testutil.Check(t, err)
+	defer c.Close()
+	rep, err := fsck.Check(c.Stores, fsck.Options{VerifyData: true})
+	testutil.Check(t, err)
+	if !rep.Clean() {
+		t.Fatalf("fsck of %s: %+v", dir, rep.Problems)
+	}
+	return rep
+}
+
+// TestS3VolumeRoundTrip: init --meta --data makes a volume whose
+// shared.json names the data URL and no secret; files written to it are
+// packs under the prefix, read back after a reopen, and fsck (verifying
+// every chunk through the S3 store) finds the volume clean.
+func TestS3VolumeRoundTrip(t *testing.T) {
+	e := newS3Env(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	data := e.dataURL("vols/a")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: data, Chunking: "fixed:64K", CacheBytes: 8 << 20}))
+
+	s, err := readShared(dir)
+	testutil.Check(t, err)
+	if s.Data != data || s.CacheBytes != 8<<20 {
+		t.Errorf("shared.json: data %q cache %d, want %q and %d", s.Data, s.CacheBytes, data, 8<<20)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chunks")); err == nil {
+		t.Errorf("a volume with data in S3 has a chunks directory")
+	}
+
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	big := testutil.SeededBytes(3, 5<<20)
+	testutil.Check(t, writeFile(t, v, "big", big, true))
+	testutil.Check(t, writeFile(t, v, "small", []byte("hello"), false))
+	testutil.Check(t, v.Close())
+	if keys := e.objects(t, "vols/a"); len(keys) == 0 {
+		t.Fatalf("no objects under the prefix after writes")
+	}
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.Mode().IsRegular() && !strings.Contains(p, "/cache/") {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(s3test.SecretKey)) || bytes.Contains(b, []byte(e.pg.Password)) {
+				t.Errorf("%s holds a secret", p)
+			}
+		}
+		return nil
+	})
+
+	rep := checkClean(t, dir)
+	if rep.BytesVerified < int64(len(big)) {
+		t.Errorf("fsck verified %d bytes, want at least %d", rep.BytesVerified, len(big))
+	}
+	// A fresh store directory's cache is empty: the reads come from S3.
+	testutil.Check(t, os.RemoveAll(filepath.Join(dir, S3Dir)))
+	v, err = Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close()
+	if got := readFile(t, v, "big"); !bytes.Equal(got, big) {
+		t.Fatalf("big reads back %d bytes that differ", len(got))
+	}
+	if got := readFile(t, v, "small"); string(got) != "hello" {
+		t.Fatalf("small reads back %q", got)
+	}
+}
+
+// TestS3InitRefusals: --data without --meta, credentials in the URL, a
+// missing bucket, wrong credentials and a prefix holding another volume's
+// packs are refused, each with a message saying so.
+func TestS3InitRefusals(t *testing.T) {
+	e := newS3Env(t)
+	init := func(data string) error {
+		return Init(filepath.Join(t.TempDir(), "store"), InitOptions{Meta: e.dsn + "&schema=" + fmt.Sprintf("r%d", len(data)%1000), Data: data})
+	}
+	if err := Init(filepath.Join(t.TempDir(), "s"), InitOptions{Data: e.dataURL("x")}); !errors.Is(err, ErrDataNeedsMeta) || !strings.Contains(err.Error(), "PostgreSQL") {
+		t.Errorf("--data without --meta: %v", err)
+	}
+	bad := fmt.Sprintf("s3://%s:%s@%s/p?endpoint=%s", s3test.AccessKey, s3test.SecretKey, e.s3.Bucket, e.s3.Endpoint)
+	if err := init(bad); err == nil || strings.Contains(err.Error(), s3test.SecretKey) {
+		t.Errorf("credentials in the URL: %v", err)
+	}
+	if err := init(fmt.Sprintf("s3://nobucket/p?endpoint=%s", e.s3.Endpoint)); err == nil || !strings.Contains(err.Error(), "nobucket") {
+		t.Errorf("missing bucket: %v", err)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
+	if err := init(e.dataURL("wrong")); err == nil || strings.Contains(err.Error(), "wrong-secret") {
+		t.Errorf("wrong secret: %v", err)
+	}
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	dir := filepath.Join(t.TempDir(), "first")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn + "&schema=first", Data: e.dataURL("taken")}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	testutil.Check(t, writeFile(t, v, "f", []byte("data"), true))
+	testutil.Check(t, v.Close())
+	if err := Init(filepath.Join(t.TempDir(), "second"), InitOptions{Meta: e.dsn + "&schema=second", Data: e.dataURL("taken")}); err == nil || !strings.Contains(err.Error(), "already holds") {
+		t.Errorf("a prefix holding packs: %v", err)
+	}
+}
+
+// TestPackAllocatorDisjoint: two metadata stores on one schema (two hosts)
+// reserve pack numbers at once; no number is handed out twice and every
+// range lies above the floor asked for.
+func TestPackAllocatorDisjoint(t *testing.T) {
+	srv := pgtest.Start(t)
+	dsn := srv.CreateDB(t, "alloc")
+	var allocs [2]packAllocator
+	for i := range allocs {
+		m, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: "vol"})
+		testutil.Check(t, err)
+		t.Cleanup(func() { m.Close() })
+		allocs[i] = packAllocator{m}
+	}
+	const per, workers = 50, 4
+	var mu sync.Mutex
+	seen := map[uint32]bool{}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := allocs[w%2]
+			for i := range per {
+				n, floor := uint32(1+i%16), uint32(w*100)
+				first, err := a.Allocate(n, floor)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if first <= floor {
+					errs <- fmt.Errorf("range from %d is not above %d", first, floor)
+					return
+				}
+				mu.Lock()
+				for k := first; k < first+n; k++ {
+					if seen[k] {
+						errs <- fmt.Errorf("pack number %d handed out twice", k)
+					}
+					seen[k] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestS3CommitWaitsForUpload: the ordered-mode rule across the two
+// services. With the S3 server stopped, closing a file with new data
+// (a commit without fsync, which PostgreSQL makes durable at once) must
+// fail rather than commit metadata naming a pack that is only in memory;
+// once the server is back, the same data commits, and a reopened volume
+// whose store directory was deleted reads it back and checks clean.
+func TestS3CommitWaitsForUpload(t *testing.T) {
+	e := newS3Env(t)
+	tuneS3 = func(c *s3store.Config) { c.Attempts = 1 } // fail soon
+	t.Cleanup(func() { tuneS3 = nil })
+	dir := filepath.Join(t.TempDir(), "store")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("ordered"), Chunking: "fixed:64K"}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close() // after a failure, Close may fail too: nothing to check
+	before := testutil.SeededBytes(1, 1<<20)
+	testutil.Check(t, writeFile(t, v, "before", before, false))
+
+	e.s3.Stop()
+	defer func() {
+		if t.Failed() {
+			e.s3.Restart(t)
+		}
+	}()
+	during := testutil.SeededBytes(2, 1<<20)
+	t0 := time.Now()
+	err = writeFile(t, v, "during", during, false)
+	t.Logf("write during the outage failed after %v: %v", time.Since(t0), err)
+	if err == nil {
+		t.Fatalf("a file with new data closed while the S3 server was down: its metadata committed before its pack was uploaded")
+	}
+	e.s3.Restart(t)
+	a, err := v.NS.Lookup(1, "during")
+	testutil.Check(t, err)
+	h, err := v.NS.Open(a.Ino, syscall.O_WRONLY)
+	testutil.Check(t, err)
+	_, err = v.NS.Write(h, 0, during)
+	testutil.Check(t, err)
+	testutil.Check(t, v.NS.Flush(h))
+	testutil.Check(t, v.NS.Release(h))
+	testutil.Check(t, v.Close())
+	testutil.Check(t, os.RemoveAll(filepath.Join(dir, S3Dir)))
+	checkClean(t, dir)
+	v2, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v2.Close()
+	if got := readFile(t, v2, "before"); !bytes.Equal(got, before) {
+		t.Errorf("before: %d bytes that differ", len(got))
+	}
+	if got := readFile(t, v2, "during"); !bytes.Equal(got, during) {
+		t.Errorf("during: %d bytes that differ", len(got))
+	}
+}
+
+// TestS3DeadSpansInMetadata: the dead spans of a pack part freed are kept
+// in the metadata store, so that a store directory lost (or another
+// host's) knows them: fsck finds nothing to reclaim after the local
+// directory is deleted. With the ledger in a local file it would report
+// the freed span as orphan space.
+func TestS3DeadSpansInMetadata(t *testing.T) {
+	e := newS3Env(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("dead"), Chunking: "fixed:64K"}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close()
+	testutil.Check(t, writeFile(t, v, "f", testutil.SeededBytes(5, 128<<10), false))
+	a, err := v.NS.Lookup(1, "f")
+	testutil.Check(t, err)
+	h, err := v.NS.Open(a.Ino, syscall.O_WRONLY)
+	testutil.Check(t, err)
+	_, err = v.NS.Write(h, 64<<10, testutil.SeededBytes(6, 64<<10)) // frees the old second chunk
+	testutil.Check(t, err)
+	testutil.Check(t, v.NS.Fsync(h, false))
+	testutil.Check(t, v.NS.Release(h))
+	testutil.Check(t, v.Close())
+
+	lo, hi := schema.DeadRange()
+	m, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: v.MetaSchema})
+	testutil.Check(t, err)
+	it, err := m.NewIter(lo, hi)
+	testutil.Check(t, err)
+	records := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		records++
+	}
+	testutil.Check(t, it.Close())
+	m.Close()
+	if records != 1 {
+		t.Errorf("%d dead-span records in the metadata store, want 1 (the pack half freed)", records)
+	}
+	testutil.Check(t, os.RemoveAll(filepath.Join(dir, S3Dir)))
+	if rep := checkClean(t, dir); len(rep.Problems) > 0 {
+		t.Errorf("fsck after the store directory's S3 state was deleted: %+v", rep.Problems)
+	}
+}
