@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/doppelfs/doppel/internal/volume"
@@ -98,22 +96,4 @@ func readMetaFile(path string) (string, error) {
 		return "", fmt.Errorf("--meta-file: %w", err)
 	}
 	return "", errors.New("--meta-file: no URL in it")
-}
-
-// parseByteSize reads a size in bytes with an optional K, M, G or T
-// suffix (powers of 1024).
-func parseByteSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSuffix(strings.TrimSpace(s), "B"))
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
-			t = t[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("size %q: want a number of bytes with an optional K, M, G or T", s)
-	}
-	return n * mult, nil
 }

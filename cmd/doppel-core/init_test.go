@@ -19,16 +19,3 @@ func TestInitDataNeedsMeta(t *testing.T) {
 		t.Errorf("the refused init left %s behind (%v)", dir, err)
 	}
 }
-
-func TestParseByteSize(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "4096": 4096, "64K": 64 << 10, "512M": 512 << 20, "1G": 1 << 30, "2GB": 2 << 30, "1t": 1 << 40} {
-		if got, err := parseByteSize(in); err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "-1", "1X", "G", "99999999999T"} {
-		if _, err := parseByteSize(in); err == nil {
-			t.Errorf("parseByteSize(%q) accepted", in)
-		}
-	}
-}

@@ -28,19 +28,6 @@ func TestParseListen(t *testing.T) {
 	}
 }
 
-func TestParseByteSize(t *testing.T) {
-	for s, want := range map[string]int64{"4096": 4096, "10G": 10 << 30, "512m": 512 << 20, "1TiB": 1 << 40, "3KB": 3072} {
-		if got, err := parseByteSize(s); err != nil || got != want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", s, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "G", "-1", "1.5G", "1P", "99999999999T"} {
-		if got, err := parseByteSize(bad); err == nil {
-			t.Errorf("parseByteSize(%q) = %d, want an error", bad, got)
-		}
-	}
-}
-
 func TestNBDURI(t *testing.T) {
 	if got := nbdURI("unix:/s/nbd.sock", "disk.img"); got != "nbd+unix:///disk.img?socket=/s/nbd.sock" {
 		t.Error(got)

@@ -71,21 +71,3 @@ func nbdURI(listen, name string) string {
 	}
 	return "nbd://" + strings.TrimPrefix(listen, "tcp:") + "/" + url.PathEscape(name)
 }
-
-// parseByteSize parses a size with an optional K, M, G or T suffix
-// (powers of 1024, an optional "iB" or "B" after it).
-func parseByteSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B"), "I")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
-			mult = 1 << (10 * (i + 1))
-			t = t[:n-1]
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
-}
