@@ -185,17 +185,39 @@ func TestSharedS3VolumeEndToEnd(t *testing.T) {
 	}
 }
 
-// TestSharedS3VolumeServiceFault: the S3 server stops in the middle of a
-// write load (each file written and fsync'd) and starts again: every file
-// whose fsync succeeded reads back, writes succeed again without a
-// remount, and fsck finds the volume clean.
+// TestSharedVolumeServiceFault: the S3 server, or PostgreSQL, stops in the
+// middle of a write load (each file written and fsync'd) and starts again:
+// every file whose fsync succeeded reads back, writes succeed again
+// without a remount, and fsck finds the volume clean.
+func TestSharedVolumeServiceFault(t *testing.T) {
+	t.Run("S3", func(t *testing.T) {
+		v, srv, _ := s3Volume(t, "fault", "--chunking", "fixed:64K")
+		writeLoadThroughOutage(t, v, func() {
+			srv.Stop()
+			time.Sleep(2 * time.Second) // an outage, while writes go on
+			srv.Restart(t)
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		v, _, pg := s3Volume(t, "pgfault", "--chunking", "fixed:64K")
+		// Stopping ends every session: commits in flight fail (their
+		// files are not acknowledged) or are sent again on a new
+		// connection once the server is back.
+		writeLoadThroughOutage(t, v, func() { pg.Outage(t, 2*time.Second) })
+	})
+}
+
+// writeLoadThroughOutage runs a load of files written and fsync'd into v,
+// calls outage once some are acknowledged, and checks that writes are
+// acknowledged again afterwards, that every acknowledged file reads back
+// (also after a remount without the local read cache) and that fsck is
+// clean.
 //
 // The load runs in a shell, not in the test process: a fork of a process
 // holding a file of the mount (to restart the server) would close that
 // file in the child, and the kernel sends FUSE a flush for it, which
 // waits for the fsync in flight, which waits for the server.
-func TestSharedS3VolumeServiceFault(t *testing.T) {
-	v, srv, _ := s3Volume(t, "fault", "--chunking", "fixed:64K")
+func writeLoadThroughOutage(t *testing.T, v *volume, outage func()) {
 	src := t.TempDir()
 	stopFile := filepath.Join(t.TempDir(), "stop")
 	load := exec.Command("sh", "-c", `i=0
@@ -246,9 +268,7 @@ done`)
 		}
 	}
 	waitFor(5)
-	srv.Stop()
-	time.Sleep(2 * time.Second) // an outage, while writes go on
-	srv.Restart(t)
+	outage()
 	waitFor(len(names) + 5) // writes succeed again, without a remount
 	stopLoad()
 	t.Logf("%d files acknowledged; failed: %s", len(names), strings.ReplaceAll(stderr.String(), "\n", " "))

@@ -146,6 +146,17 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// Outage stops the server (fast shutdown), leaves it down for d and
+// starts it again on the same port.
+func (s *Server) Outage(t testing.TB, d time.Duration) {
+	t.Helper()
+	s.stop()
+	time.Sleep(d)
+	if err := s.start(); err != nil {
+		t.Fatalf("restart PostgreSQL: %v\n%s", err, s.logTail())
+	}
+}
+
 // binDir finds initdb and postgres: PG_BINDIR, then Debian's
 // /usr/lib/postgresql/N/bin (the newest), then PATH.
 func binDir() (string, error) {
