@@ -52,3 +52,36 @@ func BenchmarkSequentialWrite(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSequentialRead reads an exported file of fixed 4 KiB blocks,
+// written sequentially and flushed beforehand, in 1 MiB requests in order,
+// as fio's sequential read job does over NBD.
+func BenchmarkSequentialRead(b *testing.B) {
+	const size = 256 << 20
+	dir := filepath.Join(b.TempDir(), "store")
+	testutil.Check(b, volume.Init(dir, volume.InitOptions{}))
+	v, err := volume.Open(dir, slog.New(slog.DiscardHandler))
+	testutil.Check(b, err)
+	defer v.Close()
+	a, h, err := v.NS.Create(vfs.Caller{}, vfs.RootIno, "disk.img", 0o644, syscall.O_RDWR)
+	testutil.Check(b, err)
+	testutil.Check(b, v.NS.SetXattr(a.Ino, vfs.ChunkingXattr, []byte("fixed:4K"), 0))
+	testutil.Check(b, v.NS.Release(h))
+	f, err := blockfile.Open(v.NS, a.Ino, false, nil)
+	testutil.Check(b, err)
+	defer f.Close()
+	rng := rand.NewChaCha8([32]byte{2})
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		rng.Read(buf)
+		testutil.Check(b, f.WriteAt(buf, off, false))
+	}
+	testutil.Check(b, f.Flush())
+	b.SetBytes(int64(len(buf)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.ReadAt(buf, int64(i)<<20%size); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
