@@ -113,13 +113,7 @@ func initShared(dir string, opt InitOptions, cfg schema.Config) error {
 	if mu.schema == "" {
 		mu.schema = defaultSchema(cfg.UUID)
 	}
-	if err := checkEmptyDir(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create store: %w", err)
-	}
-	lock, err := lockFile(dir)
+	lock, err := createStoreDir(dir)
 	if err != nil {
 		return err
 	}

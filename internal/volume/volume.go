@@ -48,13 +48,7 @@ func Init(dir string, opt InitOptions) error {
 	if opt.Data != "" {
 		return ErrDataNeedsMeta
 	}
-	if err := checkEmptyDir(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create store: %w", err)
-	}
-	lock, err := lockFile(dir)
+	lock, err := createStoreDir(dir)
 	if err != nil {
 		return err
 	}
@@ -129,6 +123,18 @@ func validCompression(s string) bool {
 		}
 	}
 	return false
+}
+
+// createStoreDir makes the new volume's store directory (which must be
+// empty or missing) and locks it for the rest of init.
+func createStoreDir(dir string) (*os.File, error) {
+	if err := checkEmptyDir(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create store: %w", err)
+	}
+	return lockFile(dir)
 }
 
 func checkEmptyDir(dir string) error {
