@@ -245,9 +245,10 @@ vol_bytes() {
 	if [ ! -e "$VOL_SPACE" ]; then
 		echo 0
 	elif [ "$VOL_SYS" = doppel-embedded ]; then
-		du -sB1 "$VOL_SPACE" | cut -f1
+		# du fails on files deleted while it walks; its total stands.
+		{ du -sB1 "$VOL_SPACE" 2>/dev/null || true; } | cut -f1
 	else
-		du -sb "$VOL_SPACE" | cut -f1
+		{ du -sb "$VOL_SPACE" 2>/dev/null || true; } | cut -f1
 	fi
 }
 
