@@ -29,9 +29,10 @@
 #   space     rm of that file: bytes in the bucket under the volume's prefix
 #             (apparent size of versitygw's files) or, embedded, in the store's
 #             chunks/ directory (allocated blocks of the segment files; the
-#             metadata in PostgreSQL or Pebble is not counted) before the write, after it and after
-#             rm; how long until at least 95 % of what the write added is gone,
-#             polled every 0.1 s up to BENCH_SPACE_WAIT seconds
+#             metadata in PostgreSQL or Pebble is not counted) before the
+#             write, after it and after rm; how long until 95 % and 99 % of
+#             what the write added is gone, polled every 0.1 s for up to
+#             BENCH_SPACE_WAIT seconds
 #   files     bench/cmd/fileops: create (+ write BENCH_FILE_SIZE bytes + close),
 #             lstat, unlink of BENCH_FILES files in one directory, kernel caches
 #             dropped between phases
@@ -272,26 +273,30 @@ if has_part untar; then
 	UNTAR_DESC="$(tar -tf "$TARBALL" | grep -vc '/$') files, $(human_bytes "$(stat -c %s "$TARBALL")") tarball of $UNTAR_SRC"
 fi
 
-# space_back SYS B0 B1: after rm, polls until 95 % of B1-B0 is gone.
+# space_back SYS B0 B1: after rm, polls the volume's bytes until 99 % of
+# what the write added (B1-B0) is gone or SPACE_WAIT seconds have passed;
+# records when 95 % and 99 % were gone (inf: not within the wait) and the
+# share gone at the end.
 space_back() {
-	local sys=$1 b0=$2 b1=$3 t0 now b target waited=""
-	target=$((b1 - (b1 - b0) * 95 / 100))
+	local sys=$1 b0=$2 b1=$3 t0 now b t95="" t99=""
 	t0=${EPOCHREALTIME//[!0-9]/}
 	while :; do
 		b=$(vol_bytes)
 		now=${EPOCHREALTIME//[!0-9]/}
-		if [ "$b" -le "$target" ]; then
-			waited=$(secs "${t0}000" "${now}000")
+		if [ -z "$t95" ] && [ "$b" -le $((b1 - (b1 - b0) * 95 / 100)) ]; then t95=$(secs "${t0}000" "${now}000"); fi
+		if [ "$b" -le $((b1 - (b1 - b0) * 99 / 100)) ]; then
+			t99=$(secs "${t0}000" "${now}000")
 			break
 		fi
 		[ $(((now - t0) / 1000000)) -lt "$SPACE_WAIT" ] || break
 		sleep 0.1
 	done
-	add space_s "$sys" "${waited:-inf}"
-	add space_pct "$sys" "$(awk -v a="$b0" -v b="$b1" -v c="$b" 'BEGIN { printf "%.0f", (b > a) ? 100 * (b - c) / (b - a) : 0 }')"
+	add space95_s "$sys" "${t95:-inf}"
+	add space99_s "$sys" "${t99:-inf}"
+	add space_pct "$sys" "$(awk -v a="$b0" -v b="$b1" -v c="$b" 'BEGIN { printf "%.1f", (b > a) ? 100 * (b - c) / (b - a) : 0 }')"
 	add space_added "$sys" $((b1 - b0))
 	log "  space: $b0 before the write, $b1 after it, $b after rm"
-	log "  space: +$(human_bytes $((b1 - b0))) by the write, $(human_bytes $((b1 - b))) back after rm, ${waited:-not 95 % within ${SPACE_WAIT}} s"
+	log "  space: +$(human_bytes $((b1 - b0))) by the write, $(human_bytes $((b1 - b))) back after rm; 95 % in ${t95:-(not within ${SPACE_WAIT})} s, 99 % in ${t99:-(not within ${SPACE_WAIT})} s"
 }
 
 # seq_part SYS: write, cold read, rm and space on the current volume.
@@ -430,10 +435,10 @@ row() { # row NAME METRIC [SEQ]: times, shared/juicefs and (SEQ) shared/embedded
 }
 
 space_cell() { # space_cell SYS
-	local t p a
-	t=$(med_inf space_s "$1") p=$(med space_pct "$1") a=$(med space_added "$1")
-	[ -n "$t" ] || { echo "–"; return; }
-	echo "$(fmt_s "$t"), $(printf '%.0f' "$p") % of $(human_bytes "$(printf '%.0f' "$a")") back"
+	local t95 t99 p a
+	t95=$(med_inf space95_s "$1") t99=$(med_inf space99_s "$1") p=$(med space_pct "$1") a=$(med space_added "$1")
+	[ -n "$t95" ] || { echo "–"; return; }
+	echo "95 %: $(fmt_s "$t95"), 99 %: $(fmt_s "$t99") ($(printf '%.0f' "$p") % of $(human_bytes "$(printf '%.0f' "$a")") back at the end)"
 }
 
 {
@@ -455,7 +460,7 @@ space_cell() { # space_cell SYS
 	if has_part untar; then row "untar + sync ($UNTAR_DESC)" untar_s; fi
 	if has_part clone; then row "clone of a $CLONE_FILES-file tree" clone_s; fi
 	if has_part seq; then
-		printf '| space back after rm of the %s MiB file (time until 95 %% returned; share returned) | %s | %s (default: trash 1 day); %s with --trash-days 0 | %s | – | – |\n' \
+		printf '| space back after rm of the %s MiB file (time until 95 %% and 99 %% of the bytes the write added are gone) | %s | %s (default: trash 1 day); %s with --trash-days 0 | %s | – | – |\n' \
 			"$SEQ_MIB" "$(space_cell doppel-shared)" "$(space_cell juicefs)" "$(space_cell juicefs-notrash)" "$(space_cell doppel-embedded)"
 	fi
 	if has_part clone; then
