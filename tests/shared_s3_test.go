@@ -98,14 +98,7 @@ func TestSharedS3VolumeEndToEnd(t *testing.T) {
 			before.PhysicalBytes, after.PhysicalBytes, before.LogicalBytes, after.LogicalBytes)
 	}
 
-	if out, err := runDoppel(time.Minute, "clone", v.path("src"), v.path("copy")); err != nil {
-		t.Fatalf("doppel clone: %v\n%s", err, out)
-	}
-	testutil.Check(t, os.WriteFile(v.path("copy", "sub", "small"), []byte("changed in the clone"), 0o644))
-	testutil.Check(t, os.Remove(v.path("src", "dup")))
-	wantFile(t, v.path("src", "sub", "small"), []byte("hello"))
-	wantFile(t, v.path("copy", "sub", "small"), []byte("changed in the clone"))
-	wantFile(t, v.path("copy", "dup"), big)
+	cloneKeepsChangesApart(t, v, big)
 
 	// A file of its own packs: deleting it deletes them.
 	base := v.df(t)

@@ -53,18 +53,7 @@ func TestSharedVolumeEndToEnd(t *testing.T) {
 	testutil.Check(t, os.WriteFile(v.path("src", "big"), big, 0o644))
 	testutil.Check(t, os.WriteFile(v.path("src", "sub", "small"), []byte("hello"), 0o644))
 	testutil.Check(t, os.WriteFile(v.path("src", "dup"), big, 0o644)) // deduplicated
-	if out, err := runDoppel(time.Minute, "clone", v.path("src"), v.path("copy")); err != nil {
-		t.Fatalf("doppel clone: %v\n%s", err, out)
-	}
-	// Changes on either side stay there.
-	testutil.Check(t, os.WriteFile(v.path("copy", "sub", "small"), []byte("changed in the clone"), 0o644))
-	testutil.Check(t, os.Remove(v.path("src", "dup")))
-	wantFile(t, v.path("src", "sub", "small"), []byte("hello"))
-	wantFile(t, v.path("copy", "sub", "small"), []byte("changed in the clone"))
-	wantFile(t, v.path("copy", "dup"), big)
-	if _, err := os.Stat(v.path("src", "dup")); !os.IsNotExist(err) {
-		t.Errorf("src/dup after its removal: %v", err)
-	}
+	cloneKeepsChangesApart(t, v, big)
 	if out, err := runDoppel(time.Minute, "df", "--store", v.Store); err != nil || strings.Contains(string(out), srv.Password) {
 		t.Errorf("doppel df: %v\n%s", err, out)
 	}
@@ -94,6 +83,24 @@ func TestSharedVolumeEndToEnd(t *testing.T) {
 	out, err = exec.Command(doppelBin, "fsck", "--store", v.Store).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "chmod 600") {
 		t.Errorf("fsck with shared.json mode 0640: %v\n%s\nwant a refusal saying chmod 600", err, out)
+	}
+}
+
+// cloneKeepsChangesApart clones src (holding sub/small = "hello" and dup =
+// big) to copy, changes each side, and checks that neither change shows
+// on the other.
+func cloneKeepsChangesApart(t *testing.T, v *volume, big []byte) {
+	t.Helper()
+	if out, err := runDoppel(time.Minute, "clone", v.path("src"), v.path("copy")); err != nil {
+		t.Fatalf("doppel clone: %v\n%s", err, out)
+	}
+	testutil.Check(t, os.WriteFile(v.path("copy", "sub", "small"), []byte("changed in the clone"), 0o644))
+	testutil.Check(t, os.Remove(v.path("src", "dup")))
+	wantFile(t, v.path("src", "sub", "small"), []byte("hello"))
+	wantFile(t, v.path("copy", "sub", "small"), []byte("changed in the clone"))
+	wantFile(t, v.path("copy", "dup"), big)
+	if _, err := os.Stat(v.path("src", "dup")); !os.IsNotExist(err) {
+		t.Errorf("src/dup after its removal: %v", err)
 	}
 }
 
