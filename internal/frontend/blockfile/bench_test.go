@@ -24,20 +24,7 @@ func BenchmarkSequentialWrite(b *testing.B) {
 			name = "default"
 		}
 		b.Run(name, func(b *testing.B) {
-			dir := filepath.Join(b.TempDir(), "store")
-			testutil.Check(b, volume.Init(dir, volume.InitOptions{}))
-			v, err := volume.Open(dir, slog.New(slog.DiscardHandler))
-			testutil.Check(b, err)
-			defer v.Close()
-			a, h, err := v.NS.Create(vfs.Caller{}, vfs.RootIno, "disk.img", 0o644, syscall.O_RDWR)
-			testutil.Check(b, err)
-			if policy != "" {
-				testutil.Check(b, v.NS.SetXattr(a.Ino, vfs.ChunkingXattr, []byte(policy), 0))
-			}
-			testutil.Check(b, v.NS.Release(h))
-			f, err := blockfile.Open(v.NS, a.Ino, false, nil)
-			testutil.Check(b, err)
-			defer f.Close()
+			f := newExport(b, policy)
 			rng := rand.NewChaCha8([32]byte{1})
 			buf := make([]byte, 1<<20)
 			b.SetBytes(int64(len(buf)))
@@ -58,18 +45,7 @@ func BenchmarkSequentialWrite(b *testing.B) {
 // as fio's sequential read job does over NBD.
 func BenchmarkSequentialRead(b *testing.B) {
 	const size = 256 << 20
-	dir := filepath.Join(b.TempDir(), "store")
-	testutil.Check(b, volume.Init(dir, volume.InitOptions{}))
-	v, err := volume.Open(dir, slog.New(slog.DiscardHandler))
-	testutil.Check(b, err)
-	defer v.Close()
-	a, h, err := v.NS.Create(vfs.Caller{}, vfs.RootIno, "disk.img", 0o644, syscall.O_RDWR)
-	testutil.Check(b, err)
-	testutil.Check(b, v.NS.SetXattr(a.Ino, vfs.ChunkingXattr, []byte("fixed:4K"), 0))
-	testutil.Check(b, v.NS.Release(h))
-	f, err := blockfile.Open(v.NS, a.Ino, false, nil)
-	testutil.Check(b, err)
-	defer f.Close()
+	f := newExport(b, "fixed:4K")
 	rng := rand.NewChaCha8([32]byte{2})
 	buf := make([]byte, 1<<20)
 	for off := int64(0); off < size; off += int64(len(buf)) {
@@ -84,4 +60,25 @@ func BenchmarkSequentialRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// newExport opens a fresh volume holding one empty file cut by policy
+// ("": the volume's default) and opens the file as an export; both are
+// closed when the benchmark ends.
+func newExport(b *testing.B, policy string) *blockfile.File {
+	dir := filepath.Join(b.TempDir(), "store")
+	testutil.Check(b, volume.Init(dir, volume.InitOptions{}))
+	v, err := volume.Open(dir, slog.New(slog.DiscardHandler))
+	testutil.Check(b, err)
+	b.Cleanup(func() { v.Close() })
+	a, h, err := v.NS.Create(vfs.Caller{}, vfs.RootIno, "disk.img", 0o644, syscall.O_RDWR)
+	testutil.Check(b, err)
+	if policy != "" {
+		testutil.Check(b, v.NS.SetXattr(a.Ino, vfs.ChunkingXattr, []byte(policy), 0))
+	}
+	testutil.Check(b, v.NS.Release(h))
+	f, err := blockfile.Open(v.NS, a.Ino, false, nil)
+	testutil.Check(b, err)
+	b.Cleanup(func() { f.Close() })
+	return f
 }
