@@ -48,19 +48,7 @@ func Start(t testing.TB) *Server {
 	}
 	s := &Server{bin: bin, Root: t.TempDir(), Bucket: "doppel-test"}
 	t.Cleanup(s.Stop)
-	var err error
-	for range 5 { // another process may take the free port first
-		var port int
-		if port, err = freePort(); err != nil {
-			break
-		}
-		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-		s.Endpoint = "http://" + s.addr
-		if err = s.start(); err == nil {
-			break
-		}
-	}
-	if err != nil {
+	if err := s.startOnFreePort(); err != nil {
 		t.Fatalf("s3test: start versitygw: %v", err)
 	}
 	if err := s.CreateBucket(s.Bucket); err != nil {
@@ -84,18 +72,7 @@ func StartShared() (s *Server, stop func(), err error) {
 	}
 	s = &Server{bin: bin, Root: root, Bucket: "doppel-test"}
 	stop = func() { s.Stop(); os.RemoveAll(root) }
-	for range 5 { // another process may take the free port first
-		var port int
-		if port, err = freePort(); err != nil {
-			break
-		}
-		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-		s.Endpoint = "http://" + s.addr
-		if err = s.start(); err == nil {
-			break
-		}
-	}
-	if err == nil {
+	if err = s.startOnFreePort(); err == nil {
 		err = s.CreateBucket(s.Bucket)
 	}
 	if err != nil {
@@ -175,4 +152,22 @@ func (s *Server) Restart(t testing.TB) {
 	if err := s.start(); err != nil {
 		t.Fatalf("s3test: restart versitygw: %v", err)
 	}
+}
+
+// startOnFreePort starts the server on a free port of 127.0.0.1, trying
+// again when another process takes the port first.
+func (s *Server) startOnFreePort() error {
+	var err error
+	for range 5 {
+		var port int
+		if port, err = freePort(); err != nil {
+			return err
+		}
+		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.Endpoint = "http://" + s.addr
+		if err = s.start(); err == nil {
+			return nil
+		}
+	}
+	return err
 }
