@@ -80,6 +80,7 @@ func (e *Engine) Compact(cfg CompactConfig, sweep bool) (Compaction, error) {
 	defer e.compactMu.Unlock()
 	var err error
 	res.Deleted, res.DeletedBytes, err = store.DeleteRetired()
+	e.counters.deleted.Add(int64(res.Deleted))
 	if err != nil {
 		return res, fmt.Errorf("delete retired packs: %w", err)
 	}
@@ -95,6 +96,8 @@ func (e *Engine) Compact(cfg CompactConfig, sweep bool) (Compaction, error) {
 	}
 	n, bytes, packs, err := e.compact(store, cands)
 	res.Moved, res.MovedBytes, res.Rewritten = n, bytes, packs
+	e.counters.compacted.Add(bytes)
+	e.counters.retired.Add(int64(packs))
 	return res, err
 }
 
@@ -145,7 +148,6 @@ func (e *Engine) startCompactor(cfg CompactConfig) {
 			if sweep && err == nil {
 				lastSweep = time.Now()
 			}
-			e.counters.compacted.Add(res.MovedBytes)
 			if err != nil {
 				e.log.Warn("compaction pass failed; the next pass tries again", "err", err)
 			} else if res.Rewritten+res.Deleted > 0 || res.SweptBytes > 0 {

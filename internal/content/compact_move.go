@@ -73,6 +73,10 @@ func (t *Tx) placeNewChunk(p *Prepared) error {
 	return nil
 }
 
+// afterCompactScan lets a test commit a transaction between a pass's
+// scan and its move (a late chunk); nil in production.
+var afterCompactScan func()
+
 // compact moves the live chunks of segs into new packs and retires segs.
 // It returns the chunks and stored bytes moved and the packs retired.
 func (e *Engine) compact(store blob.Compactable, segs []blob.SegmentUse) (int, int64, int, error) {
@@ -81,6 +85,9 @@ func (e *Engine) compact(store blob.Compactable, segs []blob.SegmentUse) (int, i
 	moves, err := e.liveChunksOf(segs)
 	if err != nil {
 		return 0, 0, 0, err
+	}
+	if afterCompactScan != nil {
+		afterCompactScan()
 	}
 	var all []chunkMove
 	var locs []blob.Loc
