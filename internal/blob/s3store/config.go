@@ -32,7 +32,8 @@ type Config struct {
 	// RetireGrace is how long a retired pack (its live chunks copied
 	// elsewhere by compaction) stays readable before its object is
 	// deleted: longer than any read that found its old location can take
-	// (a request's Attempts × RequestTimeout). Default 15 minutes.
+	// (a request's RequestTimeout; a read slower than that asks the
+	// metadata again when the old pack is gone). Default 5 minutes.
 	RetireGrace time.Duration
 	// Attempts is the number of tries of one upload round (Sync starts a
 	// second round for a pack whose first failed); default 4.
@@ -48,7 +49,7 @@ const (
 	defaultCacheBytes = 1 << 30
 	defaultAttempts   = 4
 	defaultTimeout    = 2 * time.Minute
-	defaultRetire     = 15 * time.Minute
+	defaultRetire     = 5 * time.Minute
 )
 
 func (c *Config) setDefaults() {
