@@ -14,13 +14,13 @@ import (
 // (content/compact.go); unset, the defaults hold. It is a comma-separated
 // list of settings, e.g.
 //
-//	DOPPEL_COMPACT='interval=10s,max-live=0.7,min-reclaim=0,retire-grace=1m,sweep=10m'
+//		DOPPEL_COMPACT='interval=10s,max-live=0.7,min-reclaim=0,retire-grace=1m,sweep=10m'
 //
-//   - interval: time between passes (default 1m; "off" disables compaction)
-//   - max-live: packs with less than this fraction live are rewritten (0.5)
-//   - min-reclaim: bytes a pass must free to run at all (16777216)
-//   - retire-grace: how long a rewritten pack stays readable (15m)
-//   - sweep: time between orphan sweeps (1h; "off" never)
+//	  - interval: time between passes (default 1m; "off" disables compaction)
+//	  - max-live: packs with less than this fraction live are rewritten (0.5)
+//	  - min-reclaim: bytes a pass must free to run at all (16777216)
+//	  - retire-grace: how long a rewritten pack stays readable (15m)
+//	  - sweep: time between orphan sweeps (1h; "off" never)
 //
 // Tests use it to compact and sweep continuously with a tiny grace.
 const CompactEnv = "DOPPEL_COMPACT"
