@@ -12,16 +12,15 @@ import (
 
 // CompactEnv tunes the compaction of volumes whose chunk data is in S3
 // (content/compact.go); unset, the defaults hold. It is a comma-separated
-// list of settings, e.g.
+// list of settings:
 //
-//		DOPPEL_COMPACT='interval=10s,max-live=0.7,min-reclaim=0,retire-grace=1m,sweep=10m'
+//   - interval: time between passes (default 1m; "off" disables compaction)
+//   - max-live: packs with less than this fraction live are rewritten (0.5)
+//   - min-reclaim: bytes a pass must free to run at all (16777216)
+//   - retire-grace: how long a rewritten pack stays readable (5m)
+//   - sweep: time between orphan sweeps (1h; "off" never)
 //
-//	  - interval: time between passes (default 1m; "off" disables compaction)
-//	  - max-live: packs with less than this fraction live are rewritten (0.5)
-//	  - min-reclaim: bytes a pass must free to run at all (16777216)
-//	  - retire-grace: how long a rewritten pack stays readable (15m)
-//	  - sweep: time between orphan sweeps (1h; "off" never)
-//
+// For example DOPPEL_COMPACT=interval=10s,max-live=0.7,retire-grace=1m.
 // Tests use it to compact and sweep continuously with a tiny grace.
 const CompactEnv = "DOPPEL_COMPACT"
 
