@@ -74,7 +74,9 @@ test: deps
 # on a private PostgreSQL server, the clone isolation model at a few
 # hundred ops; about a minute on 2 cores. Then the same on volumes whose
 # chunk data is also in S3 (DOPPEL_TEST_META=postgres+s3, a private
-# versitygw): about 1.5 minutes more. The end-to-end shared volume tests
+# versitygw), with compaction and orphan sweeps running all the time
+# (DOPPEL_COMPACT: a pass every 20 ms, a grace of 50 ms): about 1.5
+# minutes more. The end-to-end shared volume tests
 # (tests/TestSharedVolumeEndToEnd, TestSharedS3Volume*) already run in
 # the suite above.
 test-shared:
@@ -82,6 +84,7 @@ test-shared:
 		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
 		./internal/namespace ./internal/fsck
 	DOPPEL_TEST_META=postgres+s3 DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
+	DOPPEL_COMPACT=interval=20ms,max-live=0.9,min-reclaim=0,retire-grace=50ms,sweep=200ms \
 		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
 		./internal/namespace ./internal/fsck
 

@@ -117,7 +117,12 @@ func printSpace(w io.Writer, r control.SpaceReport) {
 	fmt.Fprintf(tw, "logical\t%s\tbytes files hold (holes excluded)\n", human(r.LogicalBytes))
 	fmt.Fprintf(tw, "unique\t%s\tdistinct chunk data before compression\n", human(r.RawBytes))
 	fmt.Fprintf(tw, "physical\t%s\tchunk data stored (%d chunks)\n", human(r.PhysicalBytes), r.Chunks)
-	fmt.Fprintf(tw, "on disk\t%s\tsegment files %s in %d segments, metadata %s\n", human(r.AllocatedBytes+r.MetaBytes), human(r.AllocatedBytes), r.Segments, human(r.MetaBytes))
+	if r.Packs {
+		fmt.Fprintf(tw, "stored\t%s\tS3 pack objects %s in %d packs, metadata %s (PostgreSQL)\n", human(r.AllocatedBytes+r.MetaBytes), human(r.AllocatedBytes), r.Segments, human(r.MetaBytes))
+		fmt.Fprintf(tw, "compactable\t%s\tdead bytes in packs, given back by compaction (background, DOPPEL_COMPACT)\n", human(r.DeadBytes))
+	} else {
+		fmt.Fprintf(tw, "on disk\t%s\tsegment files %s in %d segments, metadata %s\n", human(r.AllocatedBytes+r.MetaBytes), human(r.AllocatedBytes), r.Segments, human(r.MetaBytes))
+	}
 	fmt.Fprintf(tw, "dedup\t%.2fx\n", r.DedupRatio)
 	fmt.Fprintf(tw, "compression\t%.2fx\n", r.CompressRatio)
 	fmt.Fprintf(tw, "inodes\t%d\n", r.Inodes)

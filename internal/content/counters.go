@@ -11,6 +11,9 @@ type Counters struct {
 	CacheHits         int64 // chunk reads served by the chunk cache
 	CacheMisses       int64 // chunk reads that had to load (or wait for) the chunk
 	ReclaimedBytes    int64 // stored bytes given back to the host
+	CompactedBytes    int64 // live stored bytes compaction copied out of sparse packs
+	PacksRetired      int64 // packs compaction rewrote and retired
+	PacksDeleted      int64 // retired packs deleted after their grace
 }
 
 // counters are bumped with atomic adds on the data path and read at
@@ -19,6 +22,8 @@ type counters struct {
 	dedup, zero, stored  atomic.Int64
 	cacheHits, cacheMiss atomic.Int64
 	reclaimed            atomic.Int64
+	compacted            atomic.Int64
+	retired, deleted     atomic.Int64
 }
 
 // Counters returns the running totals.
@@ -27,6 +32,7 @@ func (e *Engine) Counters() Counters {
 	return Counters{
 		DeduplicatedBytes: c.dedup.Load(), ZeroBytes: c.zero.Load(), StoredBytes: c.stored.Load(),
 		CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMiss.Load(), ReclaimedBytes: c.reclaimed.Load(),
+		CompactedBytes: c.compacted.Load(), PacksRetired: c.retired.Load(), PacksDeleted: c.deleted.Load(),
 	}
 }
 

@@ -8,4 +8,10 @@
 // the extent edits in one metadata batch (Tx). A chunk whose refcount drops
 // to zero is freed: after the batch that dropped it is durable, its bytes are
 // punched out of the segment file by the reclaimer.
+//
+// Stores that cannot punch (blob.Compactable: pack objects in S3) only
+// mark a freed chunk's span dead; the compactor (compact.go: the pass and
+// its background loop; compact_move.go: moving live chunks without racing
+// the write path; compact_scan.go: the chunk table walks and the orphan
+// sweep) rewrites packs that fell sparse and sweeps packs nothing names.
 package content

@@ -27,6 +27,9 @@ type Config struct {
 	// Headroom keeps free space for metadata: chunks are not stored into
 	// the reserve (nil: no reserve).
 	Headroom *headroom.Guard
+	// Compact tunes the background compactor of stores that cannot punch
+	// (blob.Compactable); other stores have none.
+	Compact CompactConfig
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -67,6 +70,14 @@ type Engine struct {
 	// durableCommits: the metadata store makes every commit durable at
 	// once (meta.CommitsDurable), so commits sync new chunk data first.
 	durableCommits bool
+
+	// Compaction (compact.go, compact_move.go). packStates and late are
+	// guarded by txMu; compactMu serializes passes.
+	packStates  map[uint32]packState
+	late        []schema.Hash
+	compactMu   sync.Mutex
+	compactQuit chan struct{}
+	compactDone chan struct{}
 }
 
 // New creates the content engine.
@@ -134,6 +145,7 @@ func (e *Engine) Sync() error {
 // the session closed cleanly.
 func (e *Engine) Close() error {
 	e.loads.running.Wait()
+	e.stopCompactor()
 	e.reclaimer.stop()
 	err := e.closeSession()
 	if h, ok := e.meta.(meta.DurabilityHook); ok {

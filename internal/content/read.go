@@ -240,11 +240,9 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		if c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length {
 			e.counters.cacheMiss.Add(1)
 			err := e.readInto(p.Hash, c, dst)
-			if err != nil && cached {
-				// Perhaps a record gone stale: ask the store.
-				e.locs.c.Remove(p.Hash)
-				if c, _, err = e.chunkRecord(p.Hash); err == nil {
-					err = e.readInto(p.Hash, c, dst)
+			if err != nil {
+				if fresh, ok := e.movedRecord(p.Hash, c, cached); ok {
+					c, err = fresh, e.readInto(p.Hash, fresh, dst)
 				}
 			}
 			if err != nil {
@@ -333,14 +331,26 @@ func (e *Engine) loadChunk(h schema.Hash) ([]byte, error) {
 		return nil, err
 	}
 	raw, err := e.loadFrom(h, c)
-	if err != nil && cached {
-		// Perhaps a record gone stale: ask the store.
-		e.locs.c.Remove(h)
-		if c, _, err = e.chunkRecord(h); err == nil {
-			raw, err = e.loadFrom(h, c)
+	if err != nil {
+		if fresh, ok := e.movedRecord(h, c, cached); ok {
+			raw, err = e.loadFrom(h, fresh)
 		}
 	}
 	return raw, err
+}
+
+// movedRecord is asked after chunk h could not be read where record c
+// says: it returns the chunk's current record if that may name other
+// bytes. A cached record may have gone stale (the chunk freed and stored
+// again), and compaction may have moved the chunk since c was read and
+// deleted the old pack after its grace period.
+func (e *Engine) movedRecord(h schema.Hash, c schema.Chunk, cached bool) (schema.Chunk, bool) {
+	e.locs.c.Remove(h)
+	fresh, _, err := e.chunkRecord(h)
+	if err != nil {
+		return c, false
+	}
+	return fresh, cached || fresh.Segment != c.Segment || fresh.Offset != c.Offset
 }
 
 // loadFrom loads chunk h from where its record c says.

@@ -1,6 +1,8 @@
 package content
 
 import (
+	"errors"
+	"os"
 	"sync"
 	"time"
 
@@ -115,7 +117,9 @@ func (e *Engine) freeAll(locs []blob.Loc) {
 // freeNow punches loc at once: only for bytes no durable metadata names.
 func (e *Engine) freeNow(loc blob.Loc) {
 	if err := e.blobs.Free(loc); err != nil {
-		e.log.Warn("free chunk space", "segment", loc.Segment, "offset", loc.Offset, "err", err)
+		if !errors.Is(err, os.ErrNotExist) { // a pack compaction retired and deleted meanwhile
+			e.log.Warn("free chunk space", "segment", loc.Segment, "offset", loc.Offset, "err", err)
+		}
 		return
 	}
 	e.counters.reclaimed.Add(int64(loc.Length))

@@ -51,6 +51,7 @@ func (e *Engine) Recover() (Recovery, error) {
 		return rec, err
 	}
 	e.sessionOpen = true
+	e.startCompactor(e.cfg.Compact) // only a volume in use compacts, never fsck's
 	rec.Took = time.Since(start)
 	return rec, nil
 }

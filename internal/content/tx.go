@@ -258,7 +258,8 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 			return err
 		}
 		t.adopted[p] = struct{}{} // so that an abort frees it
-
+	} else if err := t.placeNewChunk(p); err != nil {
+		return err
 	}
 	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d),
 		Check: p.check, HasCheck: true}

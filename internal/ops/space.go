@@ -16,6 +16,11 @@ type SpaceReport struct {
 	DedupRatio     float64 `json:"dedup_ratio"`
 	CompressRatio  float64 `json:"compression_ratio"`
 	ReclaimedBytes int64   `json:"reclaimed_bytes"`
+	// Packs: the chunk data is in pack objects (S3), whose sizes
+	// AllocatedBytes sums; DeadBytes of them no chunk uses any more,
+	// which compaction gives back.
+	Packs     bool  `json:"packs,omitempty"`
+	DeadBytes int64 `json:"dead_bytes,omitempty"`
 }
 
 // Usage is the space a subtree uses ("doppel df PATH"). Chunk figures

@@ -74,6 +74,11 @@ func s3Config(dir, dataURL string, cacheBytes int64, m meta.Store) (s3store.Conf
 	default:
 		cfg.CacheBytes = cacheBytes
 	}
+	compact, err := compactFromEnv()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.RetireGrace = compact.retireGrace
 	if tuneS3 != nil {
 		tuneS3(&cfg)
 	}

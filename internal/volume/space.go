@@ -1,6 +1,9 @@
 package volume
 
-import "github.com/doppelfs/doppel/internal/ops"
+import (
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/ops"
+)
 
 // Space reports the volume's space use.
 func (v *Volume) Space() (ops.SpaceReport, error) {
@@ -13,6 +16,9 @@ func (v *Volume) Space() (ops.SpaceReport, error) {
 		Store: v.Dir, LogicalBytes: s.LogicalBytes, RawBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
 		MetaBytes: v.Meta.DiskUsage(), AllocatedBytes: alloc, Segments: segs, Chunks: s.Chunks, Inodes: s.Inodes,
 		DedupRatio: 1, CompressRatio: 1, ReclaimedBytes: v.Engine.ReclaimedBytes(),
+	}
+	if c, ok := v.Blobs.(blob.Compactable); ok {
+		r.Packs, r.DeadBytes = true, c.DeadBytes()
 	}
 	if s.RawBytes > 0 {
 		r.DedupRatio = float64(s.LogicalBytes) / float64(s.RawBytes)

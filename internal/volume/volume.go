@@ -253,6 +253,11 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}
+	compact, err := compactFromEnv()
+	if err != nil {
+		return err
+	}
+	cfg.Compact = compact.content
 	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err
 	}

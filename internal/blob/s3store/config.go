@@ -29,6 +29,12 @@ type Config struct {
 	MaxPending int           // sealed packs waiting for upload before Put blocks; default 8
 	CacheBytes int64         // read cache bound; default 1 GiB, < 0 disables it
 	Grace      time.Duration // Reclaim leaves packs younger than this alone; default 0
+	// RetireGrace is how long a retired pack (its live chunks copied
+	// elsewhere by compaction) stays readable before its object is
+	// deleted: longer than any read that found its old location can take
+	// (a request's RequestTimeout; a read slower than that asks the
+	// metadata again when the old pack is gone). Default 5 minutes.
+	RetireGrace time.Duration
 	// Attempts is the number of tries of one upload round (Sync starts a
 	// second round for a pack whose first failed); default 4.
 	Attempts int
@@ -43,6 +49,7 @@ const (
 	defaultCacheBytes = 1 << 30
 	defaultAttempts   = 4
 	defaultTimeout    = 2 * time.Minute
+	defaultRetire     = 5 * time.Minute
 )
 
 func (c *Config) setDefaults() {
@@ -67,6 +74,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = defaultTimeout
+	}
+	if c.RetireGrace <= 0 {
+		c.RetireGrace = defaultRetire
 	}
 }
 

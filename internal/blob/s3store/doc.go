@@ -24,6 +24,8 @@
 //   - read.go: Read, Prefetch, Forget.
 //   - cache.go: the local read cache (LRU, on disk, checked by XXH3).
 //   - free.go: Free, Reclaim and the deletion of dead packs.
+//   - compact.go: blob.Compactable: sparse packs, whole-pack reads,
+//     retirement (deletion after RetireGrace), relisting, dead bytes.
 //   - ledger.go: the dead spans of each pack, kept by a DeadStore (a
 //     shared volume's metadata store, or the file "dead" of the store
 //     directory).

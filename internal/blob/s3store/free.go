@@ -76,8 +76,8 @@ func (s *Store) Reclaim(num uint32, live []blob.Span) (int64, error) {
 // s.mu is held.
 func (s *Store) claimIfDead(num uint32) (object, bool) {
 	o, ok := s.packs[num]
-	if !ok || !s.ledger.allDead(num, roundUp(o.size)) {
-		return o, false
+	if _, retired := s.retired[num]; retired || !ok || !s.ledger.allDead(num, roundUp(o.size)) {
+		return o, false // a retired pack waits for DeleteRetired
 	}
 	delete(s.packs, num)
 	return o, true

@@ -30,6 +30,7 @@ type Store struct {
 	pending map[uint32]*pack // sealed packs not uploaded yet (readable from memory)
 	packs   map[uint32]object
 	ledger  *ledger
+	retired map[uint32]time.Time // all-dead packs waiting for RetireGrace to pass, since when
 	// next and limit delimit the numbers reserved but not used yet.
 	next, limit  uint32
 	sessionStart uint32
@@ -76,7 +77,7 @@ func Open(cfg Config) (*Store, error) {
 
 func open(cfg Config, dirf *os.File) (*Store, error) {
 	s := &Store{cfg: cfg, objs: newObjects(cfg), alloc: cfg.Allocator, dirf: dirf,
-		pending: map[uint32]*pack{}, uploadSlots: make(chan struct{}, cfg.Uploads),
+		pending: map[uint32]*pack{}, retired: map[uint32]time.Time{}, uploadSlots: make(chan struct{}, cfg.Uploads),
 		prefetchSem: make(chan struct{}, cfg.Uploads)}
 	s.changed.L = &s.mu
 	if s.alloc == nil {
@@ -89,6 +90,7 @@ func open(cfg Config, dirf *os.File) (*Store, error) {
 	if s.ledger, err = loadLedger(cfg.Dir, cfg.Dead, func(n uint32) bool { _, ok := s.packs[n]; return ok }); err != nil {
 		return nil, err
 	}
+	s.retireDeadPacks()
 	if cfg.CacheBytes > 0 {
 		if s.cache, err = openCache(cfg.Dir, cfg.CacheBytes); err != nil {
 			return nil, err
