@@ -146,6 +146,18 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// Stop stops the server (fast shutdown: sessions are ended) until
+// Resume; a stopped server is still stopped for good by the cleanup.
+func (s *Server) Stop() { s.stop() }
+
+// Resume starts a server Stop stopped, on the same port.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatalf("start PostgreSQL again: %v\n%s", err, s.logTail())
+	}
+}
+
 // Outage stops the server (fast shutdown), leaves it down for d and
 // starts it again on the same port.
 func (s *Server) Outage(t testing.TB, d time.Duration) {
