@@ -11,6 +11,9 @@ type Figures struct {
 	CacheHits         int64 // chunk reads served by the chunk cache
 	CacheMisses       int64 // chunk reads that loaded the chunk from a segment
 	ReclaimedBytes    int64 // freed chunk space punched out of segment files
+	CompactedBytes    int64 // live bytes compaction copied out of sparse packs (S3)
+	PacksRetired      int64 // packs compaction rewrote
+	PacksDeleted      int64 // rewritten packs deleted after their grace
 
 	DirtyBytes int64 // write data buffered in memory, not yet committed
 	DirtyFiles int64 // files with buffered writes waiting for a flush
@@ -26,6 +29,7 @@ type Space struct {
 	PhysicalBytes  int64 // chunk data stored after compression
 	AllocatedBytes int64 // what the segment files occupy on the host
 	MetaBytes      int64 // what the metadata store occupies on the host
+	DeadBytes      int64 // bytes of pack objects no chunk uses (S3: what compaction gives back)
 	Segments       int64
 	Chunks         int64
 	Inodes         int64

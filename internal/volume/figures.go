@@ -13,12 +13,13 @@ func (v *Volume) Figures() (metrics.Figures, error) {
 	return metrics.Figures{
 		WrittenBytes: n.WrittenBytes, DeduplicatedBytes: c.DeduplicatedBytes, ZeroBytes: c.ZeroBytes,
 		StoredBytes: c.StoredBytes, CacheHits: c.CacheHits, CacheMisses: c.CacheMisses,
-		ReclaimedBytes: c.ReclaimedBytes,
-		DirtyBytes:     n.DirtyBytes, DirtyFiles: n.DirtyFiles, OpenFiles: n.OpenFiles,
+		ReclaimedBytes: c.ReclaimedBytes, CompactedBytes: c.CompactedBytes,
+		PacksRetired: c.PacksRetired, PacksDeleted: c.PacksDeleted,
+		DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles, OpenFiles: n.OpenFiles,
 		Space: metrics.Space{
 			LogicalBytes: s.LogicalBytes, UniqueBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
 			AllocatedBytes: s.AllocatedBytes, MetaBytes: s.MetaBytes, Segments: int64(s.Segments),
-			Chunks: s.Chunks, Inodes: s.Inodes,
+			Chunks: s.Chunks, Inodes: s.Inodes, DeadBytes: s.DeadBytes,
 		},
 	}, nil
 }
