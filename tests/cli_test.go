@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -187,7 +188,7 @@ func TestCLI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		newer := strings.Replace(string(orig), `"doppel_format": 1`, `"doppel_format": 99`, 1)
+		newer := regexp.MustCompile(`"doppel_format": [0-9]+`).ReplaceAllString(string(orig), `"doppel_format": 99`)
 		if newer == string(orig) {
 			t.Fatalf("unexpected format file:\n%s", orig)
 		}

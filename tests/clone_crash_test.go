@@ -127,7 +127,7 @@ func TestCloneCrashRemove(t *testing.T) {
 // trees are not freed yet (their root inode still exists).
 func removedTrees(t *testing.T, store string) int {
 	n := 0
-	readStoreMeta(t, store, func(m *meta.Pebble) error {
+	readStoreMeta(t, store, func(m meta.Store) error {
 		it, err := m.NewIter(schema.CloneRange())
 		if err != nil {
 			return err

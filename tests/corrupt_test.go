@@ -27,6 +27,7 @@ func TestDamageDetected(t *testing.T) {
 	requireDoppel(t)
 
 	t.Run("FlippedBit", func(t *testing.T) {
+		needSegmentFiles(t)
 		d := newDamageFixture(t)
 		victim := d.files["dir/victim"]
 		c := d.chunkInMiddle(t, "dir/victim")
@@ -39,6 +40,7 @@ func TestDamageDetected(t *testing.T) {
 	})
 
 	t.Run("TruncatedSegment", func(t *testing.T) {
+		needSegmentFiles(t)
 		d := newDamageFixture(t)
 		c := d.chunkInMiddle(t, "dir/victim") // written last: at the segment's end
 		if err := os.Truncate(d.segmentPath(c.Segment), int64(c.Offset)+100); err != nil {
@@ -51,6 +53,7 @@ func TestDamageDetected(t *testing.T) {
 	})
 
 	t.Run("MissingSegment", func(t *testing.T) {
+		needSegmentFiles(t)
 		d := newDamageFixture(t)
 		// A second mount appends to a new segment: only "late" lives there.
 		d.v.mount(t)

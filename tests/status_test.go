@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/voltest"
 )
 
 // statusEntry is one volume of `doppel status --json`.
@@ -32,6 +33,9 @@ type statusEntry struct {
 		WrittenBytes  int64   `json:"written_bytes"`
 		DedupBytes    int64   `json:"deduplicated_bytes"`
 		StoredBytes   int64   `json:"stored_bytes"`
+		MetaURL       string  `json:"meta_url"`
+		MetaSchema    string  `json:"meta_schema"`
+		DataURL       string  `json:"data_url"`
 	} `json:"daemon"`
 }
 
@@ -117,6 +121,54 @@ func TestStatusAndMetrics(t *testing.T) {
 	// The command reads the same scrape as a client of the socket would.
 	if got := metricValue(t, scrapeMetrics(t, "--store", v.Store), "doppel_inodes"); got != 3 {
 		t.Errorf("doppel metrics --store: doppel_inodes %v, want 3", got)
+	}
+}
+
+// TestStatusShowsWhereTheVolumeLives checks that doppel status names a
+// shared volume's metadata (the PostgreSQL URL, never its password, and
+// the schema) and its chunk data (the S3 URL, or the store directory's
+// segment files), and nothing of the kind for an embedded volume. It
+// tests the kind DOPPEL_TEST_META picks.
+func TestStatusShowsWhereTheVolumeLives(t *testing.T) {
+	v := newVolume(t)
+	e := doppelStatus(t, v.Mnt)[0]
+	if !e.Responding || e.Daemon == nil {
+		t.Fatalf("the daemon of %s does not answer: %s", v.Mnt, e.Error)
+	}
+	d := e.Daemon
+	text, err := runDoppel(time.Minute, "status")
+	if err != nil {
+		t.Fatalf("doppel status: %v\n%s", err, text)
+	}
+	if !voltest.Postgres() {
+		if d.MetaURL != "" || d.MetaSchema != "" || d.DataURL != "" {
+			t.Errorf("embedded volume: status gives metadata %q (schema %q), data %q; want none", d.MetaURL, d.MetaSchema, d.DataURL)
+		}
+		if bytes.Contains(text, []byte("metadata ")) {
+			t.Errorf("embedded volume: doppel status shows a metadata line:\n%s", text)
+		}
+		return
+	}
+	if d.MetaURL != voltest.MetaURL() || !strings.HasPrefix(d.MetaSchema, "doppel_") {
+		t.Errorf("status gives metadata %q, schema %q; want %q, doppel_<uuid>", d.MetaURL, d.MetaSchema, voltest.MetaURL())
+	}
+	wantData := "segment files in the store directory"
+	if voltest.S3() {
+		if !strings.HasPrefix(d.DataURL, "s3://") {
+			t.Errorf("status gives data %q; want the volume's s3:// URL", d.DataURL)
+		}
+		wantData = d.DataURL
+	} else if d.DataURL != "" {
+		t.Errorf("status gives data %q; want none (the segment files)", d.DataURL)
+	}
+	for _, want := range []string{"metadata   " + voltest.MetaURL() + " (schema " + d.MetaSchema + ")", "data       " + wantData} {
+		if !bytes.Contains(text, []byte(want)) {
+			t.Errorf("doppel status does not show %q:\n%s", want, text)
+		}
+	}
+	asJSON, _ := runDoppel(time.Minute, "status", "--json")
+	if pw := os.Getenv("PGPASSWORD"); pw == "" || bytes.Contains(text, []byte(pw)) || bytes.Contains(asJSON, []byte(pw)) {
+		t.Errorf("doppel status shows the database password (or the test has none to look for: %q)", pw)
 	}
 }
 

@@ -1,13 +1,19 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/schema"
+	dvolume "github.com/doppelfs/doppel/internal/volume"
 )
 
 // Reading and damaging the files of an unmounted store, for the tests of
@@ -26,7 +32,7 @@ type located struct {
 func (d *damageFixture) chunkInMiddle(t *testing.T, name string) located {
 	t.Helper()
 	var out []located
-	d.readMeta(t, func(m *meta.Pebble) error {
+	d.readMeta(t, func(m meta.Store) error {
 		it, err := m.NewIter(schema.ExtentRange(d.ino[name]))
 		if err != nil {
 			return err
@@ -63,7 +69,7 @@ func (d *damageFixture) chunkInMiddle(t *testing.T, name string) located {
 func (d *damageFixture) firstExtentKey(t *testing.T, name string) []byte {
 	t.Helper()
 	var key []byte
-	d.readMeta(t, func(m *meta.Pebble) error {
+	d.readMeta(t, func(m meta.Store) error {
 		it, err := m.NewIter(schema.ExtentRange(d.ino[name]))
 		if err != nil {
 			return err
@@ -78,7 +84,7 @@ func (d *damageFixture) firstExtentKey(t *testing.T, name string) []byte {
 	return key
 }
 
-func (d *damageFixture) readMeta(t *testing.T, fn func(*meta.Pebble) error) {
+func (d *damageFixture) readMeta(t *testing.T, fn func(meta.Store) error) {
 	t.Helper()
 	readStoreMeta(t, d.v.Store, fn)
 }
@@ -93,14 +99,12 @@ func (d *damageFixture) segmentPath(num uint32) string {
 }
 
 // readStoreMeta opens an unmounted store's metadata store through the
-// meta API, as the daemon does, and runs fn on it.
-func readStoreMeta(t *testing.T, store string, fn func(*meta.Pebble) error) {
+// meta API, as the daemon does, and runs fn on it: the Pebble store of an
+// embedded volume, the PostgreSQL schema of a shared one.
+func readStoreMeta(t *testing.T, store string, fn func(meta.Store) error) {
 	t.Helper()
-	m, err := meta.OpenPebble(filepath.Join(store, "meta"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = fn(m)
+	m := openStoreMeta(t, store)
+	err := fn(m)
 	if cerr := m.Close(); err == nil {
 		err = cerr
 	}
@@ -109,11 +113,40 @@ func readStoreMeta(t *testing.T, store string, fn func(*meta.Pebble) error) {
 	}
 }
 
+// openStoreMeta opens the metadata store of the unmounted volume in store,
+// whatever its kind. It reads the store's files itself rather than going
+// through volume.OpenForCheck, which refuses a volume of a newer format:
+// the tests that set the format must be able to set it back.
+func openStoreMeta(t *testing.T, store string) meta.Store {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(store, dvolume.SharedFile))
+	if errors.Is(err, os.ErrNotExist) {
+		m, err := meta.OpenPebble(filepath.Join(store, "meta"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var shared struct{ Meta, Schema string }
+	if err := json.Unmarshal(raw, &shared); err != nil {
+		t.Fatalf("%s: %v", dvolume.SharedFile, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := pgstore.Open(ctx, pgstore.Options{URL: shared.Meta, Schema: shared.Schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // editStoreMeta commits one batch of changes to an unmounted store's
 // metadata store.
 func editStoreMeta(t *testing.T, store string, fn func(meta.Batch) error) {
 	t.Helper()
-	readStoreMeta(t, store, func(m *meta.Pebble) error {
+	readStoreMeta(t, store, func(m meta.Store) error {
 		b := m.NewBatch()
 		defer b.Close()
 		if err := fn(b); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/doppelfs/doppel/internal/control"
 	"github.com/doppelfs/doppel/internal/frontend/exports"
 	"github.com/doppelfs/doppel/internal/frontend/fusefs"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/metrics"
 	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/volume"
@@ -124,6 +125,9 @@ func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *met
 	c, n, s := vol.Engine.Counters(), vol.NS.Counters(), vol.Engine.Stats()
 	st := ops.Status{
 		Store: vol.Dir, Mountpoint: mp, PID: os.Getpid(), Started: started,
+		// shared.json keeps the URL without its password; Redact again
+		// so that no status can ever show one.
+		MetaURL: pgstore.Redact(vol.MetaURL), MetaSchema: vol.MetaSchema, DataURL: vol.DataURL,
 		UptimeSeconds: time.Since(started).Seconds(),
 		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
 		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,

@@ -125,6 +125,14 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 			fmt.Fprintf(w, "  daemon     %s\n", v.Error)
 			continue
 		}
+		if d.MetaURL != "" {
+			fmt.Fprintf(w, "  metadata   %s (schema %s)\n", d.MetaURL, d.MetaSchema)
+			data := d.DataURL
+			if data == "" {
+				data = "segment files in the store directory"
+			}
+			fmt.Fprintf(w, "  data       %s\n", data)
+		}
 		up := time.Duration(d.UptimeSeconds * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "  daemon     pid %d, up %v (since %s)\n", d.PID, up, d.Started.Local().Format(time.DateTime))
 		fmt.Fprintf(w, "  requests   %d FUSE requests; %d answered with an error, %d of them EIO\n", d.Requests, d.RequestErrors, d.RequestEIO)

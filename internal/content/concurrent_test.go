@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/sharedtest"
 )
 
 // TestConcurrentWriters runs writers on separate inodes at once, as the
@@ -110,6 +111,9 @@ func TestConcurrentWriters(t *testing.T) {
 	v.reopen()
 	for w, ref := range files {
 		v.checkContent(uint64(200+w), ref)
+	}
+	if sharedtest.S3() {
+		return // S3 packs keep freed bytes until compaction: no space check
 	}
 	// Every chunk starts on a 4 KiB boundary and occupies whole blocks.
 	var live int64

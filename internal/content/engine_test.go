@@ -375,6 +375,7 @@ func TestDedupWithinOneWrite(t *testing.T) {
 // places): each run is prepared separately, so each stores the chunk; the
 // transaction keeps one copy and must give the other's space back.
 func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	data := testutil.RandBytes(rand.New(rand.NewPCG(21, 22)), 1<<20)
 
@@ -441,6 +442,7 @@ func TestSameNewChunkPreparedTwiceAborted(t *testing.T) {
 }
 
 func TestDuplicateStoredByConcurrentPrepare(t *testing.T) {
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
 	// Two files prepare the same new data before either commits (parallel
 	// writers): the second commit finds the chunk and frees its own copy.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
@@ -759,6 +761,7 @@ func (v *env) flipByte(c schema.Chunk, at int64) {
 }
 
 func TestVerifyReadsDetectsCorruption(t *testing.T) {
+	needSegmentFiles(t, "damages segment files; the chunk data is in S3")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
 	r := rand.New(rand.NewPCG(41, 42))
 	data := testutil.RandBytes(r, 64<<10)
@@ -801,6 +804,7 @@ func TestVerifyReadsDetectsCorruption(t *testing.T) {
 // without one (verified by the hash), is reported; a wrong check over
 // intact bytes does not make them unreadable.
 func TestReadsVerifyChecks(t *testing.T) {
+	needSegmentFiles(t, "damages segment files; the chunk data is in S3")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
 	data := testutil.RandBytes(rand.New(rand.NewPCG(47, 48)), 3*16<<10)
 	v.write(1, 0, data)
@@ -837,6 +841,7 @@ func TestReadsVerifyChecks(t *testing.T) {
 }
 
 func TestUnverifiedReadsReturnDamage(t *testing.T) {
+	needSegmentFiles(t, "damages segment files; the chunk data is in S3")
 	// Without VerifyReads a flipped byte goes unnoticed (documents the cost
 	// of turning verification off, and that the test damage is real).
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K")})
@@ -853,6 +858,7 @@ func TestUnverifiedReadsReturnDamage(t *testing.T) {
 }
 
 func TestCorruptCompressedChunk(t *testing.T) {
+	needSegmentFiles(t, "damages segment files; the chunk data is in S3")
 	// Damage to compressed bytes fails decompression or the hash check.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), Compression: "zstd", VerifyReads: true})
 	data := textBytes(rand.New(rand.NewPCG(45, 46)), 16<<10)
@@ -870,6 +876,7 @@ func TestCorruptCompressedChunk(t *testing.T) {
 }
 
 func TestTruncatedSegment(t *testing.T) {
+	needSegmentFiles(t, "damages segment files; the chunk data is in S3")
 	// A segment shorter than a chunk needs (lost tail after a crash) is an
 	// error wrapping ErrCorrupt, never zeros.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K")})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,33 +15,41 @@ import (
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil/sharedtest"
 )
 
-// env is a content engine on real stores in a temporary directory: a Pebble
-// metadata store and a blob.Dir, as a mounted volume has them.
+// env is a content engine on real stores in a temporary directory, of
+// the kind DOPPEL_TEST_META picks (sharedtest): a Pebble metadata store
+// and segment files by default, as an embedded volume has them; a
+// PostgreSQL schema, and segment files or an S3 prefix, with the shared
+// kinds.
 type env struct {
-	t     testing.TB
-	dir   string
-	meta  *meta.Pebble
-	blobs *blob.Dir
-	e     *Engine
-	cfg   Config
+	t      testing.TB
+	dir    string
+	stores sharedtest.Stores
+	meta   meta.Store
+	blobs  blob.Store
+	e      *Engine
+	cfg    Config
 }
 
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	v := &env{t: t, dir: t.TempDir(), cfg: cfg}
-	var err error
-	if v.meta, err = meta.OpenPebble(filepath.Join(v.dir, "meta")); err != nil {
-		t.Fatal(err)
-	}
-	if v.blobs, err = blob.OpenDir(filepath.Join(v.dir, "chunks"), blob.Options{}); err != nil {
-		v.meta.Close()
-		t.Fatal(err)
-	}
+	v.stores = sharedtest.NewStores(v.dir)
+	v.meta, v.blobs = v.stores.Open(t)
 	v.e = v.newEngine()
 	t.Cleanup(v.close)
 	return v
+}
+
+// needSegmentFiles skips a test that needs the chunk data in segment
+// files, saying why, when DOPPEL_TEST_META=postgres+s3 puts it in S3.
+func needSegmentFiles(t testing.TB, why string) {
+	t.Helper()
+	if sharedtest.S3() {
+		t.Skip("skipping: " + why)
+	}
 }
 
 func (v *env) newEngine() *Engine {

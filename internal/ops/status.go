@@ -13,7 +13,14 @@ var ErrNotMounted = errors.New("the volume is not mounted")
 // `doppel status` shows them. The byte counters count since the daemon
 // started; the space figures describe the whole volume.
 type Status struct {
-	Store          string    `json:"store"`
+	Store string `json:"store"`
+	// MetaURL and DataURL are where a shared volume keeps its metadata
+	// (PostgreSQL, the URL without its password) and, when not in the
+	// store directory, its chunk data (S3); both empty for an embedded
+	// volume. MetaSchema is the volume's schema in that database.
+	MetaURL        string    `json:"meta_url,omitempty"`
+	MetaSchema     string    `json:"meta_schema,omitempty"`
+	DataURL        string    `json:"data_url,omitempty"`
 	Mountpoint     string    `json:"mountpoint"`
 	PID            int       `json:"pid"`
 	Started        time.Time `json:"started"`

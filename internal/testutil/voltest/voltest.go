@@ -11,108 +11,39 @@
 // volume gets a schema of its own), sets PGPASSWORD for the volumes and
 // the daemons the tests start, and stops the server when the tests end,
 // passed or not; postgres+s3 does the same with a versitygw, and puts its
-// credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+// credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY. The servers
+// are sharedtest's, which the packages below the volume package use
+// directly.
 package voltest
 
 import (
-	"errors"
-	"fmt"
-	"net/url"
-	"os"
-	"sync/atomic"
 	"testing"
 
-	"github.com/doppelfs/doppel/internal/testutil/pgtest"
-	"github.com/doppelfs/doppel/internal/testutil/s3test"
+	"github.com/doppelfs/doppel/internal/testutil/sharedtest"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 // Env is the variable that picks the kind: "" or "pebble" (embedded),
 // "postgres" (shared, data in the store directory), "postgres+s3"
 // (shared, data in S3).
-const Env = "DOPPEL_TEST_META"
+const Env = sharedtest.Env
 
 // Postgres reports whether tests run on shared volumes.
-func Postgres() bool { k := os.Getenv(Env); return k == "postgres" || k == "postgres+s3" }
+func Postgres() bool { return sharedtest.Postgres() }
 
 // S3 reports whether the shared volumes keep their chunk data in S3.
-func S3() bool { return os.Getenv(Env) == "postgres+s3" }
-
-// metaURL is the server's database URL without its password (the
-// password comes from PGPASSWORD, as a user's would).
-var metaURL string
-
-// s3srv is the S3 server of the postgres+s3 kind; volumes counts the
-// prefixes handed out.
-var (
-	s3srv   *s3test.Server
-	volumes atomic.Int64
-)
+func S3() bool { return sharedtest.S3() }
 
 // Main runs the package's tests (m.Run) and returns the exit code.
-func Main(m *testing.M) int {
-	switch k := os.Getenv(Env); k {
-	case "", "pebble":
-		return m.Run()
-	case "postgres", "postgres+s3":
-	default:
-		fmt.Fprintf(os.Stderr, "%s=%q: want pebble, postgres or postgres+s3\n", Env, k)
-		return 2
-	}
-	if S3() {
-		srv, stop, err := s3test.StartShared()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "%s=postgres+s3: %v\n", Env, err)
-			return 1
-		}
-		defer stop()
-		s3srv = srv
-		os.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
-		os.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
-		fmt.Fprintf(os.Stderr, "%s=postgres+s3: chunk data in bucket %s of %s\n", Env, srv.Bucket, srv.Endpoint)
-	}
-	srv, stop, err := pgtest.StartShared(pgtest.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s=postgres: %v\n", Env, err)
-		return 1
-	}
-	defer stop()
-	dsn, err := srv.CreateDatabase("doppel")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s=postgres: %v\n", Env, err)
-		return 1
-	}
-	u, _ := url.Parse(dsn)
-	u.User = url.User(u.User.Username())
-	metaURL = u.String()
-	os.Setenv("PGPASSWORD", srv.Password)
-	fmt.Fprintf(os.Stderr, "%s=postgres: volumes keep their metadata in %s\n", Env, metaURL)
-	return m.Run()
-}
+func Main(m *testing.M) int { return sharedtest.Main(m) }
 
 // MetaURL is the --meta URL of the postgres kind ("" for embedded). It
 // panics when Main did not start the server.
-func MetaURL() string {
-	if !Postgres() {
-		return ""
-	}
-	if metaURL == "" {
-		panic(errors.New("voltest: " + Env + "=postgres needs voltest.Main in the package's TestMain"))
-	}
-	return metaURL
-}
+func MetaURL() string { return sharedtest.MetaURL() }
 
 // DataURL is a --data URL with a prefix no other volume of the test
 // binary has ("" unless the kind is postgres+s3).
-func DataURL() string {
-	if !S3() {
-		return ""
-	}
-	if s3srv == nil {
-		panic(errors.New("voltest: " + Env + "=postgres+s3 needs voltest.Main in the package's TestMain"))
-	}
-	return fmt.Sprintf("s3://%s/v%d?endpoint=%s&region=%s", s3srv.Bucket, volumes.Add(1), s3srv.Endpoint, s3test.Region)
-}
+func DataURL() string { return sharedtest.DataURL() }
 
 // Init creates a volume of the matrix's kind in dir.
 func Init(t testing.TB, dir string, opt volume.InitOptions) {
