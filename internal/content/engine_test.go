@@ -375,7 +375,7 @@ func TestDedupWithinOneWrite(t *testing.T) {
 // places): each run is prepared separately, so each stores the chunk; the
 // transaction keeps one copy and must give the other's space back.
 func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
-	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead or a compaction pass rewrites it, which the test does not run")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
 	data := testutil.RandBytes(rand.New(rand.NewPCG(21, 22)), 1<<20)
 
@@ -442,7 +442,7 @@ func TestSameNewChunkPreparedTwiceAborted(t *testing.T) {
 }
 
 func TestDuplicateStoredByConcurrentPrepare(t *testing.T) {
-	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead or a compaction pass rewrites it, which the test does not run")
 	// Two files prepare the same new data before either commits (parallel
 	// writers): the second commit finds the chunk and frees its own copy.
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})

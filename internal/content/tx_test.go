@@ -101,7 +101,7 @@ func (v *env) setChunk(h schema.Hash, c schema.Chunk) {
 }
 
 func TestFailedCommitChangesNothing(t *testing.T) {
-	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead or a compaction pass rewrites it, which the test does not run")
 	// A refcount that would go below zero fails the commit with ErrCorrupt.
 	// Nothing of the transaction may stick: not its metadata, not its
 	// counters, not the bytes its Prepares stored (including a chunk the
@@ -200,7 +200,7 @@ func TestFailedCommitChangesNothing(t *testing.T) {
 }
 
 func TestCommitReferencesChunkStoredByEarlierPrepare(t *testing.T) {
-	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead, as compaction is not built")
+	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead or a compaction pass rewrites it, which the test does not run")
 	// Prepare stores a chunk; another file's Prepare of the same bytes,
 	// started before the first commits, finds nothing in the chunk table
 	// and stores its own copy. Whichever commits second must use the
