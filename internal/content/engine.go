@@ -27,6 +27,10 @@ type Config struct {
 	// Headroom keeps free space for metadata: chunks are not stored into
 	// the reserve (nil: no reserve).
 	Headroom *headroom.Guard
+	// InlineMax: new chunks of at most this many raw bytes are kept in
+	// their chunk record instead of the blob store (SharedInlineMax on
+	// shared volumes); 0 keeps every chunk in the blob store.
+	InlineMax int
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
