@@ -25,7 +25,7 @@ func (e *Engine) liveChunksOf(segs []blob.SegmentUse) (map[uint32][]chunkMove, e
 	}
 	out := map[uint32][]chunkMove{}
 	err := e.eachChunk(func(h schema.Hash, c schema.Chunk) {
-		if want[c.Segment] {
+		if !c.IsInline() && want[c.Segment] {
 			out[c.Segment] = append(out[c.Segment], chunkMove{hash: h, rec: c})
 		}
 	})
@@ -82,7 +82,7 @@ func (e *Engine) sweepOrphans(store blob.Compactable) (int64, error) {
 	end := e.blobs.SessionStart()
 	live := map[uint32][]blob.Span{}
 	if err := e.eachChunk(func(_ schema.Hash, c schema.Chunk) {
-		if c.Segment < end {
+		if !c.IsInline() && c.Segment < end {
 			live[c.Segment] = append(live[c.Segment], blob.LiveSpan(chunkLoc(c)))
 		}
 	}); err != nil {

@@ -30,6 +30,10 @@ type Config struct {
 	// Compact tunes the background compactor of stores that cannot punch
 	// (blob.Compactable); other stores have none.
 	Compact CompactConfig
+	// InlineMax: new chunks of at most this many raw bytes are kept in
+	// their chunk record instead of the blob store (SharedInlineMax on
+	// shared volumes); 0 keeps every chunk in the blob store.
+	InlineMax int
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.

@@ -133,7 +133,7 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		if c.Zero {
 			continue
 		}
-		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.written && c.written) {
+		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.hasBytes() && c.hasBytes()) {
 			t.fresh[c.Hash] = c
 		}
 		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len)}}); err != nil {

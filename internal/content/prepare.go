@@ -25,6 +25,7 @@ type Prepared struct {
 	loc     blob.Loc
 	comp    uint8
 	written bool   // this Prepare stored the bytes
+	inline  []byte // the stored bytes, for a record that holds them (Engine.inlines)
 	check   uint64 // schema.CheckSum of data, for a new chunk's record
 }
 
@@ -86,7 +87,10 @@ func (e *Engine) Store(out []*Prepared) error {
 		}
 		var toStore []*Prepared
 		var d, z int64
-		if toStore, d, z, err = e.hashGroup(out[i:j], seen); err == nil && len(toStore) > 0 {
+		if toStore, d, z, err = e.hashGroup(out[i:j], seen); err == nil {
+			toStore = e.keepInline(toStore)
+		}
+		if err == nil && len(toStore) > 0 {
 			var w *blob.Writing
 			var stored int64
 			if w, stored, err = e.startStore(toStore); err == nil {
@@ -112,7 +116,7 @@ func (e *Engine) Store(out []*Prepared) error {
 	}
 	for _, p := range out {
 		if first := seen[p.Hash]; !p.Zero && first != p {
-			p.loc, p.comp = first.loc, first.comp
+			p.loc, p.comp, p.inline = first.loc, first.comp, first.inline
 		}
 	}
 	e.counters.dedup.Add(dedup)
@@ -186,8 +190,27 @@ func parallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// store compresses and writes p's bytes to the blob store.
+// keepInline keeps the chunks of ps that go into their records inline
+// and returns the others, which go to the blob store.
+func (e *Engine) keepInline(ps []*Prepared) []*Prepared {
+	rest := ps[:0:0]
+	for _, p := range ps {
+		if e.inlines(p.Len) {
+			e.storeInline(p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest
+}
+
+// store compresses and writes p's bytes to the blob store, or keeps them
+// for its record if the chunk goes inline.
 func (e *Engine) store(p *Prepared) error {
+	if e.inlines(p.Len) {
+		e.storeInline(p)
+		return nil
+	}
 	stored, comp := e.comp.compress(p.data)
 	if err := e.cfg.Headroom.ForData(int64(len(stored))); err != nil {
 		return err

@@ -126,9 +126,10 @@ func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, 
 }
 
 // readsDirect reports whether piece p is the whole of its chunk, stored
-// uncompressed as c says: its bytes can be read from the store in place.
+// uncompressed in the blob store as c says: its bytes can be read from
+// the store in place.
 func readsDirect(p Piece, c schema.Chunk) bool {
-	return p.ChunkOff == 0 && c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length
+	return p.ChunkOff == 0 && c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length && !c.IsInline()
 }
 
 // readRun reads run, the stored bytes of the chunks of pieces one after
@@ -237,7 +238,7 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		if err != nil {
 			return blob.Loc{}, err
 		}
-		if c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length {
+		if c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length && !c.IsInline() {
 			e.counters.cacheMiss.Add(1)
 			err := e.readInto(p.Hash, c, dst)
 			if err != nil {
@@ -356,7 +357,13 @@ func (e *Engine) movedRecord(h schema.Hash, c schema.Chunk, cached bool) (schema
 // loadFrom loads chunk h from where its record c says.
 func (e *Engine) loadFrom(h schema.Hash, c schema.Chunk) ([]byte, error) {
 	loc := chunkLoc(c)
-	stored, err := e.blobs.Read(loc, make([]byte, c.Stored))
+	var stored []byte
+	var err error
+	if c.IsInline() {
+		stored = []byte(c.Inline)
+	} else {
+		stored, err = e.blobs.Read(loc, make([]byte, c.Stored))
+	}
 	if err != nil {
 		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
 	}

@@ -141,9 +141,11 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 			}
 		}
 		recs := e.lookupRecords(hs)
-		locs := make([]blob.Loc, len(recs))
-		for i, c := range recs {
-			locs[i] = chunkLoc(c)
+		locs := make([]blob.Loc, 0, len(recs))
+		for _, c := range recs {
+			if !c.IsInline() { // its bytes came with its record
+				locs = append(locs, chunkLoc(c))
+			}
 		}
 		e.blobs.Prefetch(locs)
 	}()

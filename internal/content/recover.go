@@ -164,7 +164,7 @@ func (e *Engine) reclaimOrphans(first uint32, rec *Recovery) error {
 			it.Close()
 			return fmt.Errorf("chunk record %x: %w", it.Key(), err)
 		}
-		if c.Segment >= first && c.Segment < end {
+		if !c.IsInline() && c.Segment >= first && c.Segment < end {
 			loc := blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}
 			live[c.Segment] = append(live[c.Segment], blob.LiveSpan(loc))
 		}

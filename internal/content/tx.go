@@ -120,7 +120,7 @@ func (t *Tx) Commit(sync bool) error {
 	// Ordered mode: the chunk bytes a commit names are durable before
 	// the commit is; a store whose every commit is durable needs that for
 	// every commit that brings new chunks.
-	if (sync || t.e.durableCommits) && len(t.fresh) > 0 {
+	if (sync || t.e.durableCommits) && t.freshInStore() {
 		if err := t.e.blobs.Sync(); err != nil {
 			t.Abort()
 			return err
@@ -155,6 +155,18 @@ func (t *Tx) Commit(sync bool) error {
 		fn()
 	}
 	return nil
+}
+
+// freshInStore reports whether a chunk this transaction references anew
+// has its bytes in the blob store (not inline in its record): only then
+// must the store be synced before the commit.
+func (t *Tx) freshInStore() bool {
+	for _, p := range t.fresh {
+		if p.inline == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // iterRefs is how many chunks' refcounts a transaction changes before it
@@ -252,17 +264,24 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 	if p == nil {
 		return fmt.Errorf("%w: new reference to unknown chunk %x", ErrCorrupt, h[:8])
 	}
-	if !p.written {
+	if !p.hasBytes() {
 		// It existed when prepared but was freed since: store it now.
 		if err := t.e.store(p); err != nil {
 			return err
 		}
-		t.adopted[p] = struct{}{} // so that an abort frees it
-	} else if err := t.placeNewChunk(p); err != nil {
-		return err
+		if p.written {
+			t.adopted[p] = struct{}{} // so that an abort frees it
+		}
+	} else if p.inline == nil {
+		if err := t.placeNewChunk(p); err != nil {
+			return err
+		}
 	}
 	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d),
 		Check: p.check, HasCheck: true}
+	if p.inline != nil {
+		c.Segment, c.Offset, c.Stored, c.Inline = 0, 0, uint32(len(p.inline)), string(p.inline)
+	}
 	t.delta.PhysicalBytes += int64(c.Stored)
 	t.delta.RawBytes += int64(c.Raw)
 	t.delta.Chunks++
@@ -276,7 +295,7 @@ func (t *Tx) free(h schema.Hash, c schema.Chunk, punch bool) error {
 	t.delta.PhysicalBytes -= int64(c.Stored)
 	t.delta.RawBytes -= int64(c.Raw)
 	t.delta.Chunks--
-	if punch {
+	if punch && !c.IsInline() { // an inline chunk's bytes go with its record
 		t.freed = append(t.freed, blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored})
 		if err := t.b.Set(schema.FreeKey(c.Segment, c.Offset), schema.FreeValue(c.Stored)); err != nil {
 			return err

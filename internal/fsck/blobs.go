@@ -33,8 +33,19 @@ func (c *checker) checkBlobs() error {
 	}
 	list := make([]located, 0, len(c.chunks))
 	var total, done int64
+	v := verifier{c: c}
+	defer v.close()
 	for h, ch := range c.chunks {
-		if !ch.bad {
+		switch {
+		case ch.bad:
+		case ch.rec.IsInline():
+			// Its bytes are in its record: no location, nothing to
+			// punch, nothing in a segment is its.
+			ch.noPunch = true
+			if c.opt.VerifyData {
+				v.check(located{h, ch.rec}, []byte(ch.rec.Inline))
+			}
+		default:
 			list = append(list, located{h, ch.rec})
 			total += int64(ch.rec.Stored)
 		}
@@ -42,8 +53,6 @@ func (c *checker) checkBlobs() error {
 	slices.SortFunc(list, func(a, b located) int {
 		return cmp.Or(cmp.Compare(a.c.Segment, b.c.Segment), cmp.Compare(a.c.Offset, b.c.Offset), bytes.Compare(a.h[:], b.h[:]))
 	})
-	v := verifier{c: c}
-	defer v.close()
 	var prev located
 	for i, l := range list {
 		if i > 0 && prev.c.Segment == l.c.Segment && l.c.Offset < prev.c.Offset+uint64(prev.c.Stored) {
@@ -205,8 +214,16 @@ func (v *verifier) verify(l located) {
 		return
 	}
 	v.buf = stored[:cap(stored)]
+	v.check(l, stored)
+}
+
+// check checks l's stored bytes against its record: they decompress to
+// its size, and match its hash and check.
+func (v *verifier) check(l located, stored []byte) {
+	c := v.c
 	c.rep.BytesVerified += int64(len(stored))
 	raw := stored
+	var err error
 	if l.c.Comp == schema.CompZstd {
 		if v.zstd == nil {
 			if v.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1)); err != nil {

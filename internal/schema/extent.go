@@ -73,18 +73,35 @@ type Chunk struct {
 	// check (HasCheck false); reads of them verify the hash.
 	Check    uint64
 	HasCheck bool
+
+	// Inline, when not empty, is the chunk's stored bytes (Stored of them,
+	// compressed as Comp says), kept in the record itself instead of the
+	// blob store: Segment and Offset are then 0 and the chunk has no
+	// location. Shared volumes inline small chunks so that a small file's
+	// close is one metadata commit, not an upload and a commit
+	// (docs/SHARED.md, "Small chunks inline"). Inline records always
+	// carry the check. A string, not a slice, so that records stay
+	// comparable values.
+	Inline string
 }
 
-// Chunk record formats: 1 without the check, 2 with it.
+// IsInline reports whether the chunk's bytes are in its record.
+func (c *Chunk) IsInline() bool { return c.Inline != "" }
+
+// Chunk record formats: 1 without the check, 2 with it, 3 with the check
+// and the stored bytes inline.
 const (
 	chunkFormat        = 1
 	chunkFormatChecked = 2
+	chunkFormatInline  = 3
 )
 
 // Encode returns the record bytes.
 func (c *Chunk) Encode() []byte {
-	e := enc{b: make([]byte, 0, 40)}
-	if c.HasCheck {
+	e := enc{b: make([]byte, 0, 40+len(c.Inline))}
+	if c.IsInline() {
+		e.raw([]byte{chunkFormatInline})
+	} else if c.HasCheck {
 		e.raw([]byte{chunkFormatChecked})
 	} else {
 		e.raw([]byte{chunkFormat})
@@ -95,9 +112,10 @@ func (c *Chunk) Encode() []byte {
 	e.u(uint64(c.Raw))
 	e.u(uint64(c.Comp))
 	e.u(c.Refs)
-	if c.HasCheck {
+	if c.HasCheck || c.IsInline() {
 		e.b = binary.LittleEndian.AppendUint64(e.b, c.Check)
 	}
+	e.b = append(e.b, c.Inline...)
 	return e.b
 }
 
@@ -105,16 +123,22 @@ func (c *Chunk) Encode() []byte {
 func DecodeChunk(b []byte) (Chunk, error) {
 	d := dec{b: b}
 	format := d.raw(1)
-	if d.err != nil || (format[0] != chunkFormat && format[0] != chunkFormatChecked) {
+	if d.err != nil || format[0] < chunkFormat || format[0] > chunkFormatInline {
 		return Chunk{}, ErrBadRecord
 	}
 	c := Chunk{Segment: d.u32(), Offset: d.u(), Stored: d.u32(), Raw: d.u32()}
 	comp := d.u()
 	c.Refs = d.u()
-	if format[0] == chunkFormatChecked {
+	if format[0] >= chunkFormatChecked {
 		if p := d.raw(8); d.err == nil {
 			c.Check, c.HasCheck = binary.LittleEndian.Uint64(p), true
 		}
+	}
+	if format[0] == chunkFormatInline {
+		if c.Segment != 0 || c.Offset != 0 || c.Stored == 0 {
+			return Chunk{}, ErrBadRecord
+		}
+		c.Inline = string(d.raw(int(c.Stored))) // a copy: b may be reused by the store
 	}
 	if comp > CompZstd || (d.err == nil && c.Raw == 0) {
 		return Chunk{}, ErrBadRecord

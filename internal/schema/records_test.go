@@ -192,6 +192,8 @@ func TestChunkRoundTrip(t *testing.T) {
 		{Segment: 7, Offset: 4096 * 1000, Stored: 30, Raw: 65536, Comp: CompZstd, Refs: 3},
 		{Segment: math.MaxUint32, Offset: math.MaxUint64, Stored: math.MaxUint32, Raw: math.MaxUint32, Comp: CompZstd, Refs: math.MaxUint64},
 		{Raw: 1}, // zero refs is representable (the record is normally deleted instead)
+		{Stored: 5, Raw: 5, Refs: 2, Check: 42, HasCheck: true, Inline: "hello"},
+		{Stored: 3, Raw: 9000, Comp: CompZstd, Refs: 1, Check: 7, HasCheck: true, Inline: "\x00\xff\x01"},
 	} {
 		enc := c.Encode()
 		got, err := DecodeChunk(enc)
@@ -204,9 +206,10 @@ func TestChunkRoundTrip(t *testing.T) {
 
 func TestChunkRejectsInvalid(t *testing.T) {
 	for name, c := range map[string]Chunk{
-		"unknown compression": {Segment: 1, Stored: 1, Raw: 1, Comp: CompZstd + 1, Refs: 1},
-		"max compression":     {Segment: 1, Stored: 1, Raw: 1, Comp: 255, Refs: 1},
-		"zero raw size":       {Segment: 1, Stored: 1, Raw: 0, Refs: 1},
+		"unknown compression":    {Segment: 1, Stored: 1, Raw: 1, Comp: CompZstd + 1, Refs: 1},
+		"max compression":        {Segment: 1, Stored: 1, Raw: 1, Comp: 255, Refs: 1},
+		"zero raw size":          {Segment: 1, Stored: 1, Raw: 0, Refs: 1},
+		"inline with a location": {Segment: 1, Stored: 1, Raw: 1, Refs: 1, HasCheck: true, Inline: "x"},
 	} {
 		if got, err := DecodeChunk(c.Encode()); !errors.Is(err, ErrBadRecord) || got != (Chunk{}) {
 			t.Errorf("%s: DecodeChunk = %+v, %v; want zero value and ErrBadRecord", name, got, err)

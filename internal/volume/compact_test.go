@@ -20,7 +20,8 @@ import (
 
 // TestCompactionUnderLoad is the randomized test of compaction and the
 // orphan sweep (issue 14, "Space returns"). A volume with its data in S3
-// in small packs is written with a random model workload (fresh and
+// in small packs (8 KiB chunks: 4 KiB ones would go inline in their
+// records) is written with a random model workload (fresh and
 // repeated data, overwrites, truncations, deletions, fsyncs) while the
 // compactor rewrites every pack less than 95 % live and sweeps for
 // orphans every few milliseconds, with a grace period of 20 ms before a
@@ -39,7 +40,7 @@ func TestCompactionUnderLoad(t *testing.T) {
 	t.Logf("seed %d (DOPPEL_COMPACT_SEED=%d replays it), %d ops", seed, seed, ops)
 	e := newS3Env(t)
 	dir := filepath.Join(t.TempDir(), "store")
-	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("compact"), Chunking: "fixed:4K", CacheBytes: 4 << 20}))
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("compact"), Chunking: "fixed:8K", CacheBytes: 4 << 20}))
 	tuneS3 = func(c *s3store.Config) { c.PackSize = 64 << 10 }
 	t.Cleanup(func() { tuneS3 = nil })
 

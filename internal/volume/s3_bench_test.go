@@ -1,17 +1,18 @@
 package volume
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/doppelfs/doppel/internal/content"
-
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
+	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // BenchmarkS3SmallFiles creates, writes (4 KiB) and closes files on a
@@ -44,71 +45,72 @@ func BenchmarkS3SmallFiles(b *testing.B) {
 	testutil.Check(b, v.Close())
 }
 
-// BenchmarkCompactionSpaceBack measures what compaction gives back (issue
-// 14, "space back after deleting") where deleting a file would not show
-// it: a 150 MiB file of random data (fixed 64 KiB chunks, about 37 packs
-// of 4 MiB) gets zeros written over two of every three 256 KiB blocks, as
-// a database or VM image on the volume frees blocks (zeros become
-// holes). The bucket's bytes are taken after the reclaimer freed the
-// chunks (packs are then a third live, and none is deleted) and after
-// compaction passes (default settings but a 1 s retire grace, so that the
-// deletion of the rewritten packs is part of the figure) ran until none
-// found a pack worth rewriting. Run with -benchtime=1x.
-func BenchmarkCompactionSpaceBack(b *testing.B) {
+// BenchmarkS3SmallFileOps runs the small-file phases of bench/shared.sh's
+// fileops on a volume in PostgreSQL + S3 (both on loopback), b.N files
+// each: create; write 1 KiB + flush + release (a close); lookup (an lstat
+// whose dentry the kernel dropped); unlink. For each phase it reports the
+// time per file and what it cost per file on the wire: PostgreSQL round
+// trips (pgstore.Store.RoundTrips) and S3 requests (a counting proxy in
+// front of versitygw). "bg" is what the unlinks left to the background
+// (the reclaimer's syncs, pack deletions and free-record drops), counted
+// until the volume has closed.
+func BenchmarkS3SmallFileOps(b *testing.B) {
 	pg, s3srv := pgtest.Start(b), s3test.Start(b)
 	b.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
 	b.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
 	b.Setenv("PGPASSWORD", pg.Password)
-	b.Setenv(CompactEnv, "interval=off,retire-grace=1s")
-	e := &s3env{pg: pg, s3: s3srv, dsn: pg.CreateDB(b, "bench")}
-	const blocks, block = 600, 256 << 10
-	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	for i := range b.N {
-		dir := filepath.Join(b.TempDir(), "store")
-		testutil.Check(b, Init(dir, InitOptions{Meta: e.dsn + fmt.Sprintf("&schema=c%d", i), Data: e.dataURL(fmt.Sprintf("c%d", i)), Chunking: "fixed:64K"}))
-		v, err := Open(dir, quietLog())
-		testutil.Check(b, err)
-		testutil.Check(b, writeFile(b, v, "image", testutil.SeededBytes(uint64(i+1), blocks*block), true))
-		a, err := v.NS.Lookup(1, "image")
-		testutil.Check(b, err)
-		h, err := v.NS.Open(a.Ino, syscall.O_WRONLY)
-		testutil.Check(b, err)
-		zeros := make([]byte, block)
-		for k := range blocks {
-			if k%3 != 0 {
-				_, err := v.NS.Write(h, int64(k*block), zeros)
-				testutil.Check(b, err)
-			}
+	counter := newS3Counter(b, s3srv.Endpoint)
+	dsn := pg.CreateDB(b, "bench")
+	dir := filepath.Join(b.TempDir(), "store")
+	data := fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s", s3srv.Bucket, "bench", counter.srv.URL, s3test.Region)
+	testutil.Check(b, Init(dir, InitOptions{Meta: dsn, Data: data}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(b, err)
+	pgs := v.Meta.(*pgstore.Store)
+	fs, c := v.NS, vfs.Caller{}
+	d, err := fs.Mkdir(c, 1, "d", 0o755)
+	testutil.Check(b, err)
+	content := testutil.SeededBytes(1, 1024)
+	handles := make([]vfs.Handle, b.N)
+	name := func(i int) string { return fmt.Sprintf("f%d", i) }
+
+	phase := func(label string, op func(i int) error) {
+		b.Helper()
+		t0, rt0, s30 := time.Now(), pgs.RoundTrips(), counter.read()
+		for i := range b.N {
+			testutil.Check(b, op(i))
 		}
-		testutil.Check(b, v.NS.Fsync(h, false))
-		testutil.Check(b, v.NS.Release(h))
-		testutil.Check(b, v.Engine.Sync())
-		written := int64(blocks * block)
-		time.Sleep(2 * time.Second) // the reclaimer frees the chunks (every 0.5 s)
-		afterRm, packsRm, err := v.Blobs.Usage()
-		testutil.Check(b, err)
-		start := time.Now()
-		passes := 0
-		for ; passes < 50; passes++ { // until no pack is sparse enough to be worth a pass
-			res, err := v.Engine.Compact(content.CompactConfig{}, false)
-			testutil.Check(b, err)
-			if res.Rewritten == 0 {
-				break
-			}
-		}
-		copied := time.Since(start)
-		time.Sleep(1100 * time.Millisecond) // the retire grace
-		_, err = v.Engine.Compact(content.CompactConfig{}, false)
-		testutil.Check(b, err)
-		took := time.Since(start)
-		after, packsAfter, err := v.Blobs.Usage()
-		testutil.Check(b, err)
-		live := int64(blocks/3) * block
-		b.Logf("written %.1f MiB; live after rm %.1f MiB; bucket after rm %.1f MiB in %d packs; after compaction %.1f MiB in %d packs; %d passes copying for %.2f s, all done %.2f s (with the 1.1 s grace)",
-			mib(written), mib(live), mib(afterRm), packsRm, mib(after), packsAfter, passes, copied.Seconds(), took.Seconds())
-		b.ReportMetric(float64(afterRm)/float64(live), "rm/live")
-		b.ReportMetric(float64(after)/float64(live), "compacted/live")
-		b.ReportMetric(took.Seconds(), "compact-s")
-		testutil.Check(b, v.Close())
+		report(b, label, time.Since(t0), pgs.RoundTrips()-rt0, counter.read().minus(s30))
 	}
+	b.ResetTimer()
+	phase("create", func(i int) (err error) {
+		_, handles[i], err = fs.Create(c, d.Ino, name(i), 0o644, syscall.O_WRONLY)
+		return err
+	})
+	phase("close", func(i int) error {
+		content[0], content[1], content[2], content[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24) // no dedup
+		if _, err := fs.Write(handles[i], 0, content); err != nil {
+			return err
+		}
+		return errors.Join(fs.Flush(handles[i]), fs.Release(handles[i]))
+	})
+	phase("lookup", func(i int) error {
+		_, err := fs.Lookup(d.Ino, name(i))
+		return err
+	})
+	phase("unlink", func(i int) error { return fs.Unlink(d.Ino, name(i)) })
+	b.StopTimer()
+	rt0, s30 := pgs.RoundTrips(), counter.read()
+	testutil.Check(b, v.Close()) // stops the reclaimer after its last pass
+	report(b, "bg", 0, pgs.RoundTrips()-rt0, counter.read().minus(s30))
+}
+
+// report adds a phase's figures per file to b's metrics.
+func report(b *testing.B, label string, took time.Duration, trips int64, s3 s3Requests) {
+	n := float64(b.N)
+	if took > 0 {
+		b.ReportMetric(float64(took.Microseconds())/n, "µs/"+label)
+	}
+	b.ReportMetric(float64(trips)/n, "pg/"+label)
+	b.ReportMetric(float64(s3.total())/n, "s3/"+label)
 }

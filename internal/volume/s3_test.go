@@ -19,7 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/doppelfs/doppel/internal/blob/s3store"
+	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
@@ -191,7 +193,9 @@ func TestS3InitRefusals(t *testing.T) {
 	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn + "&schema=first", Data: e.dataURL("taken")}))
 	v, err := Open(dir, quietLog())
 	testutil.Check(t, err)
-	testutil.Check(t, writeFile(t, v, "f", []byte("data"), true))
+	// Larger than SharedInlineMax: a small file's chunk would stay in its
+	// record and leave no pack.
+	testutil.Check(t, writeFile(t, v, "f", testutil.SeededBytes(7, 64<<10), true))
 	testutil.Check(t, v.Close())
 	if err := Init(filepath.Join(t.TempDir(), "second"), InitOptions{Meta: e.dsn + "&schema=second", Data: e.dataURL("taken")}); err == nil || !strings.Contains(err.Error(), "already holds") {
 		t.Errorf("a prefix holding packs: %v", err)
@@ -345,4 +349,76 @@ func TestS3DeadSpansInMetadata(t *testing.T) {
 	if rep := checkClean(t, dir); len(rep.Problems) > 0 {
 		t.Errorf("fsck after the store directory's S3 state was deleted: %+v", rep.Problems)
 	}
+}
+
+// TestS3SmallChunksInline: on a shared volume a chunk of up to
+// content.SharedInlineMax bytes is kept in its chunk record: closing a
+// small file uploads nothing, a copy of it is deduplicated against the
+// record, a read after a reopen without the local cache gets the bytes
+// from the record, and fsck --verify-data checks them. Unlinking both
+// copies deletes the record and no S3 request is made for it; a file
+// larger than the bound still goes to a pack.
+func TestS3SmallChunksInline(t *testing.T) {
+	e := newS3Env(t)
+	counter := newS3Counter(t, e.s3.Endpoint)
+	dir := filepath.Join(t.TempDir(), "store")
+	data := fmt.Sprintf("s3://%s/%s?endpoint=%s&region=%s", e.s3.Bucket, "inline", counter.srv.URL, s3test.Region)
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: data}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	small := testutil.SeededBytes(8, content.SharedInlineMax)
+	before := counter.read()
+	testutil.Check(t, writeFile(t, v, "a", small, false))
+	testutil.Check(t, writeFile(t, v, "b", small, true)) // fsync'd: durable with its commit
+	if got := counter.read().minus(before); got.total() != 0 {
+		t.Errorf("closing two small files made S3 requests %+v, want none", got)
+	}
+	c := chunkRecord(t, v, small)
+	if !c.IsInline() || c.Refs != 2 || c.Segment != 0 {
+		t.Errorf("the small files' chunk: inline %v, refs %d, segment %d; want inline, 2 refs (deduplicated), no segment", c.IsInline(), c.Refs, c.Segment)
+	}
+	big := testutil.SeededBytes(9, content.SharedInlineMax+1)
+	testutil.Check(t, writeFile(t, v, "big", big, false))
+	if c := chunkRecord(t, v, big); c.IsInline() || counter.read().minus(before).puts == 0 {
+		t.Errorf("a chunk of %d bytes was kept inline, or no pack was uploaded", len(big))
+	}
+	testutil.Check(t, v.Close())
+
+	testutil.Check(t, os.RemoveAll(filepath.Join(dir, S3Dir)))
+	rep := checkClean(t, dir)
+	if rep.BytesVerified < int64(len(small)+len(big)) {
+		t.Errorf("fsck verified %d bytes, want the inline chunk's too (%d at least)", rep.BytesVerified, len(small)+len(big))
+	}
+	v, err = Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close()
+	before = counter.read()
+	for _, name := range []string{"a", "b"} {
+		if got := readFile(t, v, name); !bytes.Equal(got, small) {
+			t.Fatalf("%s reads back %d bytes that differ", name, len(got))
+		}
+	}
+	if got := counter.read().minus(before); got.total() != 0 {
+		t.Errorf("reading the small files made S3 requests %+v, want none", got)
+	}
+	testutil.Check(t, v.NS.Unlink(1, "a"))
+	testutil.Check(t, v.NS.Unlink(1, "b"))
+	if _, err := v.Meta.Get(schema.ChunkKey(schema.Sum(small))); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("the unlinked small files' chunk record: %v, want it deleted", err)
+	}
+	testutil.Check(t, v.Close())
+	if got := counter.read().minus(before); got.total() != 0 {
+		t.Errorf("unlinking the small files made S3 requests %+v, want none", got)
+	}
+	checkClean(t, dir)
+}
+
+// chunkRecord is the chunk record of data, stored as one chunk.
+func chunkRecord(t *testing.T, v *Volume, data []byte) schema.Chunk {
+	t.Helper()
+	raw, err := v.Meta.Get(schema.ChunkKey(schema.Sum(data)))
+	testutil.Check(t, err)
+	c, err := schema.DecodeChunk(raw)
+	testutil.Check(t, err)
+	return c
 }

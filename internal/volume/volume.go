@@ -258,6 +258,11 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		return err
 	}
 	cfg.Compact = compact.content
+	if _, durable := v.Meta.(meta.CommitsDurable); durable {
+		// Every commit is durable, so a chunk in the blob store costs a
+		// data sync before it; a small one costs less in its record.
+		cfg.InlineMax = content.SharedInlineMax
+	}
 	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err
 	}

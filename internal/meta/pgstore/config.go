@@ -30,11 +30,7 @@ const DefaultMaxConns = 16
 
 // Open connects to the database and opens (creating if needed) the
 // volume's schema.
-func Open(ctx context.Context, o Options) (*Store, error) { return open(ctx, o, nil) }
-
-// open is Open with a hook that may change the pool's settings (tests
-// count round trips with it).
-func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, error) {
+func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := checkSchemaName(o.Schema); err != nil {
 		return nil, err
 	}
@@ -46,9 +42,8 @@ func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, e
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "doppel"
-	if hook != nil {
-		hook(cfg)
-	}
+	s := &Store{q: newStmts(o.Schema), schema: o.Schema}
+	countWrites(cfg, &s.trips)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("metadata store %s: %s", Redact(o.URL), scrub(err, o.URL))
@@ -56,7 +51,7 @@ func open(ctx context.Context, o Options, hook func(*pgxpool.Config)) (*Store, e
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	s := &Store{pool: pool, q: newStmts(o.Schema), schema: o.Schema, timeout: o.Timeout}
+	s.pool, s.timeout = pool, o.Timeout
 	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
 	if err := s.create(ctx); err != nil {
 		pool.Close()

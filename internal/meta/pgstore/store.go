@@ -19,6 +19,7 @@ type Store struct {
 	version atomic.Int64 // the highest volume version a commit took
 	retries atomic.Int64 // commits sent again after a conflict
 	usage   atomic.Int64 // the last DiskUsage answer
+	trips   atomic.Int64 // requests sent and waited on (RoundTrips)
 }
 
 var (
