@@ -35,8 +35,9 @@ type Store struct {
 	sessionStart uint32
 
 	uploadSlots chan struct{}
+	fetchSlots  chan struct{} // bounds prefetch GETs
+	staged      *staging      // prefetched ranges in memory
 	prefetching sync.WaitGroup
-	prefetchSem chan struct{}
 }
 
 var _ blob.Store = (*Store)(nil)
@@ -77,7 +78,7 @@ func Open(cfg Config) (*Store, error) {
 func open(cfg Config, dirf *os.File) (*Store, error) {
 	s := &Store{cfg: cfg, objs: newObjects(cfg), alloc: cfg.Allocator, dirf: dirf,
 		pending: map[uint32]*pack{}, uploadSlots: make(chan struct{}, cfg.Uploads),
-		prefetchSem: make(chan struct{}, cfg.Uploads)}
+		fetchSlots: make(chan struct{}, cfg.Fetches), staged: newStaging(cfg.PrefetchBytes)}
 	s.changed.L = &s.mu
 	if s.alloc == nil {
 		s.alloc = NewLocalAllocator(cfg.Dir)
