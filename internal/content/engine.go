@@ -27,6 +27,9 @@ type Config struct {
 	// Headroom keeps free space for metadata: chunks are not stored into
 	// the reserve (nil: no reserve).
 	Headroom *headroom.Guard
+	// ReadaheadBytes is how far beyond a sequential reader chunks are
+	// looked up and prefetched; default DefaultReadahead.
+	ReadaheadBytes int64
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -82,7 +85,11 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	if cfg.CacheChunks <= 0 {
 		cfg.CacheChunks = 256
 	}
-	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(), loads: newLoads(), log: log}
+	if cfg.ReadaheadBytes <= 0 {
+		cfg.ReadaheadBytes = DefaultReadahead
+	}
+	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(),
+		loads: newLoads(cfg.ReadaheadBytes), log: log}
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

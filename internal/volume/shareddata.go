@@ -22,6 +22,13 @@ const S3Dir = "s3"
 // data is in S3 unless init says otherwise.
 const DefaultCacheBytes = 1 << 30
 
+// S3Readahead is how far ahead of a sequential reader a volume with data
+// in S3 prefetches: a GET takes milliseconds, not the fraction of one a
+// local read does, so streaming at disk speed needs tens of MiB in flight
+// (measured in docs/BENCHMARKS.md, "Shared volumes"). Embedded volumes
+// keep content.DefaultReadahead.
+const S3Readahead = 32 << 20
+
 // ErrDataNeedsMeta refuses --data without --meta.
 var ErrDataNeedsMeta = errors.New("--data (chunk data in S3) needs --meta (metadata in PostgreSQL): " +
 	"without --meta the metadata would stay in the store directory's Pebble store, on this machine's disk only, " +

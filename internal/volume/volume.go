@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/blob/s3store"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/frontend/exports"
@@ -253,6 +254,9 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}
+	if _, remote := v.Blobs.(*s3store.Store); remote {
+		cfg.ReadaheadBytes = S3Readahead
+	}
 	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err
 	}
