@@ -40,7 +40,10 @@ type Store struct {
 	prefetching sync.WaitGroup
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store     = (*Store)(nil)
+	_ blob.LocSyncer = (*Store)(nil)
+)
 
 // allocBlock is how many pack numbers the store reserves at once.
 const allocBlock = 16
