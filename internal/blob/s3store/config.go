@@ -25,7 +25,7 @@ type Config struct {
 	Dead DeadStore
 
 	PackSize   int64 // seal a pack when the next chunk would pass it; default 4 MiB
-	Uploads    int   // uploads at once; default 4
+	Uploads    int   // uploads at once; default 8
 	MaxPending int   // sealed packs waiting for upload before Put blocks; default 8
 	Fetches    int   // prefetch GETs at once; default 16
 	// PrefetchBytes bounds the memory of prefetched ranges (held until
@@ -42,7 +42,7 @@ type Config struct {
 
 const (
 	defaultPackSize   = 4 << 20
-	defaultUploads    = 4
+	defaultUploads    = 8
 	defaultMaxPending = 8
 	defaultFetches    = 16
 	defaultPrefetch   = 64 << 20
