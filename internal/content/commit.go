@@ -1,19 +1,36 @@
 package content
 
+import "github.com/doppelfs/doppel/internal/blob"
+
 // CommitChunks is the write path's one step from cut chunks to committed
 // metadata: it stores chunks, begins a transaction that owns them, runs
 // fill (which writes the extents and records naming them) and commits.
 // The chunks' bytes are in the store before any metadata naming them can
 // commit (ordered mode), and a failure at any stage frees whatever was
-// stored for nothing. lock, if not nil, runs between storing and
+// stored for nothing. before, if not nil, runs between storing and
 // beginning: callers take their inode locks there, as locks come before a
-// transaction, and release them once CommitChunks returned.
-func (e *Engine) CommitChunks(chunks []*Prepared, lock func(), fill func(tx *Tx) error) error {
+// transaction (and release them once CommitChunks returned), or wait for
+// an earlier commit; if it fails, nothing is committed.
+//
+// Where every commit is durable, the chunks' bytes are made durable
+// before the transaction begins, so that a writer waiting for its uploads
+// does not hold the transaction lock against everyone else, and one whose
+// next chunks are being stored meanwhile overlaps the two.
+func (e *Engine) CommitChunks(chunks []*Prepared, before func() error, fill func(tx *Tx) error) error {
 	if err := e.Store(chunks); err != nil {
 		return err
 	}
-	if lock != nil {
-		lock()
+	if e.durableCommits {
+		if err := e.syncStored(chunks); err != nil {
+			e.Discard(chunks)
+			return err
+		}
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			e.Discard(chunks)
+			return err
+		}
 	}
 	tx, err := e.Begin()
 	if err != nil {
@@ -26,6 +43,25 @@ func (e *Engine) CommitChunks(chunks []*Prepared, lock func(), fill func(tx *Tx)
 		return err
 	}
 	return tx.Commit(false)
+}
+
+// syncStored makes the bytes of the chunks this engine stored durable:
+// only their own locations where the store can (blob.LocSyncer), else
+// everything.
+func (e *Engine) syncStored(chunks []*Prepared) error {
+	locs := make([]blob.Loc, 0, len(chunks))
+	for _, p := range chunks {
+		if p.written {
+			locs = append(locs, p.loc)
+		}
+	}
+	if len(locs) == 0 {
+		return nil
+	}
+	if ls, ok := e.blobs.(blob.LocSyncer); ok {
+		return ls.SyncLocs(locs)
+	}
+	return e.blobs.Sync()
 }
 
 // SetBeginHook makes every transaction pass through hook as it begins

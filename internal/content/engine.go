@@ -34,6 +34,9 @@ type Config struct {
 	// their chunk record instead of the blob store (SharedInlineMax on
 	// shared volumes); 0 keeps every chunk in the blob store.
 	InlineMax int
+	// ReadaheadBytes is how far beyond a sequential reader chunks are
+	// looked up and prefetched; default DefaultReadahead.
+	ReadaheadBytes int64
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -97,7 +100,11 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	if cfg.CacheChunks <= 0 {
 		cfg.CacheChunks = 256
 	}
-	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(), loads: newLoads(), log: log}
+	if cfg.ReadaheadBytes <= 0 {
+		cfg.ReadaheadBytes = DefaultReadahead
+	}
+	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(),
+		loads: newLoads(cfg.ReadaheadBytes), log: log}
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

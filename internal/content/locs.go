@@ -56,8 +56,8 @@ func (e *Engine) chunkRecord(h schema.Hash) (c schema.Chunk, cached bool, err er
 }
 
 // lookupRecords reads the records of the chunks in hs that the cache does
-// not hold with one iterator, in hash order, and caches them. Chunks
-// without a record are skipped: reads report them.
+// not hold (recordsOf) and caches them. Chunks without a record are
+// skipped: reads report them.
 func (e *Engine) lookupRecords(hs []schema.Hash) []schema.Chunk {
 	var missing []schema.Hash
 	for _, h := range hs {
@@ -65,30 +65,65 @@ func (e *Engine) lookupRecords(hs []schema.Hash) []schema.Chunk {
 			missing = append(missing, h)
 		}
 	}
-	if len(missing) == 0 {
-		return e.cachedRecords(hs)
+	if len(missing) > 0 {
+		e.recordsOf(missing, func(h schema.Hash, c schema.Chunk) { e.locs.c.Add(h, c) })
 	}
-	slices.SortFunc(missing, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
-	missing = slices.Compact(missing)
+	return e.cachedRecords(hs)
+}
+
+// multiGetBatch bounds the keys of one GetMany.
+const multiGetBatch = 1024
+
+// recordsOf reads the records of chunks hs from the metadata store and
+// calls found for each that exists and decodes: with GetMany where the
+// store has it (one round trip per batch instead of one per page an
+// iterator fetches between scattered hashes), else with one iterator in
+// hash order. It stops quietly at a failure: a hint only, the reads look
+// the rest up themselves.
+func (e *Engine) recordsOf(hs []schema.Hash, found func(schema.Hash, schema.Chunk)) {
+	hs = slices.Clone(hs)
+	slices.SortFunc(hs, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
+	hs = slices.Compact(hs)
+	if mg, ok := e.meta.(meta.MultiGetter); ok {
+		for start := 0; start < len(hs); start += multiGetBatch {
+			batch := hs[start:min(start+multiGetBatch, len(hs))]
+			keys := make([][]byte, len(batch))
+			for i, h := range batch {
+				keys[i] = schema.ChunkKey(h)
+			}
+			vals, err := mg.GetMany(keys)
+			if err != nil {
+				return
+			}
+			for i, v := range vals {
+				if v == nil {
+					continue
+				}
+				if c, err := schema.DecodeChunk(v); err == nil {
+					found(batch[i], c)
+				}
+			}
+		}
+		return
+	}
 	lower, upper := schema.ChunkRange()
 	it, err := e.meta.NewIter(lower, upper)
 	if err != nil {
-		return e.cachedRecords(hs)
+		return
 	}
 	defer it.Close()
-	for _, h := range missing {
+	for _, h := range hs {
 		key := schema.ChunkKey(h)
 		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
 			if it.Error() != nil {
-				break // a hint only: the reads look the rest up
+				return
 			}
 			continue
 		}
 		if c, err := schema.DecodeChunk(it.Value()); err == nil {
-			e.locs.c.Add(h, c)
+			found(h, c)
 		}
 	}
-	return e.cachedRecords(hs)
 }
 
 func (e *Engine) cachedRecords(hs []schema.Hash) []schema.Chunk {

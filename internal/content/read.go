@@ -1,11 +1,9 @@
 package content
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"github.com/doppelfs/doppel/internal/blob"
@@ -176,8 +174,8 @@ type recordFound struct {
 
 // readRecords returns the records of the chunks hs, from the location
 // cache where reads are verified (a stale one fails verification and is
-// looked up again), else from the metadata store: with one iterator in
-// hash order for many, point lookups for a few. Chunks whose record
+// looked up again), else from the metadata store: together (recordsOf)
+// for many, point lookups for a few. Chunks whose record
 // cannot be read are left out; the reads report them.
 func (e *Engine) readRecords(hs []schema.Hash) map[schema.Hash]recordFound {
 	out := make(map[schema.Hash]recordFound, len(hs))
@@ -199,26 +197,7 @@ func (e *Engine) readRecords(hs []schema.Hash) map[schema.Hash]recordFound {
 		}
 		return out
 	}
-	slices.SortFunc(missing, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
-	missing = slices.Compact(missing)
-	lower, upper := schema.ChunkRange()
-	it, err := e.meta.NewIter(lower, upper)
-	if err != nil {
-		return out
-	}
-	defer it.Close()
-	for _, h := range missing {
-		key := schema.ChunkKey(h)
-		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
-			if it.Error() != nil {
-				break
-			}
-			continue
-		}
-		if c, err := schema.DecodeChunk(it.Value()); err == nil {
-			out[h] = recordFound{c, false}
-		}
-	}
+	e.recordsOf(missing, func(h schema.Hash, c schema.Chunk) { out[h] = recordFound{c, false} })
 	return out
 }
 

@@ -1,11 +1,11 @@
 package content
 
 import (
-	"github.com/doppelfs/doppel/internal/meta"
 	"math"
 	"sync"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -19,6 +19,7 @@ type loads struct {
 	// already started.
 	streams map[uint64]stream
 	slots   chan struct{} // bounds readahead goroutines
+	window  int64         // how far beyond a sequential read chunks are prepared
 	// running counts readahead goroutines, which Close waits for: they
 	// read the metadata store, which closes after the engine.
 	running sync.WaitGroup
@@ -33,7 +34,7 @@ type stream struct {
 }
 
 // readaheadAfter is how many reads in a row must continue the previous
-// one (within readaheadBytes, since parallel FUSE requests arrive out of
+// one (within the readahead window, since parallel FUSE requests arrive out of
 // order) before readahead starts. With one, a random reader of a large
 // file started an 8 MiB readahead whenever a read happened to land within
 // 8 MiB of the last (6 % of them in a 256 MiB file): random 4 KiB reads of
@@ -46,11 +47,14 @@ type load struct {
 	err  error
 }
 
-// readaheadBytes is how far beyond a sequential read chunks are prepared.
-const readaheadBytes = 8 << 20
+// DefaultReadahead is how far beyond a sequential read chunks are
+// prepared unless Config.ReadaheadBytes says otherwise: enough for a
+// local disk. A store a network away needs more in flight to stream
+// (volumes with data in S3 ask for more).
+const DefaultReadahead = 8 << 20
 
-func newLoads() *loads {
-	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, slots: make(chan struct{}, 4)}
+func newLoads(window int64) *loads {
+	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, slots: make(chan struct{}, 4), window: window}
 }
 
 // chunkData returns a chunk's raw bytes, from the cache, from a load in
@@ -98,18 +102,19 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	if len(l.streams) > 4096 {
 		clear(l.streams) // a bound, not an LRU: losing hints only costs readahead
 	}
-	sequential := seen && off >= st.lastEnd-readaheadBytes && off <= st.lastEnd+readaheadBytes
+	window := l.window
+	sequential := seen && off >= st.lastEnd-window && off <= st.lastEnd+window
 	from := max(end, st.aheadTo)
 	if !sequential || st.aheadTo < off {
 		from = end // a new stream, or one that jumped: start the window afresh
 	}
-	to := min(end+readaheadBytes, math.MaxInt64)
+	to := min(end+window, math.MaxInt64)
 	if sequential {
 		st.run++
 	} else {
 		st.run = 0
 	}
-	start := st.run >= readaheadAfter && to-from >= readaheadBytes/2
+	start := st.run >= readaheadAfter && to-from >= window/2
 	st.lastEnd = end
 	if start {
 		st.aheadTo = to
@@ -118,7 +123,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	}
 	l.streams[ino] = st
 	l.mu.Unlock()
-	streaming = sequential && off >= readaheadBytes
+	streaming = sequential && off >= window
 	if !start || !e.cfg.VerifyReads {
 		return streaming
 	}

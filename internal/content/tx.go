@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/doppelfs/doppel/internal/blob"
@@ -119,9 +120,16 @@ func (t *Tx) Commit(sync bool) error {
 	}
 	// Ordered mode: the chunk bytes a commit names are durable before
 	// the commit is; a store whose every commit is durable needs that for
-	// every commit that brings new chunks.
+	// every commit that brings new chunks, and only for those chunks
+	// (CommitChunks has usually waited for them already).
 	if (sync || t.e.durableCommits) && t.freshInStore() {
-		if err := t.e.blobs.Sync(); err != nil {
+		var err error
+		if sync {
+			err = t.e.blobs.Sync()
+		} else {
+			err = t.e.syncStored(slices.Collect(maps.Values(t.fresh)))
+		}
+		if err != nil {
 			t.Abort()
 			return err
 		}

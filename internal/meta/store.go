@@ -86,6 +86,16 @@ type CommitsDurable interface {
 	CommitsDurable()
 }
 
+// MultiGetter is implemented by stores that read many keys in one round
+// trip (PostgreSQL: one statement). A store a network away otherwise costs
+// a round trip per Get, and an iterator seeking to scattered keys (chunk
+// records, ordered by hash) one per page it fetches.
+type MultiGetter interface {
+	// GetMany returns the values of keys in their order, nil for a key
+	// that does not exist.
+	GetMany(keys [][]byte) ([][]byte, error)
+}
+
 // RangeDeleter is implemented by batches that delete a key range with one
 // record (Pebble's range tombstone) instead of one per key.
 type RangeDeleter interface {

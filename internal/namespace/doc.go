@@ -41,7 +41,8 @@
 //   - flush.go: committing buffered writes (content.Engine.CommitChunks),
 //     the background flusher.
 //   - stream.go: a large sequential run cut and committed in the
-//     background while the writer goes on.
+//     background while the writer goes on, up to three commits of a
+//     file in flight (a pipeline, committed in order).
 //   - ingest.go, ingest_read.go: CreateFile, the importer's path: a whole
 //     file read, cut and committed without the write buffer.
 //

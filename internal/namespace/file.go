@@ -1,6 +1,8 @@
 package namespace
 
 import (
+	"cmp"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,7 +23,7 @@ type openFile struct {
 	// pending is true while buffered writes have changed size or times
 	// beyond what the inode record says.
 	pending   bool
-	inflight  *inflight       // background commit of a streaming run
+	inflight  []*inflight     // background commits of a streaming run, oldest first
 	chunker   chunker.Chunker // nil: the volume's policy
 	size      int64
 	mtime     int64
@@ -229,16 +231,39 @@ func (v *FS) readStored(f *openFile, off int64, buf []byte) error {
 		return v.readStub(f.ino, off, buf)
 	}
 	end := off + int64(len(buf))
-	in := f.inflight
-	if in == nil || !in.overlaps(off, end) {
+	if !streamsOverlap(f, off, end) {
 		return v.eng.ReadAt(f.ino, off, buf)
 	}
-	skipFrom, skipTo := max(off, in.off), min(end, in.off+int64(in.len))
-	if err := v.eng.ReadAt(f.ino, off, buf[:skipFrom-off]); err != nil {
-		return err
+	// Committed content around the spans in flight (merged: a stream
+	// starts inside the one before it where that one's chunks ended),
+	// then the bytes in flight over it.
+	spans := make([][2]int64, 0, len(f.inflight))
+	for _, in := range f.inflight {
+		if in.overlaps(off, end) {
+			spans = append(spans, [2]int64{max(off, in.off), min(end, in.off+int64(in.len))})
+		}
 	}
-	in.copyTo(buf[skipFrom-off:skipTo-off], skipFrom)
-	return v.eng.ReadAt(f.ino, skipTo, buf[skipTo-off:])
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	pos := off
+	for _, s := range spans {
+		if pos < s[0] {
+			if err := v.eng.ReadAt(f.ino, pos, buf[pos-off:s[0]-off]); err != nil {
+				return err
+			}
+		}
+		pos = max(pos, s[1])
+	}
+	if pos < end {
+		if err := v.eng.ReadAt(f.ino, pos, buf[pos-off:]); err != nil {
+			return err
+		}
+	}
+	for _, in := range f.inflight {
+		if from, to := max(off, in.off), min(end, in.off+int64(in.len)); from < to {
+			in.copyTo(buf[from-off:to-off], from)
+		}
+	}
+	return nil
 }
 
 // Write implements vfs.FS.
@@ -273,7 +298,7 @@ func (v *FS) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	if err := v.opt.Headroom.ForData(v.dirty.n.Load() + int64(len(data))); err != nil {
 		return 0, v.errno("write", err)
 	}
-	if in := f.inflight; in != nil && in.overlaps(off, off+int64(len(data))) {
+	if streamsOverlap(f, off, off+int64(len(data))) {
 		if err := v.settle(f); err != nil {
 			return 0, v.errno("write", err)
 		}

@@ -22,21 +22,25 @@ func (v *FS) maybeFlush(f *openFile, off int64) error {
 	if v.dirty.n.Load() > v.opt.DirtyLimit || f.buf.Len() > maxRuns {
 		return v.flushLocked(f, true)
 	}
-	if streamDone(f) {
-		if err := v.settle(f); err != nil {
-			return err
-		}
+	if err := v.settleDone(f); err != nil {
+		return err
 	}
 	r, ok := f.buf.RunAt(off)
 	if !ok || !v.streamable(f, r) {
 		return nil
 	}
-	if f.inflight != nil {
-		// One commit in flight per file: wait for it (backpressure);
+	if len(f.inflight) >= streamDepth {
+		// The pipeline is full: wait for the oldest (backpressure);
 		// settling may change the runs, so look again.
-		if err := v.settle(f); err != nil {
+		if err := v.settleOldest(f); err != nil {
 			return err
 		}
+		return v.maybeFlush(f, off)
+	}
+	if k := len(f.inflight); k > 0 && !f.inflight[k-1].tailBack {
+		// The run continues where the newest stream's chunks end: put
+		// its undecided tail back in front of it, and look again.
+		takeTail(f)
 		return v.maybeFlush(f, off)
 	}
 	v.startStream(f, r)

@@ -193,7 +193,7 @@ func (in *ingest) commit(ino uint64, w *window) (schema.Inode, error) {
 		}
 	}()
 	var n schema.Inode
-	err := v.eng.CommitChunks(w.chunks, func() { l.Lock(); locked = true }, func(tx *content.Tx) error {
+	err := v.eng.CommitChunks(w.chunks, func() error { l.Lock(); locked = true; return nil }, func(tx *content.Tx) error {
 		var err error
 		if n, err = loadInode(tx.Batch(), ino); err != nil {
 			return err

@@ -12,32 +12,52 @@ import (
 // appending. The writer's side only copies: a FUSE write is answered
 // before the next is sent, so whatever the writer does per request is
 // time the kernel and the application wait; cutting (a serial scan of
-// every byte) belongs with the hashing, on the other core. The next run is
-// detached once it has grown to StreamFlush bytes again; only then does
-// the writer wait for the previous commit (backpressure: one commit in
-// flight per file).
+// every byte) belongs with the hashing, on the other core.
 //
-// The bytes after the last chunk boundary the goroutine could decide (less
-// than one chunk) are not committed; settling puts them back into the
-// buffer in front of the bytes the writer kept, which Detach placed in a
-// fresh array with room before them, so that they are prepended in place
-// and the stream goes on as one run. Until settled, the detached bytes are
-// in flight only; reads take them from the inflight record.
+// Up to streamDepth such commits of one file are in flight at once, a
+// pipeline: while one waits for its chunks to reach the store (an upload,
+// on a volume with data in S3) and commits, the next is being hashed and
+// stored. The next run is detached once it has grown to StreamFlush bytes
+// again and the previous stream has decided its last chunk boundary;
+// with streamDepth streams in flight the writer waits for the oldest
+// (backpressure). Commits happen in order: each waits for the one before
+// and fails, committing nothing, if that one failed, so that the recorded
+// size never passes data that is not committed.
 //
-// The goroutine never takes the inode lock. Its result is folded back
-// (settle, called under the lock by the next stream, flush, truncate, or
-// overlapping write): if the commit failed, its bytes go back into the
-// buffer. A write overlapping the bytes in flight settles first, so the
-// committed bytes are never stale.
+// The bytes after the last chunk boundary a stream could decide (less
+// than one chunk) are not committed; as soon as that boundary is known
+// they are put back into the buffer in front of the bytes the writer kept,
+// which Detach placed in a fresh array with room before them, so that
+// they are prepended in place and the stream goes on as one run. The
+// decided bytes are in flight only until the stream is settled; reads
+// take them from the inflight records.
+//
+// The goroutines never take the inode lock. Their results are folded
+// back, oldest first (settle, called under the lock by the next stream,
+// flush, truncate, or overlapping write): a stream whose commit failed
+// puts its bytes back into the buffer. A write overlapping bytes in
+// flight settles every stream first, so the committed bytes are never
+// stale.
 type inflight struct {
-	done      chan struct{}
-	off       int64  // file offset of the bytes in flight
-	len       int    // len(data)
-	data      []byte // the bytes in flight, no longer in the buffer
-	buf       []byte // data's whole array, recycled once settled
-	committed int    // leading bytes of data committed; set before done closes
-	err       error  // set before done closes
+	done     chan struct{} // closed when the commit ended
+	decided  chan struct{} // closed when cut is known
+	off      int64         // file offset of the bytes in flight
+	len      int           // len(data)
+	data     []byte        // the bytes in flight, no longer in the buffer
+	buf      []byte        // data's whole array, recycled once settled
+	cut      int           // leading bytes of data in complete chunks; set before decided closes
+	tailBack bool          // data[cut:] is back in the buffer
+	// committed is the leading bytes of data committed (0 or cut); set
+	// before done closes, as is err.
+	committed int
+	err       error
 }
+
+// streamDepth is how many background commits of one file may be in
+// flight: one hashing and storing, one waiting for its uploads, one
+// committing. Each holds at most StreamFlush bytes of the file's buffer
+// (plus the array's spare room), all counted as dirty bytes.
+const streamDepth = 3
 
 func (in *inflight) overlaps(off, end int64) bool {
 	return off < in.off+int64(in.len) && in.off < end
@@ -60,34 +80,61 @@ func (v *FS) streamable(f *openFile, r content.Run) bool {
 	return len(r.Data) >= v.opt.StreamFlush && len(r.Data) > v.chunkerOf(f).MaxSize()+streamKeep
 }
 
+// streamsOverlap reports whether bytes of [off, end) are in flight.
+func streamsOverlap(f *openFile, off, end int64) bool {
+	for _, in := range f.inflight {
+		if in.overlaps(off, end) {
+			return true
+		}
+	}
+	return false
+}
+
 // startStream detaches run r of f's buffer but its last streamKeep bytes
 // and commits the complete chunks of the detached bytes in the
-// background. The caller holds f's lock and has settled any earlier
-// stream.
+// background, after the streams already in flight. The caller holds f's
+// lock, and the tail of the newest stream in flight is back in the buffer.
 func (v *FS) startStream(f *openFile, r content.Run) {
 	ch := v.chunkerOf(f)
 	n := len(r.Data) - streamKeep
 	detached := f.buf.Detach(r.Off, streamKeep, v.runBufs.Get(), ch.MaxSize())
-	in := &inflight{done: make(chan struct{}), off: r.Off, len: n, data: r.Data[:n:n], buf: detached.Array()}
-	f.inflight = in
+	in := &inflight{done: make(chan struct{}), decided: make(chan struct{}), off: r.Off, len: n, data: r.Data[:n:n], buf: detached.Array()}
+	var prev *inflight
+	if k := len(f.inflight); k > 0 {
+		prev = f.inflight[k-1]
+	}
+	f.inflight = append(f.inflight, in)
 	ino, size, mtime := f.ino, f.size, f.mtime
 	go func() {
 		defer close(in.done)
 		chunks, cut := content.Cut(ch, in.off, in.data, false)
+		in.cut = cut
+		close(in.decided)
 		if cut == 0 {
+			in.err = waitStream(prev) // nothing to commit, but an earlier failure still counts
 			return
 		}
-		in.err = v.commitStream(ino, chunks, in.off, cut, size, mtime)
+		in.err = v.commitStream(ino, chunks, in.off, cut, size, mtime, func() error { return waitStream(prev) })
 		if in.err == nil {
 			in.committed = cut
 		}
 	}()
 }
 
+// waitStream waits for stream in (nil: none) to end and returns its error.
+func waitStream(in *inflight) error {
+	if in == nil {
+		return nil
+	}
+	<-in.done
+	return in.err
+}
+
 // commitStream stores the chunks cut from the n bytes at off and commits
-// them. The recorded size never exceeds the end of committed data.
-func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64) error {
-	return v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
+// them once before (the previous stream's commit) succeeded. The recorded
+// size never exceeds the end of committed data.
+func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64, before func() error) error {
+	return v.eng.CommitChunks(chunks, before, func(tx *content.Tx) error {
 		node, err := loadInode(tx.Batch(), ino)
 		if err != nil {
 			return err
@@ -103,34 +150,69 @@ func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n i
 	})
 }
 
-// streamDone reports whether f's background commit has finished, so that
-// settling it will not wait.
-func streamDone(f *openFile) bool {
-	if f.inflight == nil {
-		return false
+// takeTail puts the undecided tail of f's newest stream back into the
+// buffer, waiting for its boundary to be decided, so that the run it
+// belongs to continues there. The caller holds f's lock.
+func takeTail(f *openFile) {
+	k := len(f.inflight)
+	if k == 0 || f.inflight[k-1].tailBack {
+		return
 	}
-	select {
-	case <-f.inflight.done:
-		return true
-	default:
-		return false
-	}
+	in := f.inflight[k-1]
+	<-in.decided
+	f.buf.Write(in.off+int64(in.cut), in.data[in.cut:])
+	in.tailBack = true
 }
 
-// settle waits for f's background commit, if any, and folds its result
-// back into the buffer. The caller holds f's lock.
-func (v *FS) settle(f *openFile) error {
-	in := f.inflight
-	if in == nil {
-		return nil
+// settleDone folds back the streams at the head of f's pipeline that have
+// finished, without waiting. The caller holds f's lock.
+func (v *FS) settleDone(f *openFile) error {
+	for len(f.inflight) > 0 {
+		select {
+		case <-f.inflight[0].done:
+		default:
+			return nil
+		}
+		if err := v.settleOldest(f); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// settleOldest waits for f's oldest stream and folds its result back
+// into the buffer. The caller holds f's lock.
+func (v *FS) settleOldest(f *openFile) error {
+	in := f.inflight[0]
 	<-in.done
-	f.inflight = nil
+	f.inflight = f.inflight[1:]
+	if len(f.inflight) == 0 {
+		f.inflight = nil
+	}
 	// What was not committed goes back into the buffer (still counted as
-	// dirty): the undecided tail, or everything if the commit failed, so
-	// that a later flush retries.
-	f.buf.Write(in.off+int64(in.committed), in.data[in.committed:])
+	// dirty): the undecided tail unless it went back already, or
+	// everything if the commit failed, so that a later flush retries.
+	end := in.len
+	if in.tailBack {
+		end = in.cut
+	}
+	if in.committed < end {
+		f.buf.Write(in.off+int64(in.committed), in.data[in.committed:end])
+	}
 	v.dirty.n.Add(-int64(in.committed))
 	v.runBufs.Put(in.buf)
 	return in.err
+}
+
+// settle waits for every stream of f, oldest first, and folds their
+// results back into the buffer; it returns the first error. The caller
+// holds f's lock.
+func (v *FS) settle(f *openFile) error {
+	var first error
+	for len(f.inflight) > 0 {
+		if err := v.settleOldest(f); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

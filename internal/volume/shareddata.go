@@ -22,6 +22,29 @@ const S3Dir = "s3"
 // data is in S3 unless init says otherwise.
 const DefaultCacheBytes = 1 << 30
 
+// S3Readahead is how far ahead of a sequential reader a volume with data
+// in S3 prefetches: a GET takes milliseconds, not the fraction of one a
+// local read does, so streaming at disk speed needs tens of MiB in flight
+// (measured in docs/BENCHMARKS.md, "Shared volumes"). Embedded volumes
+// keep content.DefaultReadahead.
+const S3Readahead = 32 << 20
+
+// S3KernelReadahead is how far the kernel reads ahead of sequential
+// readers of a mounted volume with data in S3 (FUSE's default, 128 KiB,
+// makes every request of a cold read wait for the metadata service in
+// turn; a larger window sends several 1 MiB requests at once).
+const S3KernelReadahead = 8 << 20
+
+// KernelReadahead is how far the kernel should read ahead on this volume's
+// mount: S3KernelReadahead with data in S3, 0 (the kernel's default)
+// otherwise.
+func (v *Volume) KernelReadahead() int64 {
+	if _, remote := v.Blobs.(*s3store.Store); remote {
+		return S3KernelReadahead
+	}
+	return 0
+}
+
 // ErrDataNeedsMeta refuses --data without --meta.
 var ErrDataNeedsMeta = errors.New("--data (chunk data in S3) needs --meta (metadata in PostgreSQL): " +
 	"without --meta the metadata would stay in the store directory's Pebble store, on this machine's disk only, " +

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/blob/s3store"
 	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/frontend/exports"
@@ -262,6 +263,9 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		// Every commit is durable, so a chunk in the blob store costs a
 		// data sync before it; a small one costs less in its record.
 		cfg.InlineMax = content.SharedInlineMax
+	}
+	if _, remote := v.Blobs.(*s3store.Store); remote {
+		cfg.ReadaheadBytes = S3Readahead
 	}
 	if v.Engine, err = content.New(v.Meta, v.Blobs, cfg, log); err != nil {
 		return err

@@ -24,11 +24,15 @@ type Config struct {
 	// Dead keeps the dead-span ledger; nil means the file "dead" in Dir.
 	Dead DeadStore
 
-	PackSize   int64         // seal a pack when the next chunk would pass it; default 4 MiB
-	Uploads    int           // uploads at once; default 4
-	MaxPending int           // sealed packs waiting for upload before Put blocks; default 8
-	CacheBytes int64         // read cache bound; default 1 GiB, < 0 disables it
-	Grace      time.Duration // Reclaim leaves packs younger than this alone; default 0
+	PackSize   int64 // seal a pack when the next chunk would pass it; default 4 MiB
+	Uploads    int   // uploads at once; default 8
+	MaxPending int   // sealed packs waiting for upload before Put blocks; default 8
+	Fetches    int   // prefetch GETs at once; default 16
+	// PrefetchBytes bounds the memory of prefetched ranges (held until
+	// read or evicted); default 64 MiB.
+	PrefetchBytes int64
+	CacheBytes    int64         // read cache bound; default 1 GiB, < 0 disables it
+	Grace         time.Duration // Reclaim leaves packs younger than this alone; default 0
 	// RetireGrace is how long a retired pack (its live chunks copied
 	// elsewhere by compaction) stays readable before its object is
 	// deleted: longer than any read that found its old location can take
@@ -44,8 +48,10 @@ type Config struct {
 
 const (
 	defaultPackSize   = 4 << 20
-	defaultUploads    = 4
+	defaultUploads    = 8
 	defaultMaxPending = 8
+	defaultFetches    = 16
+	defaultPrefetch   = 64 << 20
 	defaultCacheBytes = 1 << 30
 	defaultAttempts   = 4
 	defaultTimeout    = 2 * time.Minute
@@ -65,6 +71,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = defaultMaxPending
+	}
+	if c.Fetches <= 0 {
+		c.Fetches = defaultFetches
+	}
+	if c.PrefetchBytes <= 0 {
+		c.PrefetchBytes = defaultPrefetch
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = defaultCacheBytes

@@ -8,7 +8,8 @@
 // and uploaded with one PUT in the background; Sync seals the open pack
 // and returns only once every pack sealed before it is in the object
 // store (ordered mode: data before the metadata naming it). Reads come
-// from memory, a bounded local cache on disk, or ranged GETs. Objects
+// from memory (packs not uploaded yet, prefetched ranges), a bounded
+// local cache on disk, or ranged GETs. Objects
 // cannot be punched: freed spans are recorded as dead, and a pack that is
 // all dead is deleted.
 //
@@ -21,8 +22,11 @@
 //   - store.go: Store, Open, Close, Segments, SessionStart, Usage.
 //   - put.go: packs in memory, Put, PutMany, StartPutMany, sealing.
 //   - upload.go: uploads with retries, Sync.
-//   - read.go: Read, Prefetch, Forget.
-//   - cache.go: the local read cache (LRU, on disk, checked by XXH3).
+//   - read.go: Read, Forget.
+//   - prefetch.go: Prefetch: ranged GETs into memory (staging, bounded by
+//     Config.PrefetchBytes), read from there and written to the cache.
+//   - cache.go: the local read cache (LRU, on disk, one file per cached
+//     range, checked by an XXH3 per 64 KiB block).
 //   - free.go: Free, Reclaim and the deletion of dead packs.
 //   - compact.go: blob.Compactable: sparse packs, whole-pack reads,
 //     retirement (deletion after RetireGrace), relisting, dead bytes.
@@ -34,6 +38,6 @@
 // The local store directory (Config.Dir, mode 0700, locked while open)
 // holds: next (the LocalAllocator's highest pack number, 8 hex digits;
 // absent with another Allocator), dead (the ledger's records, absent with
-// another DeadStore) and cache/ (cached chunks, named PACK-OFFSET-LENGTH
-// in hex). It is a cache: losing it loses no data.
+// another DeadStore) and cache/ (cached ranges of packs, named
+// PACK-OFFSET-LENGTH in hex). It is a cache: losing it loses no data.
 package s3store

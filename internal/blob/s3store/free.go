@@ -88,6 +88,7 @@ func (s *Store) claimIfDead(num uint32) (object, bool) {
 // deletes it).
 func (s *Store) deletePack(num uint32, o object) error {
 	err := s.objs.delete(num)
+	s.staged.dropPack(num)
 	if s.cache != nil {
 		s.cache.dropPack(num)
 	}

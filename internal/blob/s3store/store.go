@@ -36,11 +36,15 @@ type Store struct {
 	sessionStart uint32
 
 	uploadSlots chan struct{}
+	fetchSlots  chan struct{} // bounds prefetch GETs
+	staged      *staging      // prefetched ranges in memory
 	prefetching sync.WaitGroup
-	prefetchSem chan struct{}
 }
 
-var _ blob.Store = (*Store)(nil)
+var (
+	_ blob.Store     = (*Store)(nil)
+	_ blob.LocSyncer = (*Store)(nil)
+)
 
 // allocBlock is how many pack numbers the store reserves at once.
 const allocBlock = 16
@@ -78,7 +82,7 @@ func Open(cfg Config) (*Store, error) {
 func open(cfg Config, dirf *os.File) (*Store, error) {
 	s := &Store{cfg: cfg, objs: newObjects(cfg), alloc: cfg.Allocator, dirf: dirf,
 		pending: map[uint32]*pack{}, retired: map[uint32]time.Time{}, uploadSlots: make(chan struct{}, cfg.Uploads),
-		prefetchSem: make(chan struct{}, cfg.Uploads)}
+		fetchSlots: make(chan struct{}, cfg.Fetches), staged: newStaging(cfg.PrefetchBytes)}
 	s.changed.L = &s.mu
 	if s.alloc == nil {
 		s.alloc = NewLocalAllocator(cfg.Dir)

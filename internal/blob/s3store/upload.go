@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/blob"
 )
 
 // startRound starts an upload round of pack p. s.mu is held.
@@ -107,6 +109,42 @@ func (s *Store) syncLocked() error {
 			s.ledger.restore(spans, gone)
 			s.mu.Unlock()
 			errs = append(errs, fmt.Errorf("s3: save dead spans: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// SyncLocs implements blob.LocSyncer: the packs holding locs are sealed
+// (the open one, if it holds one of them) and awaited, each retried once
+// as Sync does; packs sealed before or after them that hold none of locs
+// are not waited for, and the dead-span ledger is left to Sync. It
+// returns nil only when every pack holding one of locs is in the object
+// store, so metadata naming locs can commit (ordered mode).
+func (s *Store) SyncLocs(locs []blob.Loc) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("s3: sync: %w", os.ErrClosed)
+	}
+	var packs []*pack
+	seen := map[uint32]bool{}
+	for _, l := range locs {
+		if seen[l.Segment] {
+			continue
+		}
+		seen[l.Segment] = true
+		if o := s.open; o != nil && o.num == l.Segment && len(o.buf) > 0 {
+			s.seal(o)
+		}
+		if p := s.pending[l.Segment]; p != nil {
+			packs = append(packs, p)
+		}
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, p := range packs {
+		if err := s.waitUploaded(p); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

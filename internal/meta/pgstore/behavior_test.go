@@ -290,3 +290,33 @@ func testIteratorErrorIsNotTheEnd(t *testing.T, e *env) {
 		}
 	}
 }
+
+// GetMany returns the values of the keys in their order in one statement:
+// nil for a missing key, an empty slice for an empty value, duplicates
+// answered twice.
+func testGetMany(t *testing.T, e *env) {
+	s := e.open(t)
+	fill(t, s, 20)
+	b := s.NewBatch()
+	must(t, b.Set([]byte("empty"), []byte{}))
+	must(t, b.Commit(true))
+	must(t, b.Close())
+	keys := [][]byte{[]byte("k00007"), []byte("nope"), []byte("empty"), []byte("k00003"), []byte("k00007")}
+	var mg meta.MultiGetter = s
+	got, err := mg.GetMany(keys)
+	must(t, err)
+	if len(got) != len(keys) {
+		t.Fatalf("%d values for %d keys", len(got), len(keys))
+	}
+	for i, k := range keys {
+		want, err := s.Get(k)
+		switch {
+		case err == meta.ErrNotFound && got[i] != nil:
+			t.Errorf("%s: got %q, want nil (missing)", k, got[i])
+		case err == nil && (got[i] == nil || !bytes.Equal(got[i], want)):
+			t.Errorf("%s: got %q, want %q", k, got[i], want)
+		case err != nil && err != meta.ErrNotFound:
+			t.Fatal(err)
+		}
+	}
+}

@@ -98,6 +98,28 @@ func (r *reader) getOnce(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// GetMany reads the values of keys with one statement; nil for a key
+// that does not exist.
+func (r *reader) GetMany(keys [][]byte) ([][]byte, error) {
+	rows, err := r.rows(r.st.getMany, keys)
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[string][]byte, len(rows))
+	for _, e := range rows {
+		v := e.v
+		if v == nil {
+			v = []byte{}
+		}
+		found[string(e.k)] = v
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = found[string(k)]
+	}
+	return out, nil
+}
+
 func (r *reader) NewIter(lower, upper []byte) (meta.Iterator, error) {
 	p := newPager(r, lower, upper)
 	return newIter(p, lower, upper), nil

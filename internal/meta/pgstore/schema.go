@@ -13,10 +13,11 @@ const FormatVersion = 1
 // stmts are the statements on one volume's schema. Schema names need no
 // quoting (checkSchemaName), so they are spliced in as they are.
 type stmts struct {
-	get, asc, ascTo, desc, descFrom string
-	nextval, delRange, delFrom      string
-	delKeys, upsert, usage, format  string
-	reserve                         string
+	get, getMany                   string
+	asc, ascTo, desc, descFrom     string
+	nextval, delRange, delFrom     string
+	delKeys, upsert, usage, format string
+	reserve                        string
 }
 
 func newStmts(schema string) *stmts {
@@ -24,6 +25,7 @@ func newStmts(schema string) *stmts {
 	q := func(s string) string { return r.Replace(s) }
 	return &stmts{
 		get:      q(`SELECT v FROM S.kv WHERE k = $1`),
+		getMany:  q(`SELECT k, v FROM S.kv WHERE k = ANY($1::bytea[])`),
 		asc:      q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k LIMIT $2`),
 		ascTo:    q(`SELECT k, v FROM S.kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`),
 		desc:     q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k DESC LIMIT $2`),

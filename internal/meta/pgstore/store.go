@@ -30,6 +30,9 @@ var (
 
 func (s *Store) Get(key []byte) ([]byte, error) { return s.r.Get(key) }
 
+// GetMany implements meta.MultiGetter: one statement for all keys.
+func (s *Store) GetMany(keys [][]byte) ([][]byte, error) { return s.r.GetMany(keys) }
+
 func (s *Store) NewIter(lower, upper []byte) (meta.Iterator, error) {
 	return s.r.NewIter(lower, upper)
 }

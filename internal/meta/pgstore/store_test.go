@@ -73,6 +73,7 @@ func TestStore(t *testing.T) {
 		{"IteratorModel", testIteratorModel},
 		{"BatchSeesLaterCommits", testBatchSeesLaterCommits},
 		{"DeleteRange", testDeleteRange},
+		{"GetMany", testGetMany},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
 		{"SnapshotAcrossPages", testSnapshotAcrossPages},

@@ -1,0 +1,208 @@
+package s3store
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+
+	"github.com/doppelfs/doppel/internal/blob"
+)
+
+// prefetchGap is the largest gap between two chunks of a pack that one
+// prefetch GET spans: a little unneeded data costs less than a request.
+const prefetchGap = 256 << 10
+
+// fetch is one prefetch: a ranged GET of [start, end) of pack num. Its
+// bytes stay in memory (staged) until the chunks it was asked for were
+// read once or room is needed; meanwhile they are written to the read
+// cache. A read of a chunk it holds waits for the GET if it is under way
+// rather than sending one of its own, and then copies from memory: a
+// streaming reader never waits for the disk cache.
+type fetch struct {
+	num        uint32
+	start, end uint64
+	done       chan struct{} // closed when the GET ended
+	buf        []byte        // the range's bytes, once done and err is nil
+	err        error
+	unread     int64 // bytes of the chunks asked for that no read took yet
+	staged     bool  // findable by reads; guarded by staging.mu
+	refs       int   // holders of the budget: staging and the cache writer
+}
+
+// staging is the prefetches in memory. Their bytes count against limit
+// (Config.PrefetchBytes) from the moment the GET is started until both
+// staging and the cache writer are done with them, so prefetching holds at
+// most limit bytes of memory whatever the readers do.
+type staging struct {
+	mu     sync.Mutex
+	limit  int64
+	bytes  int64
+	byPack map[uint32][]*fetch
+	order  []*fetch // staged fetches, oldest first
+}
+
+func newStaging(limit int64) *staging {
+	return &staging{limit: limit, byPack: map[uint32][]*fetch{}}
+}
+
+// covers reports whether a staged fetch holds l. st.mu is held.
+func (st *staging) covering(l blob.Loc) *fetch {
+	for _, f := range st.byPack[l.Segment] {
+		if f.start <= l.Offset && l.Offset+uint64(l.Length) <= f.end {
+			return f
+		}
+	}
+	return nil
+}
+
+// read fills buf with the bytes of l from a staged fetch, waiting for its
+// GET; false if no fetch holds l or its GET failed.
+func (st *staging) read(l blob.Loc, buf []byte) bool {
+	st.mu.Lock()
+	f := st.covering(l)
+	st.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	<-f.done
+	if f.err != nil {
+		return false
+	}
+	copy(buf, f.buf[l.Offset-f.start:])
+	st.mu.Lock()
+	if f.unread -= int64(l.Length); f.unread <= 0 {
+		st.unstage(f) // read through: the cache has it for rereads
+	}
+	st.mu.Unlock()
+	return true
+}
+
+// add stages f (its bytes counted) if the budget has room, making room by
+// unstaging the oldest fetches whose GET ended; false if it has none.
+func (st *staging) add(f *fetch) bool {
+	size := int64(f.end - f.start)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := 0; st.bytes+size > st.limit && i < len(st.order); {
+		select {
+		case <-st.order[i].done:
+			st.unstage(st.order[i]) // removes it from order
+		default:
+			i++
+		}
+	}
+	if st.bytes+size > st.limit {
+		return false
+	}
+	st.bytes += size
+	f.staged, f.refs = true, 2
+	st.byPack[f.num] = append(st.byPack[f.num], f)
+	st.order = append(st.order, f)
+	return true
+}
+
+// unstage makes f unfindable and drops staging's hold on its bytes.
+// st.mu is held.
+func (st *staging) unstage(f *fetch) {
+	if !f.staged {
+		return
+	}
+	f.staged = false
+	del := func(x *fetch) bool { return x == f }
+	st.byPack[f.num] = slices.DeleteFunc(st.byPack[f.num], del)
+	if len(st.byPack[f.num]) == 0 {
+		delete(st.byPack, f.num)
+	}
+	st.order = slices.DeleteFunc(st.order, del)
+	st.release(f)
+}
+
+// release drops one hold on f's bytes; the last one returns them to the
+// budget. st.mu is held.
+func (st *staging) release(f *fetch) {
+	if f.refs--; f.refs == 0 {
+		st.bytes -= int64(f.end - f.start) // a reader still copying keeps f.buf alive
+	}
+}
+
+// dropPack unstages the fetches of pack num (a deleted pack).
+func (st *staging) dropPack(num uint32) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, f := range slices.Clone(st.byPack[num]) {
+		st.unstage(f)
+	}
+}
+
+// Prefetch implements blob.Store: chunks not in memory, staged or cached
+// are fetched in the background, those of one pack close together with
+// one ranged GET (at most Config.Fetches at once), into memory and from
+// there into the read cache. What does not fit the prefetch budget is
+// left for the reads.
+func (s *Store) Prefetch(locs []blob.Loc) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	var todo []blob.Loc
+	s.staged.mu.Lock()
+	for _, l := range locs {
+		o, listed := s.packs[l.Segment]
+		if checkLoc(l) == nil && l.Length > 0 && listed && int64(l.Offset)+int64(l.Length) <= o.size &&
+			s.staged.covering(l) == nil && (s.cache == nil || !s.cache.has(l)) {
+			todo = append(todo, l)
+		}
+	}
+	s.staged.mu.Unlock()
+	s.mu.Unlock()
+	slices.SortFunc(todo, func(a, b blob.Loc) int {
+		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
+	})
+	todo = slices.CompactFunc(todo, func(a, b blob.Loc) bool { return a == b })
+	for i := 0; i < len(todo); {
+		f := &fetch{num: todo[i].Segment, start: todo[i].Offset, end: todo[i].Offset + uint64(todo[i].Length),
+			unread: int64(todo[i].Length), done: make(chan struct{})}
+		j := i + 1
+		for ; j < len(todo) && todo[j].Segment == f.num && todo[j].Offset <= f.end+prefetchGap; j++ {
+			f.end = max(f.end, todo[j].Offset+uint64(todo[j].Length))
+			f.unread += int64(todo[j].Length)
+		}
+		i = j
+		if !s.staged.add(f) {
+			return // the budget is full of ranges not read yet; the reads fetch the rest
+		}
+		s.prefetching.Add(1)
+		go func() {
+			defer s.prefetching.Done()
+			s.runFetch(f)
+		}()
+	}
+}
+
+// runFetch GETs f's range (waiting for a slot), hands it to the reads and
+// writes it to the read cache.
+func (s *Store) runFetch(f *fetch) {
+	s.fetchSlots <- struct{}{}
+	buf := make([]byte, f.end-f.start)
+	err := s.objs.get(f.num, int64(f.start), buf)
+	<-s.fetchSlots
+	if err == nil {
+		f.buf = buf
+	}
+	f.err = err
+	close(f.done)
+	if err != nil {
+		s.staged.mu.Lock()
+		s.staged.unstage(f) // the reads GET their chunks themselves
+		s.staged.release(f)
+		s.staged.mu.Unlock()
+		return
+	}
+	if s.cache != nil {
+		s.cache.put(blob.Loc{Segment: f.num, Offset: f.start, Length: uint32(f.end - f.start)}, buf)
+	}
+	s.staged.mu.Lock()
+	s.staged.release(f)
+	s.staged.mu.Unlock()
+}

@@ -1,0 +1,144 @@
+package s3store
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil/s3test"
+)
+
+// Prefetched ranges are served from memory, without the disk cache: with
+// the cache disabled and the server stopped, every prefetched chunk
+// reads; a chunk read once is let go (its range read through), so a
+// second read needs the server.
+func TestPrefetchServesFromMemory(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "staged")
+	cfg.CacheBytes = -1
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(5, 5))
+	locs, data := putSome(t, s, r, 20)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Prefetch(locs)
+	s.prefetching.Wait()
+	srv.Stop()
+	defer srv.Restart(t)
+	checkAll(t, s, locs, data)
+	if _, err := s.Read(locs[0], nil); err == nil {
+		t.Fatal("a chunk read through was still served from memory")
+	}
+	if n := s.staged.held(); n != 0 {
+		t.Fatalf("%d bytes still staged after every chunk was read", n)
+	}
+}
+
+// Prefetching never holds more than PrefetchBytes: what does not fit is
+// left for the reads, which still return the right bytes; ranges whose
+// GET ended make room for new ones.
+func TestPrefetchBounded(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "budget")
+	cfg.PrefetchBytes = 300 << 10 // one pack's range (256 KiB) fits, two do not
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(6, 6))
+	locs, data := putSome(t, s, r, 60) // about 1.2 MiB in 5 packs
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	staged := false
+	for i := 0; i < len(locs); i += 10 {
+		s.Prefetch(locs[i:])
+		n := s.staged.held()
+		if n > cfg.PrefetchBytes {
+			t.Fatalf("%d bytes staged, budget %d", n, cfg.PrefetchBytes)
+		}
+		staged = staged || n > 0
+		checkAll(t, s, locs[i:i+10], data[i:i+10])
+	}
+	if !staged {
+		t.Fatal("nothing was prefetched")
+	}
+	s.prefetching.Wait()
+	if n := s.staged.held(); n > cfg.PrefetchBytes {
+		t.Fatalf("%d bytes staged, budget %d", n, cfg.PrefetchBytes)
+	}
+}
+
+// A prefetched range is one cache file whose blocks are checked
+// separately: damage in one block is a miss for the chunks in that block
+// only until the range is dropped, and the reads still return the right
+// bytes from S3.
+func TestCacheRangeBlocks(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "ranges")
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(7, 7))
+	locs, data := putSome(t, s, r, 12) // in one or two packs
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	s.Prefetch(locs)
+	s.prefetching.Wait()
+	s.staged.dropAll()
+	s.cache.mu.Lock()
+	var ranges []blob.Loc
+	for l := range s.cache.entries {
+		ranges = append(ranges, l)
+	}
+	s.cache.mu.Unlock()
+	if len(ranges) == 0 || len(ranges) >= len(locs) {
+		t.Fatalf("%d cache files for %d prefetched chunks; want one range per pack", len(ranges), len(locs))
+	}
+	// The longest range holds several chunks: once damaged, its chunks
+	// are cached again each on its own, and it is gone.
+	slices.SortFunc(ranges, func(a, b blob.Loc) int { return cmp.Compare(b.Length, a.Length) })
+	srv.Stop()
+	checkAll(t, s, locs, data) // all from the cache files
+	srv.Restart(t)
+	damageFile(t, s.cache.path(ranges[0]), int64(ranges[0].Length)/2)
+	checkAll(t, s, locs, data) // the damaged block is a miss: from S3
+	s.cache.mu.Lock()
+	_, kept := s.cache.entries[ranges[0]]
+	s.cache.mu.Unlock()
+	if kept {
+		t.Fatalf("the damaged range %+v is still indexed", ranges[0])
+	}
+}
+
+// held is the bytes prefetching holds.
+func (st *staging) held() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.bytes
+}
+
+// dropAll unstages every fetch, so that reads go to the cache.
+func (st *staging) dropAll() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for len(st.order) > 0 {
+		st.unstage(st.order[0])
+	}
+}
+
+// damageFile flips a bit of the file at path at off.
+func damageFile(t *testing.T, path string, off int64) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[off] ^= 0x40
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,120 @@
+package volume
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/pgtest"
+	"github.com/doppelfs/doppel/internal/testutil/s3test"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// BenchmarkSequential writes a file in 1 MiB writes and fsyncs it, then
+// reads it back cold (volume reopened, the S3 store's read cache deleted)
+// in 1 MiB reads, on a shared volume (PostgreSQL + S3 on loopback) and on
+// an embedded one: the volume-level half of bench/shared.sh's sequential
+// rows, without FUSE, for profiling (-cpuprofile, -trace). The file is
+// DOPPEL_BENCH_SEQ_MIB MiB (default 128) of random bytes.
+//
+//	go test -run '^$' -bench Sequential -benchtime 3x ./internal/volume
+func BenchmarkSequential(b *testing.B) {
+	size := 128 << 20
+	if s := os.Getenv("DOPPEL_BENCH_SEQ_MIB"); s != "" {
+		n, err := strconv.Atoi(s)
+		testutil.Check(b, err)
+		size = n << 20
+	}
+	data := testutil.SeededBytes(7, size)
+	b.Run("shared", func(b *testing.B) {
+		pg, s3srv := pgtest.Start(b), s3test.Start(b)
+		b.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+		b.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+		b.Setenv("PGPASSWORD", pg.Password)
+		e := &s3env{pg: pg, s3: s3srv, dsn: pg.CreateDB(b, "bench")}
+		n := 0
+		benchSequential(b, data, func() string {
+			n++
+			dir := filepath.Join(b.TempDir(), "store")
+			testutil.Check(b, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL(fmt.Sprintf("seq%d", n))}))
+			return dir
+		})
+	})
+	b.Run("embedded", func(b *testing.B) {
+		benchSequential(b, data, func() string {
+			dir := filepath.Join(b.TempDir(), "store")
+			testutil.Check(b, Init(dir, InitOptions{}))
+			return dir
+		})
+	})
+}
+
+// benchSequential runs the write and cold read halves, each iteration on
+// a fresh volume that newVolume makes.
+func benchSequential(b *testing.B, data []byte, newVolume func() string) {
+	b.Run("write", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for range b.N {
+			b.StopTimer()
+			v, err := Open(newVolume(), quietLog())
+			testutil.Check(b, err)
+			b.StartTimer()
+			testutil.Check(b, writeSequential(v, data))
+			b.StopTimer()
+			testutil.Check(b, v.Close())
+		}
+	})
+	b.Run("coldread", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		dir := newVolume()
+		v, err := Open(dir, quietLog())
+		testutil.Check(b, err)
+		testutil.Check(b, writeSequential(v, data))
+		testutil.Check(b, v.Close())
+		buf := make([]byte, 1<<20)
+		b.ResetTimer()
+		for range b.N {
+			b.StopTimer()
+			testutil.Check(b, os.RemoveAll(filepath.Join(dir, S3Dir, "cache")))
+			v, err := Open(dir, quietLog())
+			testutil.Check(b, err)
+			a, err := v.NS.Lookup(1, "seq")
+			testutil.Check(b, err)
+			h, err := v.NS.Open(a.Ino, syscall.O_RDONLY)
+			testutil.Check(b, err)
+			b.StartTimer()
+			for off := 0; off < len(data); off += len(buf) {
+				n, err := v.NS.Read(h, int64(off), buf)
+				testutil.Check(b, err)
+				if n != min(len(buf), len(data)-off) {
+					b.Fatalf("read %d bytes at %d", n, off)
+				}
+			}
+			b.StopTimer()
+			testutil.Check(b, v.NS.Release(h))
+			testutil.Check(b, v.Close())
+		}
+	})
+}
+
+// writeSequential writes data to the new file "seq" in 1 MiB writes,
+// fsyncs and closes it.
+func writeSequential(v *Volume, data []byte) error {
+	_, h, err := v.NS.Create(vfs.Caller{}, 1, "seq", 0o644, syscall.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	for off := 0; off < len(data); off += 1 << 20 {
+		if _, err := v.NS.Write(h, int64(off), data[off:min(off+1<<20, len(data))]); err != nil {
+			v.NS.Release(h)
+			return err
+		}
+	}
+	err = v.NS.Fsync(h, false)
+	return errors.Join(err, v.NS.Flush(h), v.NS.Release(h))
+}
