@@ -24,12 +24,12 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc  // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc  // stored bytes nobody references; punch at once
-	after   []func()    // run once committed
-	locked  []func()    // run once committed, before the lock goes
-	aborted []func()    // run if it aborts, before the lock goes
-	trees   TreeJournal // the clones an inode lies in (SetTrees)
+	freed   []blob.Loc    // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc    // stored bytes nobody references; punch at once
+	after   []func()      // run once committed
+	locked  []func()      // run once committed, before the lock goes
+	aborted []func()      // run if it aborts, before the lock goes
+	trees   TreeJournal   // the clones an inode lies in (SetTrees)
 	created []schema.Hash // chunks whose records this tx creates
 	done    bool
 }
