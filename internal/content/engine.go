@@ -65,6 +65,8 @@ type Engine struct {
 
 	sessionOpen bool // Recover started a session that Close must end
 
+	created createdLog // chunk records recent commits created (created.go)
+
 	retainer  Retainer  // keeps old versions for pins; guarded by txMu
 	beginHook func(*Tx) // runs as each transaction begins (SetBeginHook)
 

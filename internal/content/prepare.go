@@ -27,6 +27,10 @@ type Prepared struct {
 	written bool   // this Prepare stored the bytes
 	inline  []byte // the stored bytes, for a record that holds them (Engine.inlines)
 	check   uint64 // schema.CheckSum of data, for a new chunk's record
+	// missedAt is 1 + the createdLog gen at which the chunk table lookup
+	// found no record (0: not looked up, or found): the commit then looks
+	// again only if a record may have been created since.
+	missedAt uint64
 }
 
 // Prepare cuts data, which starts at file offset off, into chunks and
@@ -139,14 +143,28 @@ type startedWrite struct {
 // earlier chunk of the same Store (in seen, which it extends) nor the
 // volume holds, with the bytes of the others: held already, and zeros.
 func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (toStore []*Prepared, dedup, zero int64, err error) {
+	// The chunk table lookups run beside the hashing, on every core: on a
+	// stream of fresh 4 KiB blocks they cost as much as the hashing.
+	held := make([]bool, len(group))
+	errs := make([]error, len(group))
 	parallel(len(group), func(i int) {
 		p := group[i]
-		if p.Zero = isZero(p.data); !p.Zero {
-			p.Hash = schema.Sum(p.data)
-			p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
+		if p.Zero = isZero(p.data); p.Zero {
+			return
+		}
+		p.Hash = schema.Sum(p.data)
+		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
+		gen := e.created.missGen()
+		switch _, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
+		case err == nil:
+			held[i] = true
+		case errors.Is(err, meta.ErrNotFound):
+			p.missedAt = gen + 1
+		default:
+			errs[i] = err
 		}
 	})
-	for _, p := range group {
+	for i, p := range group {
 		if p.Zero {
 			zero += int64(p.Len)
 			continue
@@ -156,11 +174,12 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 			continue
 		}
 		seen[p.Hash] = p
-		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); err == nil {
+		if errs[i] != nil {
+			return nil, 0, 0, errs[i]
+		}
+		if held[i] {
 			dedup += int64(p.Len) // already stored
 			continue
-		} else if !errors.Is(err, meta.ErrNotFound) {
-			return nil, 0, 0, err
 		}
 		toStore = append(toStore, p)
 	}

@@ -25,12 +25,13 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc  // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc  // stored bytes nobody references; punch at once
-	after   []func()    // run once committed
-	locked  []func()    // run once committed, before the lock goes
-	aborted []func()    // run if it aborts, before the lock goes
-	trees   TreeJournal // the clones an inode lies in (SetTrees)
+	freed   []blob.Loc    // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc    // stored bytes nobody references; punch at once
+	after   []func()      // run once committed
+	locked  []func()      // run once committed, before the lock goes
+	aborted []func()      // run if it aborts, before the lock goes
+	trees   TreeJournal   // the clones an inode lies in (SetTrees)
+	created []schema.Hash // chunks whose records this tx creates
 	done    bool
 }
 
@@ -147,6 +148,7 @@ func (t *Tx) Commit(sync bool) error {
 	}
 	t.done = true
 	t.b.Close()
+	t.e.created.record(t.created)
 	t.e.version = t.version
 	t.e.statsMu.Lock()
 	t.e.stats = stats
@@ -198,8 +200,12 @@ func (t *Tx) applyRefs() error {
 		return nil // no iterator to open (most namespace transactions)
 	}
 	hashes := make([]schema.Hash, 0, len(t.refs))
+	missing := map[schema.Hash]bool{}
 	for h := range t.refs {
 		hashes = append(hashes, h)
+		if t.knownMissing(h) {
+			missing[h] = true
+		}
 	}
 	slices.SortFunc(hashes, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
 	// record reads a chunk's record, nil if the table does not hold it.
@@ -210,7 +216,7 @@ func (t *Tx) applyRefs() error {
 		}
 		return rec, err
 	}
-	if len(hashes) > iterRefs {
+	if len(hashes)-len(missing) > iterRefs {
 		it, err := t.b.NewIter(schema.ChunkRange())
 		if err != nil {
 			return err
@@ -224,15 +230,26 @@ func (t *Tx) applyRefs() error {
 		}
 	}
 	for _, h := range hashes {
-		rec, err := record(schema.ChunkKey(h))
-		if err != nil {
-			return err
+		var rec []byte
+		if !missing[h] {
+			var err error
+			if rec, err = record(schema.ChunkKey(h)); err != nil {
+				return err
+			}
 		}
 		if err := t.applyRef(h, t.refs[h], rec); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// knownMissing reports whether chunk h has no record without looking: its
+// copy was stored by a Prepare whose lookup found none, and no commit has
+// created one since (createdLog).
+func (t *Tx) knownMissing(h schema.Hash) bool {
+	p := t.fresh[h]
+	return p != nil && p.written && p.missedAt > 0 && !t.e.created.mayExist(h, p.missedAt-1)
 }
 
 // applyRef applies delta d to chunk h, whose current record is rec (nil
@@ -285,6 +302,7 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 			return err
 		}
 	}
+	t.created = append(t.created, h)
 	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d),
 		Check: p.check, HasCheck: true}
 	if p.inline != nil {
