@@ -143,17 +143,10 @@ type startedWrite struct {
 // earlier chunk of the same Store (in seen, which it extends) nor the
 // volume holds, with the bytes of the others: held already, and zeros.
 func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (toStore []*Prepared, dedup, zero int64, err error) {
-	// The chunk table lookups run beside the hashing, on every core: on a
-	// stream of fresh 4 KiB blocks they cost as much as the hashing.
 	held := make([]bool, len(group))
 	errs := make([]error, len(group))
-	parallel(len(group), func(i int) {
+	lookup := func(i int) {
 		p := group[i]
-		if p.Zero = isZero(p.data); p.Zero {
-			return
-		}
-		p.Hash = schema.Sum(p.data)
-		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
 		gen := e.created.missGen()
 		switch _, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
 		case err == nil:
@@ -163,7 +156,27 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		default:
 			errs[i] = err
 		}
+	}
+	many, batched := e.meta.(meta.MultiGetter)
+	parallel(len(group), func(i int) {
+		p := group[i]
+		if p.Zero = isZero(p.data); p.Zero {
+			return
+		}
+		p.Hash = schema.Sum(p.data)
+		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
+		if !batched {
+			// Beside the hashing, on every core: on a stream of fresh
+			// 4 KiB blocks the lookups cost as much as the hashing.
+			lookup(i)
+		}
 	})
+	if batched {
+		// One statement for the group where a lookup is a round trip.
+		if err := e.lookupMany(many, group, held); err != nil {
+			return nil, 0, 0, err
+		}
+	}
 	for i, p := range group {
 		if p.Zero {
 			zero += int64(p.Len)
@@ -184,6 +197,34 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		toStore = append(toStore, p)
 	}
 	return toStore, dedup, zero, nil
+}
+
+// lookupMany looks up the chunk records of group's non-zero chunks with
+// one GetMany, marking those held and the missed ones' gen.
+func (e *Engine) lookupMany(m meta.MultiGetter, group []*Prepared, held []bool) error {
+	var keys [][]byte
+	var at []int
+	for i, p := range group {
+		if !p.Zero {
+			keys, at = append(keys, schema.ChunkKey(p.Hash)), append(at, i)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	gen := e.created.missGen()
+	vals, err := m.GetMany(keys)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		if vals[j] != nil {
+			held[i] = true
+		} else {
+			group[i].missedAt = gen + 1
+		}
+	}
+	return nil
 }
 
 // parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines.

@@ -245,11 +245,12 @@ func (t *Tx) applyRefs() error {
 }
 
 // knownMissing reports whether chunk h has no record without looking: its
-// copy was stored by a Prepare whose lookup found none, and no commit has
+// copy was stored (or kept inline) by a Prepare whose lookup found none,
+// and no commit has
 // created one since (createdLog).
 func (t *Tx) knownMissing(h schema.Hash) bool {
 	p := t.fresh[h]
-	return p != nil && p.written && p.missedAt > 0 && !t.e.created.mayExist(h, p.missedAt-1)
+	return p != nil && p.hasBytes() && p.missedAt > 0 && !t.e.created.mayExist(h, p.missedAt-1)
 }
 
 // applyRef applies delta d to chunk h, whose current record is rec (nil
