@@ -15,6 +15,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/voltest"
+	dvolume "github.com/doppelfs/doppel/internal/volume"
 )
 
 // statusEntry is one volume of `doppel status --json`.
@@ -234,7 +235,10 @@ func TestStatusListsSilentDaemons(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(daemonPIDs(dead.Mnt)) > 0; time.Sleep(50 * time.Millisecond) {
+	// A dying process's cmdline empties before its files close: wait for
+	// the volume lock too, or status may still meet the exiting daemon
+	// (on S3 volumes, with many connections to close, it did).
+	for deadline := time.Now().Add(10 * time.Second); len(daemonPIDs(dead.Mnt)) > 0 || dvolume.LockHolder(dead.Store) != 0; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("daemon did not die after SIGKILL")
 		}
