@@ -140,6 +140,11 @@ func (e *env) inode(p string) schema.Inode {
 
 func (e *env) check(verify bool) *fsck.Report {
 	e.t.Helper()
+	// The volume is open: hold its background work (the reclaimer, and
+	// compaction on S3, which copies chunks into a new pack before it
+	// re-points their records) as an online check does.
+	release := e.v.Engine.HoldReclaim()
+	defer release()
 	r, err := fsck.Check(e.v.FsckStores(), fsck.Options{VerifyData: verify})
 	testutil.Check(e.t, err)
 	for _, p := range r.Problems {
