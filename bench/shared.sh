@@ -337,6 +337,9 @@ seq_part() {
 	b0=$(vol_bytes)
 	timed t dd if="$SRC" of="$VOL_MNT/seq" bs=1M conv=fsync status=none || die "$sys: dd failed"
 	add write_s "$sys" "$t"
+	# What the store held when fsync returned: a system whose fsync waits
+	# for its uploads holds the whole file here.
+	add synced_pct "$sys" "$(awk -v a="$b0" -v b="$(vol_bytes)" -v n=$((SEQ_MIB << 20)) 'BEGIN { printf "%.1f", 100 * (b - a) / n }')"
 	log "  write $SEQ_MIB MiB: ${t}s"
 	vol_down
 	vol_clear_cache
@@ -481,6 +484,8 @@ space_cell() { # space_cell SYS
 	if has_part seq; then
 		row "sequential write, $SEQ_MIB MiB + fsync" write_s seq
 		row "cold read, $SEQ_MIB MiB" read_s seq
+		printf '| share of the file in the store when fsync returned | %s %% | %s %% | %s %% | – | – |\n' \
+			"$(med synced_pct doppel-shared)" "$(med synced_pct juicefs)" "$(med synced_pct doppel-embedded)"
 	fi
 	if has_part files; then
 		row "create + write $FILE_SIZE B + close, $NFILES files" create_s

@@ -20,7 +20,7 @@ mkdir "$tmp/root"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret-key
 ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-	"$vgw" --port "127.0.0.1:$port" --quiet posix "$tmp/root" >"$tmp/vgw.log" 2>&1 &
+	"$vgw" --port "127.0.0.1:$port" --quiet posix ${S3SDK_POSIX_FLAGS:-} "$tmp/root" >"$tmp/vgw.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do
 	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi

@@ -64,6 +64,10 @@ const stageBytes = batchBytes
 // stagePool recycles aligned staging buffers of stageBytes.
 var stagePool = sync.Pool{New: func() any { b := alignedBuf(stageBytes); return &b }}
 
+// AlignedBuf returns n zeroed bytes starting at an Align boundary, as
+// O_DIRECT writes want them.
+func AlignedBuf(n int) []byte { return alignedBuf(n) }
+
 // alignedBuf returns n zeroed bytes starting at an Align boundary.
 func alignedBuf(n int) []byte {
 	b := make([]byte, n+Align)

@@ -41,7 +41,7 @@ func BenchmarkSequential(b *testing.B) {
 		benchSequential(b, data, func() string {
 			n++
 			dir := filepath.Join(b.TempDir(), "store")
-			testutil.Check(b, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL(fmt.Sprintf("seq%d", n))}))
+			testutil.Check(b, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL(fmt.Sprintf("seq%d", n)), CacheBytes: benchCacheBytes(b)}))
 			return dir
 		})
 	})
@@ -117,4 +117,16 @@ func writeSequential(v *Volume, data []byte) error {
 	}
 	err = v.NS.Fsync(h, false)
 	return errors.Join(err, v.NS.Flush(h), v.NS.Release(h))
+}
+
+// benchCacheBytes is DOPPEL_BENCH_CACHE_BYTES (negative: no read cache),
+// else 0 (the default cache).
+func benchCacheBytes(b *testing.B) int64 {
+	s := os.Getenv("DOPPEL_BENCH_CACHE_BYTES")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	testutil.Check(b, err)
+	return n
 }

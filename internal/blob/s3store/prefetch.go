@@ -184,11 +184,11 @@ func (s *Store) Prefetch(locs []blob.Loc) {
 // writes it to the read cache.
 func (s *Store) runFetch(f *fetch) {
 	s.fetchSlots <- struct{}{}
-	buf := make([]byte, f.end-f.start)
-	err := s.objs.get(f.num, int64(f.start), buf)
+	rb := recordBuf(int(f.end - f.start)) // the cache writes it without a copy
+	err := s.objs.get(f.num, int64(f.start), rb.data)
 	<-s.fetchSlots
 	if err == nil {
-		f.buf = buf
+		f.buf = rb.data
 	}
 	f.err = err
 	close(f.done)
@@ -200,7 +200,7 @@ func (s *Store) runFetch(f *fetch) {
 		return
 	}
 	if s.cache != nil {
-		s.cache.put(blob.Loc{Segment: f.num, Offset: f.start, Length: uint32(f.end - f.start)}, buf)
+		s.cache.putRecord(blob.Loc{Segment: f.num, Offset: f.start, Length: uint32(f.end - f.start)}, rb)
 	}
 	s.staged.mu.Lock()
 	s.staged.release(f)

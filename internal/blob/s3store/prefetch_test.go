@@ -3,7 +3,6 @@ package s3store
 import (
 	"cmp"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 
@@ -104,7 +103,7 @@ func TestCacheRangeBlocks(t *testing.T) {
 	srv.Stop()
 	checkAll(t, s, locs, data) // all from the cache files
 	srv.Restart(t)
-	damageFile(t, s.cache.path(ranges[0]), int64(ranges[0].Length)/2)
+	s.cache.damage(t, ranges[0], int64(ranges[0].Length)/2)
 	checkAll(t, s, locs, data) // the damaged block is a miss: from S3
 	s.cache.mu.Lock()
 	_, kept := s.cache.entries[ranges[0]]
@@ -131,14 +130,3 @@ func (st *staging) dropAll() {
 }
 
 // damageFile flips a bit of the file at path at off.
-func damageFile(t *testing.T, path string, off int64) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[off] ^= 0x40
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}

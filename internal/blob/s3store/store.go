@@ -106,6 +106,9 @@ func open(cfg Config, dirf *os.File) (*Store, error) {
 		highest = max(highest, n)
 	}
 	if s.next, err = s.alloc.Allocate(allocBlock, highest); err != nil {
+		if s.cache != nil {
+			s.cache.close()
+		}
 		return nil, fmt.Errorf("s3: allocate pack numbers: %w", err)
 	}
 	s.limit = s.next + allocBlock
@@ -174,6 +177,9 @@ func (s *Store) Close() error {
 	s.changed.Broadcast()
 	s.mu.Unlock()
 	s.prefetching.Wait()
+	if s.cache != nil {
+		s.cache.close()
+	}
 	s.dirf.Close()
 	return err
 }
