@@ -57,6 +57,10 @@ func TestCompactionUnderLoad(t *testing.T) {
 
 	m := newFileModel(v, rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)))
 	frozen := m.writeFrozen(t, 6)
+	frozenData := map[string][]byte{} // the reader's own copy: m.files changes under the steps
+	for _, name := range frozen {
+		frozenData[name] = m.files[name]
+	}
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
 	readErr := make(chan error, 1)
@@ -70,7 +74,7 @@ func TestCompactionUnderLoad(t *testing.T) {
 			default:
 			}
 			name := frozen[i%len(frozen)]
-			if err := m.check(name, m.files[name]); err != nil {
+			if err := m.check(name, frozenData[name]); err != nil {
 				readErr <- fmt.Errorf("frozen file: %w", err)
 				return
 			}

@@ -17,6 +17,7 @@ type pack struct {
 	round    chan struct{}
 	uploaded bool
 	err      error // of the last round, if it failed
+	readers  int   // Reads copying from buf; buf is recycled once none is left after the upload
 }
 
 // end is where the next chunk of p would start.
@@ -109,7 +110,7 @@ func (s *Store) rotate() error {
 	if s.open != nil && len(s.open.buf) > 0 {
 		s.seal(s.open)
 	}
-	s.open = &pack{num: s.next, buf: make([]byte, 0, s.cfg.PackSize)}
+	s.open = &pack{num: s.next, buf: s.packBuf()}
 	s.next++
 	return nil
 }
@@ -121,4 +122,27 @@ func (s *Store) seal(p *pack) {
 	}
 	s.pending[p.num] = p
 	s.startRound(p)
+}
+
+// packBuf returns an empty buffer of PackSize capacity, recycled when one
+// is free: a fresh one costs the allocator's zeroing of 4 MiB and the
+// kernel's faulting in of its pages, for every pack.
+func (s *Store) packBuf() []byte {
+	if b, ok := s.packBufs.Get().(*[]byte); ok && cap(*b) == int(s.cfg.PackSize) {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, s.cfg.PackSize)
+}
+
+// recycle gives p's buffer back once p is uploaded and no Read copies
+// from it. s.mu is held.
+func (s *Store) recycle(p *pack) {
+	if !p.uploaded || p.readers > 0 || p.buf == nil {
+		return
+	}
+	if cap(p.buf) == int(s.cfg.PackSize) {
+		b := p.buf[:0]
+		s.packBufs.Put(&b)
+	}
+	p.buf = nil
 }

@@ -26,16 +26,35 @@ func (s *Store) Read(loc blob.Loc, buf []byte) ([]byte, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("s3: read: %w", os.ErrClosed)
 	}
-	mem, inMem := s.inMemory(loc.Segment)
+	p := s.inMemory(loc.Segment)
+	var mem []byte
+	if p != nil {
+		mem = p.buf
+		p.readers++ // its buffer is not recycled while we copy
+	}
 	o, listed := s.packs[loc.Segment]
 	s.mu.Unlock()
 	off, end := int64(loc.Offset), int64(loc.Offset)+int64(loc.Length)
+	var err error
 	switch {
-	case inMem && end > int64(len(mem)), listed && end > o.size:
-		return nil, fmt.Errorf("s3: pack %d: %d bytes at %d past its end: %w", loc.Segment, loc.Length, off, blob.ErrCorrupt)
-	case inMem:
+	case p != nil && end > int64(len(mem)), listed && end > o.size:
+		err = fmt.Errorf("s3: pack %d: %d bytes at %d past its end: %w", loc.Segment, loc.Length, off, blob.ErrCorrupt)
+	case p != nil:
 		copy(buf, mem[off:end])
+	}
+	if p != nil {
+		s.mu.Lock()
+		p.readers--
+		s.recycle(p)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 		return buf, nil
+	}
+	switch {
+	case err != nil:
+		return nil, err
 	case loc.Length == 0:
 		return buf, nil
 	}
@@ -54,16 +73,13 @@ func (s *Store) Read(loc blob.Loc, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// inMemory returns the bytes of pack num if this store still holds them.
-// s.mu is held.
-func (s *Store) inMemory(num uint32) ([]byte, bool) {
+// inMemory returns pack num if this store still holds its bytes. s.mu is
+// held.
+func (s *Store) inMemory(num uint32) *pack {
 	if s.open != nil && s.open.num == num {
-		return s.open.buf, true
+		return s.open
 	}
-	if p := s.pending[num]; p != nil {
-		return p.buf, true
-	}
-	return nil, false
+	return s.pending[num]
 }
 
 // Forget implements blob.Store; it does nothing: the read cache is the

@@ -35,6 +35,7 @@ type Store struct {
 	next, limit  uint32
 	sessionStart uint32
 
+	packBufs    sync.Pool // of *[]byte: buffers of uploaded packs (packBuf)
 	uploadSlots chan struct{}
 	fetchSlots  chan struct{} // bounds prefetch GETs
 	staged      *staging      // prefetched ranges in memory

@@ -55,9 +55,7 @@ func (s *Store) upload(p *pack, done chan struct{}) {
 	default:
 		p.err = err
 	}
-	if p.uploaded {
-		p.buf = nil // readers that took it keep their reference
-	}
+	s.recycle(p)
 	close(done)
 	s.changed.Broadcast()
 	s.mu.Unlock()

@@ -31,7 +31,7 @@ func (b *batch) Get(key []byte) ([]byte, error) {
 	case deleted:
 		return nil, meta.ErrNotFound
 	}
-	return b.s.r.Get(key)
+	return b.s.Get(key)
 }
 
 func (b *batch) NewIter(lower, upper []byte) (meta.Iterator, error) {

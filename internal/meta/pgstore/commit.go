@@ -46,6 +46,10 @@ func (b *batch) Commit(sync bool) error {
 	if len(keys) > 0 {
 		pb.Queue(q.upsert, keys, vals)
 	}
+	w := commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}
+	if b.s.cache != nil {
+		b.s.cache.begin(w)
+	}
 	err := b.s.retry(func(ctx context.Context) error {
 		br := b.s.pool.SendBatch(ctx, pb)
 		var ver int64
@@ -65,6 +69,9 @@ func (b *batch) Commit(sync bool) error {
 		b.s.sawVersion(ver)
 		return nil
 	})
+	if b.s.cache != nil {
+		b.s.cache.end(w, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,14 @@ type Options struct {
 	Schema string
 	// Timeout bounds each statement's round trip (default 30 s).
 	Timeout time.Duration
+	// CacheBytes bounds the cache of records read and written
+	// (recordCache): 0 is DefaultCacheBytes, negative turns it off. It is
+	// exact only while this Store is the schema's only writer.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes bounds the record cache unless Options say otherwise.
+const DefaultCacheBytes = 64 << 20
 
 // DefaultMaxConns is the pool size unless the URL sets pool_max_conns:
 // each open snapshot holds a connection.
@@ -53,6 +60,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	s.pool, s.timeout = pool, o.Timeout
 	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
+	switch {
+	case o.CacheBytes == 0:
+		s.cache = newRecordCache(DefaultCacheBytes)
+	case o.CacheBytes > 0:
+		s.cache = newRecordCache(o.CacheBytes)
+	}
 	if err := s.create(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))

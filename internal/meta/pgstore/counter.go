@@ -30,6 +30,9 @@ func (s *Store) Reserve(key []byte, n, floor uint64) (uint64, error) {
 			break
 		}
 	}
+	if s.cache != nil {
+		s.cache.forget(key) // written behind the cache's back
+	}
 	if err != nil {
 		return 0, fmt.Errorf("pgstore: reserve: %w", err)
 	}

@@ -24,3 +24,6 @@ func Retry(fn func() error) (error, int64) {
 	err := s.retry(func(context.Context) error { return fn() })
 	return err, s.retries.Load()
 }
+
+// Schema is the store's schema.
+func (s *Store) Schema() string { return s.schema }

@@ -53,8 +53,17 @@ func testRoundTrips(t *testing.T, e *env) {
 	if got := count(batch); got != 1 {
 		t.Errorf("a batch of 10 sets and its commit took %d round trips, want 1", got)
 	}
-	if got := count(func() { s.Get([]byte("k00001")) }); got != 1 {
-		t.Errorf("a Get took %d round trips, want 1", got)
+	if got := count(func() { s.Get([]byte("k00001")) }); got != 0 {
+		t.Errorf("a Get of a record this store wrote took %d round trips, want 0 (record cache)", got)
+	}
+	uncached, un, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: s.Schema(), CacheBytes: -1})
+	must(t, err)
+	defer uncached.Close()
+	uncached.Get([]byte("k00001"))
+	before := un.Load()
+	uncached.Get([]byte("k00001"))
+	if got := un.Load() - before; got != 1 {
+		t.Errorf("a Get without the record cache took %d round trips, want 1", got)
 	}
 	if got := count(func() { scan(pgstore.FirstPage - 1) }); got != 1 {
 		t.Errorf("First and %d Nexts took %d round trips, want 1 page", pgstore.FirstPage-1, got)

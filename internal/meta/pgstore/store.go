@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 type Store struct {
 	pool    *pgxpool.Pool
 	q       *stmts
-	r       reader // the latest committed state
+	r       reader       // the latest committed state
+	cache   *recordCache // nil when off
 	schema  string
 	timeout time.Duration
 	version atomic.Int64 // the highest volume version a commit took
@@ -28,10 +30,58 @@ var (
 	_ meta.RangeDeleter   = (*batch)(nil)
 )
 
-func (s *Store) Get(key []byte) ([]byte, error) { return s.r.Get(key) }
+// Get reads key from the record cache, else from the server.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	if s.cache == nil {
+		return s.r.Get(key)
+	}
+	if v, known := s.cache.get(key); known {
+		if v == nil {
+			return nil, meta.ErrNotFound
+		}
+		return v, nil
+	}
+	t := s.cache.ticket(key)
+	v, err := s.r.Get(key)
+	switch {
+	case err == nil:
+		s.cache.fill(key, v, t)
+	case errors.Is(err, meta.ErrNotFound):
+		s.cache.fill(key, nil, t)
+	}
+	return v, err
+}
 
-// GetMany implements meta.MultiGetter: one statement for all keys.
-func (s *Store) GetMany(keys [][]byte) ([][]byte, error) { return s.r.GetMany(keys) }
+// GetMany implements meta.MultiGetter: the keys the record cache does not
+// know are read with one statement.
+func (s *Store) GetMany(keys [][]byte) ([][]byte, error) {
+	if s.cache == nil {
+		return s.r.GetMany(keys)
+	}
+	out := make([][]byte, len(keys))
+	var miss [][]byte
+	var at []int
+	var tickets []ticket
+	for i, k := range keys {
+		if v, known := s.cache.get(k); known {
+			out[i] = v
+			continue
+		}
+		miss, at, tickets = append(miss, k), append(at, i), append(tickets, s.cache.ticket(k))
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	got, err := s.r.GetMany(miss)
+	if err != nil {
+		return nil, err
+	}
+	for j, v := range got {
+		out[at[j]] = v
+		s.cache.fill(miss[j], v, tickets[j])
+	}
+	return out, nil
+}
 
 func (s *Store) NewIter(lower, upper []byte) (meta.Iterator, error) {
 	return s.r.NewIter(lower, upper)

@@ -74,6 +74,8 @@ func TestStore(t *testing.T) {
 		{"BatchSeesLaterCommits", testBatchSeesLaterCommits},
 		{"DeleteRange", testDeleteRange},
 		{"GetMany", testGetMany},
+		{"RecordCache", testRecordCache},
+		{"RecordCacheRaces", testRecordCacheRaces},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
 		{"SnapshotAcrossPages", testSnapshotAcrossPages},

@@ -1,0 +1,232 @@
+package pgstore
+
+import (
+	"bytes"
+	"container/list"
+	"hash/maphash"
+	"sync"
+)
+
+// recordCache keeps records of the latest committed state that this Store
+// read or wrote, so that a point read (Get, GetMany, a batch's Get of a
+// key it did not write) of a record read or written recently costs no
+// round trip: the namespace reads the same inode and entry records many
+// times per operation (docs/SHARED.md, section 5). Absent keys are kept
+// too (a lookup of a missing name). Iterators and snapshots read the
+// server, as before.
+//
+// It is exact while this Store is the only writer of its schema, which
+// the volume's lock makes so on one host: every commit applies its writes
+// to the cache once PostgreSQL has committed them (write-through), and a
+// read that raced a commit does not fill the cache: each key falls in a
+// stripe whose generation a commit writing into it bumps, and a fill
+// whose stripe (or the whole cache, for range deletes) changed since its
+// read began is dropped. Commits that overlap in time and in keys drop
+// those keys instead (begin). A commit whose outcome is unknown (the
+// connection was lost after it was sent) empties the cache. Other writers
+// (hosts mounting the volume at once, issue 16) must invalidate it, or
+// it must be off (Options.CacheBytes < 0).
+type recordCache struct {
+	limit int64
+	seed  maphash.Seed
+
+	mu      sync.Mutex
+	size    int64
+	lru     list.List // of *cached, most recent first
+	entries map[string]*list.Element
+	stripe  [cacheStripes]uint64 // generations, bumped by commits writing keys in them
+	all     uint64               // generation of the whole cache, bumped by range deletes
+
+	flying       map[string]*inFlight // keys commits under way write
+	rangeCommits int                  // commits under way that delete ranges
+}
+
+const cacheStripes = 256
+
+// cached is one key's value (nil: the key does not exist).
+type cached struct {
+	key   string
+	value []byte
+}
+
+// entryOverhead is what an entry costs beyond its key and value.
+const entryOverhead = 96
+
+// ticket is what a read remembers to fill the cache afterwards.
+type ticket struct{ stripe, all uint64 }
+
+func newRecordCache(limit int64) *recordCache {
+	return &recordCache{limit: limit, seed: maphash.MakeSeed(), entries: map[string]*list.Element{},
+		flying: map[string]*inFlight{}}
+}
+
+func (c *recordCache) stripeOf(key []byte) int {
+	return int(maphash.Bytes(c.seed, key) % cacheStripes)
+}
+
+// get returns a copy of key's value and whether the cache knows it
+// (value nil: the key does not exist).
+func (c *recordCache) get(key []byte) (value []byte, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[string(key)]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	e := el.Value.(*cached)
+	if e.value == nil {
+		return nil, true
+	}
+	return bytes.Clone(e.value), true
+}
+
+// ticket is taken before a read of key from the server.
+func (c *recordCache) ticket(key []byte) ticket {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ticket{c.stripe[c.stripeOf(key)], c.all}
+}
+
+// fill records what a read that took t found for key (value nil: absent),
+// unless a commit wrote into key's stripe since t.
+func (c *recordCache) fill(key, value []byte, t ticket) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t != (ticket{c.stripe[c.stripeOf(key)], c.all}) {
+		return
+	}
+	c.setLocked(string(key), value)
+}
+
+// setLocked makes value (nil: absent) the cached value of key. c.mu is
+// held.
+func (c *recordCache) setLocked(key string, value []byte) {
+	if value != nil {
+		value = bytes.Clone(value)
+		if value == nil {
+			value = []byte{}
+		}
+	}
+	if el, ok := c.entries[key]; ok {
+		e := el.Value.(*cached)
+		c.size += int64(len(value) - len(e.value))
+		e.value = value
+		c.lru.MoveToFront(el)
+	} else {
+		c.entries[key] = c.lru.PushFront(&cached{key, value})
+		c.size += int64(len(key)+len(value)) + entryOverhead
+	}
+	for c.size > c.limit && c.lru.Len() > 0 {
+		c.dropLocked(c.lru.Back())
+	}
+}
+
+func (c *recordCache) dropLocked(el *list.Element) {
+	e := c.lru.Remove(el).(*cached)
+	delete(c.entries, e.key)
+	c.size -= int64(len(e.key)+len(e.value)) + entryOverhead
+}
+
+// commitWrites is what a commit changes: ranges deleted, keys deleted,
+// keys set to vals.
+type commitWrites struct {
+	ranges     []span
+	dels, keys [][]byte
+	vals       [][]byte
+}
+
+// inFlight is a key that commits under way write.
+type inFlight struct {
+	commits   int
+	contended bool // two commits writing it overlapped in time
+}
+
+// begin registers a commit's writes before it is sent. Two commits in
+// flight at once that write the same key (or one of which deletes a
+// range) commit in an order the cache cannot see: PostgreSQL's, which
+// need not be the order in which they return. Such keys are marked
+// contended, and end drops them instead of writing them through.
+func (c *recordCache) begin(w commitWrites) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(w.ranges) > 0 {
+		c.rangeCommits++
+		for _, f := range c.flying {
+			f.contended = true
+		}
+	}
+	for _, list := range [][][]byte{w.dels, w.keys} {
+		for _, k := range list {
+			f := c.flying[string(k)]
+			if f == nil {
+				f = &inFlight{}
+				c.flying[string(k)] = f
+			}
+			f.commits++
+			f.contended = f.contended || f.commits > 1 || c.rangeCommits > 0
+		}
+	}
+}
+
+// end applies a commit's writes once it returned: what it wrote, unless
+// contended, otherwise the keys are dropped; a failed commit (which may
+// have committed, if its connection was lost after it was sent) empties
+// the cache.
+func (c *recordCache) end(w commitWrites, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(w.ranges) > 0 {
+		c.rangeCommits--
+		c.all++
+		for k, el := range c.entries {
+			for _, r := range w.ranges {
+				if k >= string(r.lo) && (r.hi == nil || k < string(r.hi)) {
+					c.dropLocked(el)
+					break
+				}
+			}
+		}
+	}
+	apply := func(k []byte, v []byte) {
+		c.stripe[c.stripeOf(k)]++
+		f := c.flying[string(k)]
+		if f.contended || err != nil {
+			if el, ok := c.entries[string(k)]; ok {
+				c.dropLocked(el)
+			}
+		} else {
+			c.setLocked(string(k), v)
+		}
+		if f.commits--; f.commits == 0 {
+			delete(c.flying, string(k))
+		}
+	}
+	for _, k := range w.dels {
+		apply(k, nil)
+	}
+	for i, k := range w.keys {
+		apply(k, w.vals[i])
+	}
+	if err != nil {
+		c.resetLocked()
+	}
+}
+
+// resetLocked empties the cache. c.mu is held.
+func (c *recordCache) resetLocked() {
+	c.all++
+	c.entries = map[string]*list.Element{}
+	c.lru.Init()
+	c.size = 0
+}
+
+// forget drops key (written by a statement that is not a commit).
+func (c *recordCache) forget(key []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stripe[c.stripeOf(key)]++
+	if el, ok := c.entries[string(key)]; ok {
+		c.dropLocked(el)
+	}
+}
