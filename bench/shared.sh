@@ -102,6 +102,8 @@ DOPPEL=$DOPPEL_REPO_ROOT/bin/doppel
 FILEOPS=$DOPPEL_REPO_ROOT/bin/fileops
 GENTREE=$DOPPEL_REPO_ROOT/bin/gentree
 (cd "$DOPPEL_REPO_ROOT" && go build -o "$FILEOPS" ./bench/cmd/fileops && go build -o "$GENTREE" ./bench/cmd/gentree)
+S3SDK=$DOPPEL_REPO_ROOT/bin/s3sdk
+(cd "$DOPPEL_REPO_ROOT/bench/s3sdk" && go build -o "$S3SDK" .)
 
 mkdir -p "$DIR"
 DIR=$(abspath "$DIR")
@@ -429,6 +431,20 @@ for rep in $(seq "$REPS"); do
 		if [ "$VOL_KIND" = doppel ]; then rm -rf "$VOL_STORE"; else rm -rf "$VOL_CACHE"; fi
 		! has_part clone || clone_part "$sys" "$rep"
 	done
+	if has_part seq; then
+		# The S3 server alone, in the same run: PUTs and GETs of 4 MiB
+		# objects from a client that does nothing else (bench/s3sdk, 8 at
+		# a time, aws-sdk-go-v2 with UNSIGNED-PAYLOAD as doppel sends
+		# them): the ceiling the shared systems' sequential rows meet on
+		# this machine, whose two cores the server shares.
+		log "rep $rep/$REPS: the S3 server alone (bench/s3sdk)"
+		out=$(S3SDK_ENDPOINT=$S3_URL S3SDK_BUCKET=ceiling$rep "$S3SDK" -client 'aws-sdk-go-v2 (UNSIGNED' \
+			-objects $((SEQ_MIB / 4 < 256 ? SEQ_MIB / 4 : 256)) -ranges 1 -rounds 1 -par 8 2>>"$LOGF") ||
+			die "bench/s3sdk failed (see $LOGF)"
+		row=$(grep '^| aws' <<<"$out") || die "bench/s3sdk printed no result: $out"
+		add put_mibps s3-alone "$(cut -d'|' -f3 <<<"$row" | tr -d ' ')"
+		add get_mibps s3-alone "$(cut -d'|' -f5 <<<"$row" | tr -d ' ')"
+	fi
 	if has_part seq && has_system juicefs; then
 		log "rep $rep/$REPS: juicefs --trash-days 0 (space only)"
 		new_volume juicefs-notrash
@@ -486,6 +502,8 @@ space_cell() { # space_cell SYS
 		row "cold read, $SEQ_MIB MiB" read_s seq
 		printf '| share of the file in the store when fsync returned | %s %% | %s %% | %s %% | – | – |\n' \
 			"$(med synced_pct doppel-shared)" "$(med synced_pct juicefs)" "$(med synced_pct doppel-embedded)"
+		printf '| the S3 server alone: PUT / GET of 4 MiB objects, 8 at a time (bench/s3sdk) | %s / %s MiB/s | | | | |\n' \
+			"$(med put_mibps s3-alone)" "$(med get_mibps s3-alone)"
 	fi
 	if has_part files; then
 		row "create + write $FILE_SIZE B + close, $NFILES files" create_s

@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +91,7 @@ func main() {
 	ranges := flag.Int("ranges", 512, "64 KiB ranged GETs per round")
 	rounds := flag.Int("rounds", 3, "rounds (clients alternate within each)")
 	par := flag.Int("par", 4, "concurrent requests")
+	only := flag.String("client", "", "run only the clients whose name starts with this")
 	flag.Parse()
 	ep, bucket := os.Getenv("S3SDK_ENDPOINT"), os.Getenv("S3SDK_BUCKET")
 	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
@@ -118,6 +120,12 @@ func main() {
 		{"minio-go/v7 (signed payload)", minioClient{mc, bucket, false}},
 		{"minio-go/v7 (UNSIGNED-PAYLOAD)", minioClient{mc, bucket, true}},
 	}
+	clients = slices.DeleteFunc(clients, func(c struct {
+		name string
+		c    client
+	}) bool {
+		return !strings.HasPrefix(c.name, *only)
+	})
 	data := make([]byte, 4<<20)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range data {
