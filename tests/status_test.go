@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -37,6 +38,14 @@ type statusEntry struct {
 		MetaURL       string  `json:"meta_url"`
 		MetaSchema    string  `json:"meta_schema"`
 		DataURL       string  `json:"data_url"`
+		Sessions      []struct {
+			ID    int64  `json:"id"`
+			PID   int    `json:"pid"`
+			Mount string `json:"mount"`
+			This  bool   `json:"this"`
+			Alive bool   `json:"alive"`
+		} `json:"sessions"`
+		SessionsError string `json:"sessions_error"`
 	} `json:"daemon"`
 }
 
@@ -145,8 +154,8 @@ func TestStatusShowsWhereTheVolumeLives(t *testing.T) {
 		if d.MetaURL != "" || d.MetaSchema != "" || d.DataURL != "" {
 			t.Errorf("embedded volume: status gives metadata %q (schema %q), data %q; want none", d.MetaURL, d.MetaSchema, d.DataURL)
 		}
-		if bytes.Contains(text, []byte("metadata ")) {
-			t.Errorf("embedded volume: doppel status shows a metadata line:\n%s", text)
+		if bytes.Contains(text, []byte("metadata ")) || bytes.Contains(text, []byte("sessions ")) || len(d.Sessions) > 0 {
+			t.Errorf("embedded volume: doppel status shows a metadata line or sessions:\n%s", text)
 		}
 		return
 	}
@@ -166,6 +175,14 @@ func TestStatusShowsWhereTheVolumeLives(t *testing.T) {
 		if !bytes.Contains(text, []byte(want)) {
 			t.Errorf("doppel status does not show %q:\n%s", want, text)
 		}
+	}
+	// The volume's sessions: this daemon's, alive, with its mount point.
+	if len(d.Sessions) != 1 || !d.Sessions[0].This || !d.Sessions[0].Alive || d.Sessions[0].Mount != v.Mnt ||
+		d.Sessions[0].PID != e.PID {
+		t.Errorf("status gives sessions %+v (%s); want this daemon's (pid %d, %s), alive", d.Sessions, d.SessionsError, e.PID, v.Mnt)
+	} else if want := fmt.Sprintf("sessions   %d: host ", d.Sessions[0].ID); !bytes.Contains(text, []byte(want)) ||
+		!bytes.Contains(text, []byte(v.Mnt+"; alive")) {
+		t.Errorf("doppel status does not list the session (%q, %q):\n%s", want, v.Mnt+"; alive", text)
 	}
 	asJSON, _ := runDoppel(time.Minute, "status", "--json")
 	if pw := os.Getenv("PGPASSWORD"); pw == "" || bytes.Contains(text, []byte(pw)) || bytes.Contains(asJSON, []byte(pw)) {

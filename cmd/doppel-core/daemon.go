@@ -99,6 +99,9 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return err
 	}
 	defer stopControl()
+	if err := vol.SetMount(mp); err != nil {
+		log.Warn("cannot record the mount point in the volume's session", "err", err)
+	}
 	log.Info("mounted", "store", dir, "mountpoint", mp, "pid", os.Getpid())
 	if notify != nil {
 		fmt.Fprintln(notify, "ready")
@@ -139,7 +142,23 @@ func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *met
 	}
 	t := fuseOps.Totals()
 	st.Requests, st.RequestErrors, st.RequestEIO = t.Count, t.Errors, t.EIO
+	st.Sessions, st.SessionsError = sessionStatus(vol)
 	return st
+}
+
+// sessionStatus lists the sessions of a shared volume for doppel status.
+func sessionStatus(vol *volume.Volume) ([]ops.SessionStatus, string) {
+	all, err := vol.Sessions()
+	if err != nil {
+		return nil, err.Error()
+	}
+	this := vol.SessionID()
+	out := make([]ops.SessionStatus, 0, len(all))
+	for _, s := range all {
+		out = append(out, ops.SessionStatus{ID: s.ID, Host: s.Host, PID: s.PID, Mount: s.Mount, This: s.ID == this,
+			Alive: s.Alive(), Started: s.Started, HeartbeatAgeSeconds: s.Since.Seconds()})
+	}
+	return out, ""
 }
 
 // daemonMemoryLimit is the daemon's soft limit on Go heap memory, unless

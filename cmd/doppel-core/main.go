@@ -17,6 +17,7 @@ type command struct {
 
 var commands = map[string]command{
 	"init":     {"create a volume", runInit},
+	"join":     {"make a store directory for an existing shared volume (another host's)", runJoin},
 	"mount":    {"mount a volume (daemon in the background unless -f)", runMount},
 	"umount":   {"flush and unmount a mounted volume", runUmount},
 	"df":       {"show logical and physical space, dedup ratio; of a subtree with PATH", runDf},

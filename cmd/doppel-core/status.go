@@ -141,6 +141,31 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 		fmt.Fprintf(w, "  flush      %s waiting in %d files; %d files open\n", human(d.DirtyBytes), d.DirtyFiles, d.OpenFiles)
 		fmt.Fprintf(w, "  space      %s logical, %s physical\n", human(d.LogicalBytes), human(d.PhysicalBytes))
 		printExports(w, d.Exports)
+		printSessions(w, d.Sessions, d.SessionsError)
+	}
+}
+
+// printSessions lists a shared volume's sessions, on every host.
+func printSessions(w io.Writer, sessions []ops.SessionStatus, errMsg string) {
+	if errMsg != "" {
+		fmt.Fprintf(w, "  sessions   cannot be listed: %s\n", errMsg)
+		return
+	}
+	for i, s := range sessions {
+		label := "sessions"
+		if i > 0 {
+			label = ""
+		}
+		state := "alive"
+		if !s.Alive {
+			state = "dead"
+		}
+		this := ""
+		if s.This {
+			this = " (this daemon)"
+		}
+		fmt.Fprintf(w, "  %-10s %d: host %s, pid %d, %s; %s, heartbeat %.1f s ago%s\n",
+			label, s.ID, s.Host, s.PID, s.Mount, state, s.HeartbeatAgeSeconds, this)
 	}
 }
 

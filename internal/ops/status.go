@@ -39,4 +39,24 @@ type Status struct {
 	PhysicalBytes  int64     `json:"physical_bytes"`
 	// Exports are the NBD servers running on the volume (`doppel nbd`).
 	Exports []ExportStatus `json:"exports,omitempty"`
+	// Sessions are the processes that have a shared volume open, on
+	// every host (docs/SHARED.md, 9.1); SessionsError says why they could
+	// not be listed.
+	Sessions      []SessionStatus `json:"sessions,omitempty"`
+	SessionsError string          `json:"sessions_error,omitempty"`
+}
+
+// SessionStatus is one session of a shared volume.
+type SessionStatus struct {
+	ID    int64  `json:"id"`
+	Host  string `json:"host"`
+	PID   int    `json:"pid"`
+	Mount string `json:"mount"`
+	// This is the session of the daemon that answered.
+	This    bool      `json:"this"`
+	Alive   bool      `json:"alive"`
+	Started time.Time `json:"started"`
+	// HeartbeatAgeSeconds is how long ago (server time) it renewed its
+	// heartbeat.
+	HeartbeatAgeSeconds float64 `json:"heartbeat_age_seconds"`
 }

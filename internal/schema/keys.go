@@ -30,6 +30,12 @@ var (
 	// KeyNextPack is the highest pack number handed out to an S3 data
 	// store of a shared volume (a counter, meta.Counters).
 	KeyNextPack = []byte("\x00next_pack")
+	// KeyDataURL is where a shared volume's chunk data lives, as init
+	// was told (an s3:// URL without credentials; empty: the segment
+	// files of the store directory that made it), so that `doppel join`
+	// needs only the metadata URL. Volumes made before it existed have
+	// none.
+	KeyDataURL = []byte("\x00data_url")
 )
 
 // deadPrefix starts the S3 data store's dead-span records: one per pack

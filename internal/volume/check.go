@@ -51,7 +51,7 @@ func openStoresForCheck(dir string, f formatInfo) (fsck.Stores, error) {
 	var m meta.Store
 	var shared *sharedInfo
 	if f.Kind == KindShared {
-		pg, s, err := openSharedMeta(dir, f.UUID)
+		pg, s, err := openSharedMeta(dir, f.UUID, "fsck")
 		if err != nil {
 			return fsck.Stores{}, err
 		}

@@ -135,6 +135,9 @@ func initShared(dir string, opt InitOptions, cfg schema.Config) error {
 	if err := initMeta(m, cfg); err != nil {
 		return err
 	}
+	if err := setDataURL(m, opt.Data); err != nil {
+		return err
+	}
 	if opt.Data == "" {
 		if err := os.MkdirAll(filepath.Join(dir, "chunks"), 0o700); err != nil {
 			return err
@@ -187,10 +190,11 @@ func readShared(dir string) (sharedInfo, error) {
 }
 
 // openSharedMeta opens the metadata store of the shared volume in dir,
-// whose format file says uuid, and checks that its schema holds that
-// volume (pgstore.Open creates a missing schema: a dropped one would
-// otherwise look like an empty volume).
-func openSharedMeta(dir, uuid string) (*pgstore.Store, sharedInfo, error) {
+// whose format file says uuid, checks that its schema holds that volume
+// (pgstore.Open creates a missing schema: a dropped one would otherwise
+// look like an empty volume) and registers this process's session, doing
+// what purpose says (docs/SHARED.md, 9.1).
+func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, error) {
 	s, err := readShared(dir)
 	if err != nil {
 		return nil, s, err
@@ -211,5 +215,22 @@ func openSharedMeta(dir, uuid string) (*pgstore.Store, sharedInfo, error) {
 		m.Close()
 		return nil, s, fmt.Errorf("schema %s of %s holds volume %s, not this store's %s", s.Schema, pgstore.Redact(s.Meta), cfg.UUID, uuid)
 	}
+	if err := registerSession(m, purpose); err != nil {
+		m.Close()
+		return nil, s, err
+	}
 	return m, s, nil
+}
+
+// registerSession registers this process's session on m. Until several
+// hosts can mount a volume at once (docs/SHARED.md, 9), it must be the
+// only live one: two processes running the single-host code on one
+// volume would corrupt it.
+func registerSession(m *pgstore.Store, purpose string) error {
+	host, _ := os.Hostname()
+	_, err := m.Register(pgstore.SessionInfo{Host: host, PID: os.Getpid(), Mount: purpose}, true)
+	if errors.Is(err, pgstore.ErrOtherSessions) {
+		return fmt.Errorf("%w: %w; a shared volume is opened by one process at a time until mounting on several hosts lands (docs/SHARED.md, section 9)", ErrInUse, err)
+	}
+	return err
 }

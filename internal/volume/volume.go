@@ -15,6 +15,7 @@ import (
 	"github.com/doppelfs/doppel/internal/frontend/exports"
 	"github.com/doppelfs/doppel/internal/headroom"
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -208,7 +209,7 @@ func OpenWith(dir string, log *slog.Logger, nsOpt namespace.Options) (*Volume, e
 
 func (v *Volume) open(f formatInfo, log *slog.Logger, nsOpt namespace.Options) error {
 	if f.Kind == KindShared {
-		m, s, err := openSharedMeta(v.Dir, f.UUID)
+		m, s, err := openSharedMeta(v.Dir, f.UUID, "open")
 		if err != nil {
 			return err
 		}
@@ -297,6 +298,32 @@ func OpenOn(dir string, m meta.Store, b blob.Store, log *slog.Logger, nsOpt name
 		return nil, err
 	}
 	return v, nil
+}
+
+// SetMount records the mount point in the volume's session (shared
+// volumes; docs/SHARED.md, 9.1), for doppel status on every host.
+func (v *Volume) SetMount(mountpoint string) error {
+	if pg, ok := v.Meta.(*pgstore.Store); ok {
+		return pg.SetSessionMount(mountpoint)
+	}
+	return nil
+}
+
+// Sessions lists the sessions of a shared volume (none for an embedded
+// one).
+func (v *Volume) Sessions() ([]pgstore.Session, error) {
+	if pg, ok := v.Meta.(*pgstore.Store); ok {
+		return pg.Sessions()
+	}
+	return nil, nil
+}
+
+// SessionID is this process's session of a shared volume, 0 if none.
+func (v *Volume) SessionID() int64 {
+	if pg, ok := v.Meta.(*pgstore.Store); ok {
+		return pg.SessionID()
+	}
+	return 0
 }
 
 // Close flushes everything and releases the volume.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -58,7 +59,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	s.pool, s.timeout = pool, o.Timeout
+	s.pool, s.timeout, s.connCfg = pool, o.Timeout, cfg.ConnConfig.Copy()
 	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
 	switch {
 	case o.CacheBytes == 0:
@@ -132,4 +133,22 @@ func passwords(conn string) []string {
 		out = append(out, strings.Trim(m[2], "'"))
 	}
 	return out
+}
+
+// ListVolumes lists the schemas of the database conn names that hold a
+// volume's tables, in order.
+func ListVolumes(ctx context.Context, conn string) ([]string, error) {
+	c, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("metadata store %s: %s", Redact(conn), scrub(err, conn))
+	}
+	defer c.Close(context.Background())
+	rows, err := c.Query(ctx, `SELECT t.table_schema FROM information_schema.tables t
+		WHERE t.table_name = 'kv' AND EXISTS (SELECT 1 FROM information_schema.tables f
+			WHERE f.table_schema = t.table_schema AND f.table_name = 'format')
+		ORDER BY 1`)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

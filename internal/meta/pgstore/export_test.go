@@ -27,3 +27,20 @@ func Retry(fn func() error) (error, int64) {
 
 // Schema is the store's schema.
 func (s *Store) Schema() string { return s.schema }
+
+// DropSessionConn closes the connection that holds s's session lock, as
+// the death of its process would (the row stays).
+func (s *Store) DropSessionConn() {
+	close(s.sess.stop)
+	<-s.sess.done
+	s.sess.conn.Close(context.Background())
+	s.sess = nil
+}
+
+// SetReapAfter changes how old a dead session's heartbeat must be before
+// its row goes, and returns a function that restores it.
+func SetReapAfter(d time.Duration) func() {
+	old := reapAfter
+	reapAfter = d
+	return func() { reapAfter = old }
+}

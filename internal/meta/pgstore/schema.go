@@ -18,12 +18,15 @@ type stmts struct {
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
 	reserve                        string
+
+	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
+	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
 }
 
 func newStmts(schema string) *stmts {
 	r := strings.NewReplacer("S.", schema+".", "'S'", "'"+schema+"'")
 	q := func(s string) string { return r.Replace(s) }
-	return &stmts{
+	st := &stmts{
 		get:      q(`SELECT v FROM S.kv WHERE k = $1`),
 		getMany:  q(`SELECT k, v FROM S.kv WHERE k = ANY($1::bytea[])`),
 		asc:      q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k LIMIT $2`),
@@ -51,6 +54,9 @@ func newStmts(schema string) *stmts {
 				ver = excluded.ver
 			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
+	st.sessionsLock, st.sessionsReap, st.sessionsAdd, st.sessionLock,
+		st.sessionsBeat, st.sessionsMount, st.sessionsDel, st.sessionsAll = sessionStmts(q)
+	return st
 }
 
 // create makes the volume's schema if it is missing (in one round trip,
@@ -65,6 +71,8 @@ func (s *Store) create(ctx context.Context) error {
 		CREATE SEQUENCE IF NOT EXISTS S.version;
 		CREATE TABLE IF NOT EXISTS S.format (format int NOT NULL);
 		INSERT INTO S.format SELECT FMT WHERE NOT EXISTS (SELECT 1 FROM S.format);
+		CREATE TABLE IF NOT EXISTS S.sessions (id bigserial PRIMARY KEY, host text NOT NULL, pid int NOT NULL,
+			mount text NOT NULL, started timestamptz NOT NULL DEFAULT now(), heartbeat timestamptz NOT NULL DEFAULT now());
 		COMMIT;`)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

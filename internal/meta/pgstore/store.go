@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -14,8 +15,10 @@ import (
 type Store struct {
 	pool    *pgxpool.Pool
 	q       *stmts
-	r       reader       // the latest committed state
-	cache   *recordCache // nil when off
+	r       reader          // the latest committed state
+	cache   *recordCache    // nil when off
+	connCfg *pgx.ConnConfig // for connections of their own (sessions)
+	sess    *session        // this process's session, if registered
 	schema  string
 	timeout time.Duration
 	version atomic.Int64 // the highest volume version a commit took
@@ -123,8 +126,9 @@ func (s *Store) sawVersion(v int64) {
 	}
 }
 
-// Close closes the pool's connections.
+// Close ends the session, if any, and closes the pool's connections.
 func (s *Store) Close() error {
+	err := s.Unregister()
 	s.pool.Close()
-	return nil
+	return err
 }

@@ -84,6 +84,7 @@ func TestStore(t *testing.T) {
 		{"NewerFormatRefused", testNewerFormatRefused},
 		{"Credentials", testCredentials},
 		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
+		{"Sessions", testSessions},           // restarts the shared server
 		{"ServerRestart", testServerRestart}, // last: it restarts the shared server
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, e) })

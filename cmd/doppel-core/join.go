@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+func runJoin(args []string) error {
+	fs := newFlags("join", "[--store DIR] (--meta URL | --meta-file FILE) [--data S3URL] [--cache-size SIZE]",
+		"Make a store directory for an existing shared volume, so that this host can open it:\n"+
+			"the volume's metadata is in the PostgreSQL database --meta names (?schema=NAME picks\n"+
+			"the volume when the database holds several), its chunk data in S3 (where its creator\n"+
+			"put it, unless --data says so; it must match). Nothing is created in PostgreSQL or S3.\n"+
+			"The store directory must not exist or be empty; it keeps the connection settings\n"+
+			"(without the password) and this host's read cache, as 'doppel init' does.\n"+
+			"A volume whose chunk data is in the store directory that created it cannot be joined.\n"+
+			"Until several hosts can mount one volume at once (docs/SHARED.md, section 9), a\n"+
+			"volume opens on one host at a time: a mount while another host has it is refused,\n"+
+			"naming that host's session.")
+	store := storeFlag(fs)
+	logFlag(fs, "warn")
+	metaURL := fs.String("meta", "", "PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
+	metaFile := fs.String("meta-file", "", "read the PostgreSQL URL from FILE (- for standard input)")
+	data := fs.String("data", "", "the volume's S3 URL, s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (default: the one the volume records)")
+	cacheSize := fs.String("cache-size", "1G", "bound of this host's read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	switch {
+	case *metaURL != "" && *metaFile != "":
+		return usagef("give --meta or --meta-file, not both")
+	case *metaURL == "" && *metaFile == "":
+		return usagef("give --meta or --meta-file: where the volume's metadata is")
+	}
+	cacheBytes, err := parseByteSize(*cacheSize)
+	if err != nil {
+		return usagef("--cache-size: %v", err)
+	}
+	if cacheBytes == 0 {
+		cacheBytes = -1 // no cache
+	}
+	if *metaFile != "" {
+		if *metaURL, err = readMetaFile(*metaFile); err != nil {
+			return err
+		}
+	} else if volume.HasPassword(*metaURL) {
+		fmt.Fprintln(os.Stderr, "doppel join: warning: the --meta URL carries a password, which other users can see in ps while join runs; use --meta-file, PGPASSWORD or ~/.pgpass (the password is not stored either way)")
+	}
+	dir, err := storeDir(*store)
+	if err != nil {
+		return err
+	}
+	schemaName, uuid, err := volume.Join(dir, volume.JoinOptions{Meta: *metaURL, Data: *data, CacheBytes: cacheBytes})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("joined shared volume %s (schema %s) in %s\n", uuid, schemaName, dir)
+	return nil
+}

@@ -1,0 +1,114 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+)
+
+// Sessions: a process that asks to be alone is refused while another
+// live session exists, and the refusal names it; a session whose process
+// died (its connection closed) is dead at once, without waiting for its
+// heartbeat to age, and its row goes once the heartbeat is older than the
+// reconnect grace; a session whose row another host removed learns that
+// it is lost; a server restart keeps sessions alive (they take their
+// locks again).
+func testSessions(t *testing.T, e *env) {
+	defer pgstore.SetReapAfter(time.Second)()
+	schema := e.schema()
+	open := func() *pgstore.Store {
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+		must(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b, c := open(), open(), open()
+	ida, err := a.Register(pgstore.SessionInfo{Host: "ha", PID: 1, Mount: "/a"}, true)
+	must(t, err)
+	if _, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"}, true); !errors.Is(err, pgstore.ErrOtherSessions) {
+		t.Fatalf("second session alone: %v, want ErrOtherSessions", err)
+	} else if want := fmt.Sprintf("session %d (host ha, pid 1, /a", ida); !strings.Contains(err.Error(), want) {
+		t.Fatalf("refusal %q does not name %q", err, want)
+	}
+	// Another volume of the same database is another lock space: its
+	// first session (also id 1) registers alone at once.
+	other, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	must(t, err)
+	start := time.Now()
+	if _, err := other.Register(pgstore.SessionInfo{Host: "ho", PID: 9, Mount: "/o"}, true); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("a session of another volume: %v after %v", err, time.Since(start))
+	}
+	must(t, other.Close())
+	idb, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"}, false)
+	must(t, err)
+	must(t, b.SetSessionMount("/mnt/b"))
+	alive := func(s *pgstore.Store) map[int64]pgstore.Session {
+		t.Helper()
+		all, err := s.Sessions()
+		must(t, err)
+		out := map[int64]pgstore.Session{}
+		for _, se := range all {
+			if se.Alive() {
+				out[se.ID] = se
+			}
+		}
+		return out
+	}
+	if got := alive(c); len(got) != 2 || got[idb].Mount != "/mnt/b" || got[ida].Host != "ha" {
+		t.Fatalf("live sessions %v, want %d and %d", got, ida, idb)
+	}
+
+	a.DropSessionConn() // a's process dies
+	if got := alive(c); len(got) != 1 || got[idb].ID != idb {
+		t.Fatalf("after a died, live sessions %v, want only %d", got, idb)
+	}
+	must(t, b.Unregister())
+	if _, err := c.Register(pgstore.SessionInfo{Host: "hc", PID: 3, Mount: "/c"}, true); err != nil {
+		t.Fatalf("alone with only a dead session left: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a's heartbeat is now older than the grace
+	d := open()
+	_, err = d.Register(pgstore.SessionInfo{Host: "hd", PID: 4, Mount: "/d"}, false)
+	must(t, err)
+	all, err := d.Sessions()
+	must(t, err)
+	for _, se := range all {
+		if se.ID == ida {
+			t.Fatalf("dead session %d still listed after the grace", ida)
+		}
+	}
+
+	// Another host removes d's row: d learns it is lost.
+	conn, err := pgx.Connect(context.Background(), e.dsn)
+	must(t, err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(context.Background(), fmt.Sprintf("DELETE FROM %s.sessions WHERE id = $1", schema), d.SessionID())
+	must(t, err)
+	select {
+	case <-d.SessionLost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a session whose row was removed did not learn it")
+	}
+
+	// c survives a server restart: it takes its lock again.
+	e.srv.Restart(t)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if got, err := c.Sessions(); err == nil && len(got) > 0 {
+			if live := alive(c); len(live) == 1 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("c is not alive again after the restart: %v", alive(c))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

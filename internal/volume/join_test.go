@@ -1,0 +1,77 @@
+package volume
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// A second store directory made with Join opens the same volume: what
+// one wrote the other reads. While one has the volume open, opening it
+// through the other is refused, naming the first one's session; once the
+// first closes, the second opens. Join refuses what it cannot join.
+func TestJoin(t *testing.T) {
+	e := newS3Env(t)
+	first := filepath.Join(t.TempDir(), "first")
+	testutil.Check(t, Init(first, InitOptions{Meta: e.dsn, Data: e.dataURL("joined")}))
+	second := filepath.Join(t.TempDir(), "second")
+	schemaName, uuid, err := Join(second, JoinOptions{Meta: e.dsn})
+	testutil.Check(t, err)
+	f, err := readFormat(first)
+	testutil.Check(t, err)
+	if uuid != f.UUID || !strings.HasPrefix(schemaName, "doppel_") {
+		t.Fatalf("joined %s (schema %s), want %s", uuid, schemaName, f.UUID)
+	}
+	info, err := readShared(second)
+	testutil.Check(t, err)
+	if info.Data != e.dataURL("joined") {
+		t.Fatalf("joined data URL %q, want the volume's %q", info.Data, e.dataURL("joined"))
+	}
+
+	v, err := Open(first, quietLog())
+	testutil.Check(t, err)
+	data := testutil.SeededBytes(3, 300<<10)
+	testutil.Check(t, writeFile(t, v, "f", data, true))
+	if _, err := Open(second, quietLog()); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "session") {
+		t.Fatalf("open through the second store while the first has it: %v, want ErrInUse naming a session", err)
+	}
+	testutil.Check(t, v.Close())
+	w, err := Open(second, quietLog())
+	testutil.Check(t, err)
+	defer w.Close()
+	if got := readFile(t, w, "f"); string(got) != string(data) {
+		t.Fatalf("the second store read %d bytes, not what the first wrote", len(got))
+	}
+
+	for name, tc := range map[string]struct {
+		opt  JoinOptions
+		want string
+	}{
+		"other data":   {JoinOptions{Meta: e.dsn, Data: e.dataURL("elsewhere")}, "is not the volume's data store"},
+		"no such":      {JoinOptions{Meta: e.dsn + "&schema=nothing_here"}, "holds no doppel volume"},
+		"bad data URL": {JoinOptions{Meta: e.dsn, Data: "s3://"}, "data store"},
+	} {
+		dir := filepath.Join(t.TempDir(), "x")
+		if _, _, err := Join(dir, tc.opt); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+		if _, err := os.Stat(filepath.Join(dir, FormatFile)); err == nil {
+			t.Errorf("%s: a failed join left a volume behind", name)
+		}
+	}
+
+	// A volume whose data is in its creator's store directory, and a
+	// database with two volumes when no schema is named.
+	local := filepath.Join(t.TempDir(), "local")
+	testutil.Check(t, Init(local, InitOptions{Meta: e.dsn + "&schema=localdata"}))
+	if _, _, err := Join(filepath.Join(t.TempDir(), "y"), JoinOptions{Meta: e.dsn + "&schema=localdata"}); !errors.Is(err, ErrDataOnOneHost) {
+		t.Errorf("join of a volume with local data: %v, want ErrDataOnOneHost", err)
+	}
+	if _, _, err := Join(filepath.Join(t.TempDir(), "z"), JoinOptions{Meta: e.dsn}); err == nil || !strings.Contains(err.Error(), "name one with ?schema=") {
+		t.Errorf("join without a schema among two volumes: %v", err)
+	}
+}
