@@ -14,6 +14,9 @@ type Counters struct {
 	CompactedBytes    int64 // live stored bytes compaction copied out of sparse packs
 	PacksRetired      int64 // packs compaction rewrote and retired
 	PacksDeleted      int64 // retired packs deleted after their grace
+	// ForeignCommits counts transactions that found commits of other
+	// processes (hosts) since this engine's last one.
+	ForeignCommits int64
 }
 
 // counters are bumped with atomic adds on the data path and read at
@@ -24,6 +27,7 @@ type counters struct {
 	reclaimed            atomic.Int64
 	compacted            atomic.Int64
 	retired, deleted     atomic.Int64
+	foreignCommits       atomic.Int64
 }
 
 // Counters returns the running totals.
@@ -33,6 +37,7 @@ func (e *Engine) Counters() Counters {
 		DeduplicatedBytes: c.dedup.Load(), ZeroBytes: c.zero.Load(), StoredBytes: c.stored.Load(),
 		CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMiss.Load(), ReclaimedBytes: c.reclaimed.Load(),
 		CompactedBytes: c.compacted.Load(), PacksRetired: c.retired.Load(), PacksDeleted: c.deleted.Load(),
+		ForeignCommits: c.foreignCommits.Load(),
 	}
 }
 

@@ -63,3 +63,13 @@ func (l *createdLog) record(hashes []schema.Hash) {
 	}
 	l.gen.Store(g)
 }
+
+// foreign notes that other processes may have created any record: every
+// chunk missed by a lookup made so far is looked up again. The caller
+// holds txMu.
+func (l *createdLog) foreign() {
+	g := l.gen.Load() + 1
+	l.cur, l.prev = nil, nil
+	l.curStart, l.prevStart = g, g
+	l.gen.Store(g)
+}

@@ -67,8 +67,9 @@ type Engine struct {
 
 	created createdLog // chunk records recent commits created (created.go)
 
-	retainer  Retainer  // keeps old versions for pins; guarded by txMu
-	beginHook func(*Tx) // runs as each transaction begins (SetBeginHook)
+	retainer  Retainer       // keeps old versions for pins; guarded by txMu
+	beginHook func(*Tx)      // runs as each transaction begins (SetBeginHook)
+	onForeign []func() error // run when other processes committed (OnForeignCommits); guarded by txMu
 
 	// syncGate keeps transactions that bring new chunks from committing
 	// while Sync runs. Sync makes the chunk data durable, then the metadata

@@ -38,8 +38,13 @@ type Tx struct {
 // Begin starts a transaction; the caller must Commit or Abort it.
 func (e *Engine) Begin() (*Tx, error) {
 	e.txMu.Lock()
+	b, err := e.txBatch()
+	if err != nil {
+		e.txMu.Unlock()
+		return nil, err
+	}
 	t := &Tx{
-		e: e, b: e.meta.NewBatch(), version: e.version + 1,
+		e: e, b: b, version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
 	}

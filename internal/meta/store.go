@@ -118,3 +118,20 @@ type Counters interface {
 	// returns the new value: the caller owns (new-n, new].
 	Reserve(key []byte, n, floor uint64) (uint64, error)
 }
+
+// TxLocker is implemented by stores that several processes (hosts) write
+// at once (PostgreSQL): a locked batch holds the store's transaction lock
+// from its creation to its Commit or Close, so that the volume's
+// transactions run one at a time across all of them, each seeing every
+// earlier one (docs/SHARED.md, 9.2).
+type TxLocker interface {
+	// LockedBatch takes the lock and reads keys (their latest committed
+	// values, nil for a missing key) in the same step.
+	LockedBatch(keys ...[]byte) (Batch, [][]byte, error)
+}
+
+// CacheDropper is implemented by stores that cache what they read: the
+// caller learned that another process wrote the store.
+type CacheDropper interface {
+	DropCaches()
+}

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"fmt"
+	"github.com/doppelfs/doppel/internal/versions"
 	"slices"
 	"sync/atomic"
 
@@ -129,6 +130,21 @@ func (t *txTrees) walk(r meta.Reader, ino uint64, depth int) []uint64 {
 func named(r meta.Reader, ino uint64) bool {
 	ok, _ := hasName(r, ino)
 	return ino == vfs.RootIno || ok
+}
+
+// foreignCommits drops what this host keeps of the volume that other
+// hosts' commits may have changed, before a transaction reads
+// (content.Engine.OnForeignCommits; docs/SHARED.md, 9.2): the pins are
+// read again, the clones each inode lies in forgotten, and a clone made
+// elsewhere turns the tree journal on.
+func (v *FS) foreignCommits() error {
+	pins, err := versions.LoadPins(v.meta)
+	if err != nil {
+		return err
+	}
+	v.ret.SetPins(pins)
+	v.trees.known = nil
+	return v.noteClones()
 }
 
 // noteClones sets hasClones if the volume has a clone record: until then

@@ -125,6 +125,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*FS
 	// A pin keeps the past only of what its clone shows.
 	ret.SetExcluder(v.pinExcluder)
 	eng.SetRetainer(ret)
+	eng.OnForeignCommits(v.foreignCommits)
 	if err := v.removeOrphans(); err != nil {
 		return nil, err
 	}

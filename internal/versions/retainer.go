@@ -98,6 +98,15 @@ func (r *Retainer) Add(p Pinned) {
 	r.any.Store(true)
 }
 
+// SetPins replaces the pins with those read from the records again
+// (other hosts made or removed some; docs/SHARED.md, 9.2).
+func (r *Retainer) SetPins(pins []Pinned) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pins = slices.Clone(pins) // readers hold the old slice
+	r.any.Store(len(pins) > 0)
+}
+
 // SetHeld records whether the pin at version v is still read by its clone.
 func (r *Retainer) SetHeld(v uint64, held bool) {
 	r.mu.Lock()

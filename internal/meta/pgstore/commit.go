@@ -17,7 +17,9 @@ import (
 // Commit applies the batch in one round trip: the statements go out as
 // one pipeline with a single Sync, which PostgreSQL runs as one implicit
 // transaction, so all of it commits or none. It takes the next volume
-// version from the sequence and stamps every row it writes with it.
+// version from the sequence and stamps every row it writes with it, and
+// notifies the volume's channel (delivered only if it commits: other
+// hosts drop what they cache; docs/SHARED.md, 9.3).
 //
 // With synchronous_commit on (PostgreSQL's default) a commit is durable
 // when it returns, so sync asks for nothing more.
@@ -29,24 +31,8 @@ func (b *batch) Commit(sync bool) error {
 		b.done = true
 		return nil
 	}
-	q := b.s.q
-	pb := &pgx.Batch{}
-	pb.Queue(q.nextval)
-	for _, r := range b.ov.ranges {
-		if r.hi == nil {
-			pb.Queue(q.delFrom, r.lo)
-		} else {
-			pb.Queue(q.delRange, r.lo, r.hi)
-		}
-	}
-	dels, keys, vals := b.ov.writes()
-	if len(dels) > 0 {
-		pb.Queue(q.delKeys, dels)
-	}
-	if len(keys) > 0 {
-		pb.Queue(q.upsert, keys, vals)
-	}
-	w := commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}
+	w, pb := b.statements()
+	pb.Queue(b.s.q.notify, b.s.SessionID())
 	if b.s.cache != nil {
 		b.s.cache.begin(w)
 	}
@@ -77,6 +63,30 @@ func (b *batch) Commit(sync bool) error {
 	}
 	b.done = true
 	return nil
+}
+
+// statements are the batch's writes as a pipeline: the next volume
+// version first, then the deleted ranges, the deleted keys and the
+// upserts (in key order).
+func (b *batch) statements() (commitWrites, *pgx.Batch) {
+	q := b.s.q
+	pb := &pgx.Batch{}
+	pb.Queue(q.nextval)
+	for _, r := range b.ov.ranges {
+		if r.hi == nil {
+			pb.Queue(q.delFrom, r.lo)
+		} else {
+			pb.Queue(q.delRange, r.lo, r.hi)
+		}
+	}
+	dels, keys, vals := b.ov.writes()
+	if len(dels) > 0 {
+		pb.Queue(q.delKeys, dels)
+	}
+	if len(keys) > 0 {
+		pb.Queue(q.upsert, keys, vals)
+	}
+	return commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}, pb
 }
 
 // maxAttempts bounds the tries of a commit that keeps conflicting.

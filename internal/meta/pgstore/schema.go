@@ -18,6 +18,7 @@ type stmts struct {
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
 	reserve                        string
+	txLock, notify                 string
 
 	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
 	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
@@ -54,6 +55,10 @@ func newStmts(schema string) *stmts {
 				ver = excluded.ver
 			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
+	st.txLock = q(`SELECT pg_advisory_xact_lock(hashtext('doppel tx ' || 'S'))`)
+	// The payload is the committing session (0: none) and the version
+	// the commit took; other hosts' listeners read it (docs/SHARED.md, 9.3).
+	st.notify = q(`SELECT pg_notify('doppel_' || 'S', $1::bigint::text || ' ' || currval('S.version')::text)`)
 	st.sessionsLock, st.sessionsReap, st.sessionsAdd, st.sessionLock,
 		st.sessionsBeat, st.sessionsMount, st.sessionsDel, st.sessionsAll = sessionStmts(q)
 	return st

@@ -76,6 +76,7 @@ func TestStore(t *testing.T) {
 		{"GetMany", testGetMany},
 		{"RecordCache", testRecordCache},
 		{"RecordCacheRaces", testRecordCacheRaces},
+		{"LockedBatches", testLockedBatches},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
 		{"SnapshotAcrossPages", testSnapshotAcrossPages},

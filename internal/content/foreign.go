@@ -1,0 +1,86 @@
+package content
+
+import (
+	"fmt"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Transactions across hosts (docs/SHARED.md, 9.2). A store that several
+// processes write at once (meta.TxLocker) gives each transaction a batch
+// that holds the volume's transaction lock until it commits or aborts,
+// and reads the volume version and stats as it takes it. A version other
+// than the one this engine committed last means other processes
+// committed since: what this engine (and the layers above, through
+// OnForeignCommits) kept of the volume may be stale, and is dropped or
+// read again before the transaction reads anything.
+
+// txBatch is the batch of a new transaction. txMu is held.
+func (e *Engine) txBatch() (meta.Batch, error) {
+	locker, ok := e.meta.(meta.TxLocker)
+	if !ok {
+		return e.meta.NewBatch(), nil
+	}
+	b, vals, err := locker.LockedBatch(schema.KeyVersion, schema.KeyStats)
+	if err != nil {
+		return nil, err
+	}
+	version, stats := uint64(0), schema.Stats{}
+	if vals[0] != nil {
+		if version, err = schema.ParseU64(vals[0]); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("volume version: %w", err)
+		}
+	}
+	if vals[1] != nil {
+		if stats, err = schema.DecodeStats(vals[1]); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("volume stats: %w", err)
+		}
+	}
+	if version != e.version {
+		if err := e.foreignCommits(version, stats); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// foreignCommits takes the volume version and stats other processes left
+// and drops what may be stale. txMu is held (and the transaction lock).
+// The version is taken last: if a hook fails, the next transaction does
+// all of it again.
+func (e *Engine) foreignCommits(version uint64, stats schema.Stats) error {
+	if d, ok := e.meta.(meta.CacheDropper); ok {
+		d.DropCaches()
+	}
+	// A chunk another process created must be looked up again, or two
+	// processes would both create its record and lose a reference.
+	e.created.foreign()
+	// Its record may have moved (compaction there) or gone.
+	e.locs.c.Purge()
+	for _, fn := range e.onForeign {
+		if err := fn(); err != nil {
+			return fmt.Errorf("reading what other hosts changed: %w", err)
+		}
+	}
+	e.statsMu.Lock()
+	e.stats = stats
+	e.statsMu.Unlock()
+	e.version = version
+	e.counters.foreignCommits.Add(1)
+	return nil
+}
+
+// OnForeignCommits runs fn whenever a transaction finds that other
+// processes committed since this engine's last commit, before the
+// transaction reads anything (under the transaction lock): the namespace
+// reloads its pins and drops its caches there. An error fails the
+// transaction's Begin.
+func (e *Engine) OnForeignCommits(fn func() error) {
+	e.txMu.Lock()
+	defer e.txMu.Unlock()
+	e.onForeign = append(e.onForeign, fn)
+}

@@ -1,0 +1,187 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/doppelfs/doppel/internal/meta"
+)
+
+var (
+	_ meta.TxLocker     = (*Store)(nil)
+	_ meta.CacheDropper = (*Store)(nil)
+)
+
+// The volume transaction lock (docs/SHARED.md, 9.2): a locked batch is a
+// PostgreSQL transaction on a connection of its own that holds
+// pg_advisory_xact_lock of the volume from its start to its COMMIT, so
+// that the volume's transactions run one at a time across every host that
+// has it open, each seeing all earlier ones. Its reads go through the
+// store as a batch's do (under the lock nobody else commits), its writes
+// to an overlay, and its Commit sends the writes, a notification to the
+// volume's channel and COMMIT in one round trip; the lock ends with the
+// transaction, on the server, also when the connection is lost.
+
+// LockedBatch implements meta.TxLocker: it takes the volume's
+// transaction lock and, in the same round trip, reads keys (bypassing the
+// record cache: another host may have written them).
+func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
+	var lb *lockedBatch
+	var vals [][]byte
+	err := s.r.again(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		if vals, err = s.lockOn(ctx, conn, keys); err != nil {
+			conn.Release() // the pool drops a connection left in a transaction
+			return err
+		}
+		lb = &lockedBatch{batch: batch{s: s, ov: newOverlay()}, conn: conn}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("pgstore: volume transaction lock: %w", err)
+	}
+	return lb, vals, nil
+}
+
+// lockOn begins the transaction on conn, takes the lock and reads keys.
+func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) ([][]byte, error) {
+	pb := &pgx.Batch{}
+	pb.Queue("BEGIN")
+	pb.Queue(s.q.txLock)
+	pb.Queue(s.q.getMany, keys)
+	br := conn.SendBatch(ctx, pb)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	found := map[string][]byte{}
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if v == nil {
+			v = []byte{}
+		}
+		found[string(k)] = v
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = found[string(k)]
+	}
+	return out, br.Close()
+}
+
+// DropCaches implements meta.CacheDropper: the record cache is emptied
+// (another host committed: which keys it wrote is not known here).
+func (s *Store) DropCaches() {
+	if s.cache != nil {
+		s.cache.mu.Lock()
+		s.cache.resetLocked()
+		s.cache.mu.Unlock()
+	}
+}
+
+// lockedBatch is a batch whose Commit commits the transaction that holds
+// the volume's transaction lock.
+type lockedBatch struct {
+	batch
+	conn      *pgxpool.Conn // nil once committed or closed
+	committed bool          // COMMIT went through: nothing to roll back
+}
+
+// Commit sends the writes, the notification and COMMIT in one round
+// trip. Whatever the outcome, the lock is released: by COMMIT, or by the
+// rollback of a failed transaction (the connection is closed if its state
+// is unknown). A commit whose connection was lost after it was sent may
+// have committed: that error is returned as it is (docs/SHARED.md,
+// section 6), and the record cache is emptied.
+func (b *lockedBatch) Commit(sync bool) error {
+	if b.done || b.conn == nil {
+		return errClosed
+	}
+	defer b.release()
+	w, pb := b.statements()
+	pb.Queue(b.s.q.notify, b.s.SessionID())
+	pb.Queue("COMMIT")
+	if b.s.cache != nil {
+		b.s.cache.begin(w)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
+	defer cancel()
+	err := b.send(ctx, pb)
+	if b.s.cache != nil {
+		b.s.cache.end(w, err)
+	}
+	if err != nil {
+		return err
+	}
+	b.done, b.committed = true, true
+	return nil
+}
+
+// send runs pb (nextval first) on the batch's connection.
+func (b *lockedBatch) send(ctx context.Context, pb *pgx.Batch) error {
+	br := b.conn.SendBatch(ctx, pb)
+	var ver int64
+	if err := br.QueryRow().Scan(&ver); err != nil {
+		br.Close()
+		return err
+	}
+	for range pb.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	b.s.sawVersion(ver)
+	return nil
+}
+
+// Close rolls the transaction back unless it committed, releasing the
+// lock.
+func (b *lockedBatch) Close() error {
+	b.release()
+	return b.batch.Close()
+}
+
+// release ends the transaction (a rollback, if it is still open) and
+// gives the connection back; a connection whose state is unknown is
+// closed instead, which ends the transaction on the server too.
+func (b *lockedBatch) release() {
+	if b.conn == nil {
+		return
+	}
+	conn := b.conn
+	b.conn = nil
+	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
+	defer cancel()
+	if !b.committed {
+		if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+			conn.Conn().Close(context.Background())
+		}
+	}
+	conn.Release()
+}
