@@ -95,7 +95,7 @@ SHARED_ENV = DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
 	DOPPEL_CRASH_CYCLES="$${DOPPEL_SHARED_CRASH_CYCLES:-8}"
 SHARED_PG_E2E = TestModel|TestCrash|TestCloneIsolation|TestFsck|TestDamageDetected
 SHARED_COMPACT = DOPPEL_COMPACT=interval=20ms,max-live=0.9,min-reclaim=0,retire-grace=50ms,sweep=200ms
-SHARED_OWN_SERVERS = TestSharedVolumeEndToEnd|TestSharedS3|TestSharedVolumeServiceFault|TestSharedVolumeServicesDownAtMount
+SHARED_OWN_SERVERS = TestSharedVolumeEndToEnd|TestSharedS3|TestSharedVolumeServiceFault|TestSharedVolumeServicesDownAtMount|TestSharedJoin|TestMultiHost
 
 test-shared:
 	DOPPEL_TEST_META=postgres $(SHARED_ENV) \

@@ -99,6 +99,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return err
 	}
 	defer stopControl()
+	vol.SetInvalidator(fusefs.NewInvalidator(srv))
 	if err := vol.SetMount(mp); err != nil {
 		log.Warn("cannot record the mount point in the volume's session", "err", err)
 	}

@@ -69,6 +69,7 @@ type Engine struct {
 
 	retainer  Retainer       // keeps old versions for pins; guarded by txMu
 	beginHook func(*Tx)      // runs as each transaction begins (SetBeginHook)
+	own       ownCommits     // versions this engine committed (TrackOwnCommits)
 	onForeign []func() error // run when other processes committed (OnForeignCommits); guarded by txMu
 
 	// syncGate keeps transactions that bring new chunks from committing
@@ -138,8 +139,17 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 // Chunker returns the volume's chunker.
 func (e *Engine) Chunker() chunker.Chunker { return e.chunk }
 
-// Stats returns the committed space counters.
+// Stats returns the committed space counters. On a store that other
+// processes (hosts) write too, they are read from the store, which holds
+// every host's latest; if that fails, this engine's are returned.
 func (e *Engine) Stats() schema.Stats {
+	if f, ok := e.meta.(interface{ Fresh() meta.Reader }); ok {
+		if v, err := f.Fresh().Get(schema.KeyStats); err == nil {
+			if s, err := schema.DecodeStats(v); err == nil {
+				return s
+			}
+		}
+	}
 	e.statsMu.Lock()
 	defer e.statsMu.Unlock()
 	return e.stats

@@ -2,6 +2,7 @@ package content
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -83,4 +84,55 @@ func (e *Engine) OnForeignCommits(fn func() error) {
 	e.txMu.Lock()
 	defer e.txMu.Unlock()
 	e.onForeign = append(e.onForeign, fn)
+}
+
+// ownCommits remembers the versions this engine committed, once
+// TrackOwnCommits turned it on, until TakeOwnCommits hands them out: the
+// namespace tells its own changes from other hosts' in the journal.
+type ownCommits struct {
+	mu sync.Mutex
+	on bool
+	vs []uint64
+}
+
+// maxOwnCommits bounds the versions kept for a taker that does not come:
+// the oldest are dropped (their changes then look like other hosts',
+// which costs only needless invalidations).
+const maxOwnCommits = 1 << 16
+
+func (o *ownCommits) note(v uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.on {
+		return
+	}
+	if len(o.vs) >= maxOwnCommits {
+		o.vs = o.vs[len(o.vs)/2:]
+	}
+	o.vs = append(o.vs, v)
+}
+
+// TrackOwnCommits starts remembering the versions this engine commits.
+func (e *Engine) TrackOwnCommits() {
+	e.own.mu.Lock()
+	e.own.on = true
+	e.own.mu.Unlock()
+}
+
+// TakeOwnCommits returns the versions up to upTo that this engine
+// committed since the last call, and forgets them.
+func (e *Engine) TakeOwnCommits(upTo uint64) map[uint64]bool {
+	e.own.mu.Lock()
+	defer e.own.mu.Unlock()
+	out := map[uint64]bool{}
+	keep := e.own.vs[:0]
+	for _, v := range e.own.vs {
+		if v <= upTo {
+			out[v] = true
+		} else {
+			keep = append(keep, v)
+		}
+	}
+	e.own.vs = keep
+	return out
 }

@@ -155,6 +155,7 @@ func (t *Tx) Commit(sync bool) error {
 	t.b.Close()
 	t.e.created.record(t.created)
 	t.e.version = t.version
+	t.e.own.note(t.version)
 	t.e.statsMu.Lock()
 	t.e.stats = stats
 	t.e.statsMu.Unlock()

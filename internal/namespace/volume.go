@@ -80,6 +80,8 @@ type FS struct {
 	excludes        sync.Map     // clone root ino -> exclude.Set
 	pinExcludes     sync.Map     // pin version -> func(string, bool) bool (nil: none)
 
+	others otherHosts // what other hosts changed (other_hosts.go)
+
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged
 }

@@ -222,13 +222,24 @@ func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, erro
 	return m, s, nil
 }
 
+// MultiHost reports whether this process may open a shared volume that
+// other processes (hosts) have open: DOPPEL_MULTIHOST=1, an experimental
+// setting until the rest of docs/SHARED.md section 9 is in.
+func MultiHost() bool { return os.Getenv("DOPPEL_MULTIHOST") == "1" }
+
+// multiHostGrace is how old a pack must be before a sweep or a crash
+// recovery may take it for an orphan when several hosts may write: longer
+// than any host takes from uploading a pack to committing the metadata
+// that names it.
+const multiHostGrace = 10 * time.Minute
+
 // registerSession registers this process's session on m. Until several
 // hosts can mount a volume at once (docs/SHARED.md, 9), it must be the
 // only live one: two processes running the single-host code on one
 // volume would corrupt it.
 func registerSession(m *pgstore.Store, purpose string) error {
 	host, _ := os.Hostname()
-	_, err := m.Register(pgstore.SessionInfo{Host: host, PID: os.Getpid(), Mount: purpose}, true)
+	_, err := m.Register(pgstore.SessionInfo{Host: host, PID: os.Getpid(), Mount: purpose}, !MultiHost())
 	if errors.Is(err, pgstore.ErrOtherSessions) {
 		return fmt.Errorf("%w: %w; a shared volume is opened by one process at a time until mounting on several hosts lands (docs/SHARED.md, section 9)", ErrInUse, err)
 	}

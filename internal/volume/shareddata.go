@@ -102,6 +102,12 @@ func s3Config(dir, dataURL string, cacheBytes int64, m meta.Store) (s3store.Conf
 		return cfg, err
 	}
 	cfg.RetireGrace = compact.retireGrace
+	if MultiHost() {
+		// Another host may have uploaded a pack whose metadata it has not
+		// committed yet: a sweep or recovery here must not take it for an
+		// orphan (docs/SHARED.md, 9.5).
+		cfg.Grace = multiHostGrace
+	}
 	if tuneS3 != nil {
 		tuneS3(&cfg)
 	}

@@ -182,6 +182,8 @@ type Volume struct {
 	Exports *exports.Registry
 	lock    *os.File
 	closed  bool
+	// stopWatch stops following other hosts' changes (shared volumes).
+	stopWatch func()
 }
 
 // Open opens the volume in dir for exclusive use by this process.
@@ -285,6 +287,16 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		return err
 	}
 	v.Exports = exports.NewRegistry(v.NS, log)
+	if pg, ok := v.Meta.(*pgstore.Store); ok {
+		if err := v.NS.WatchOtherHosts(); err != nil {
+			return err
+		}
+		v.stopWatch = pg.Listen(func() {
+			if _, err := v.NS.OtherHostsCommitted(); err != nil {
+				log.Debug("reading other hosts' changes", "err", err)
+			}
+		})
+	}
 	return nil
 }
 
@@ -318,6 +330,15 @@ func (v *Volume) Sessions() ([]pgstore.Session, error) {
 	return nil, nil
 }
 
+// SetInvalidator has the frontend told what other hosts change, so that
+// it drops what it caches of it (shared volumes; docs/SHARED.md, 9.3).
+func (v *Volume) SetInvalidator(inv interface {
+	InvalidateInode(ino uint64)
+	InvalidateEntry(dir uint64, name string)
+}) {
+	v.NS.SetInvalidator(inv)
+}
+
 // SessionID is this process's session of a shared volume, 0 if none.
 func (v *Volume) SessionID() int64 {
 	if pg, ok := v.Meta.(*pgstore.Store); ok {
@@ -332,6 +353,9 @@ func (v *Volume) Close() error {
 		return nil
 	}
 	v.closed = true
+	if v.stopWatch != nil {
+		v.stopWatch()
+	}
 	var errs []error
 	if v.NS != nil {
 		errs = append(errs, v.NS.Close())

@@ -21,10 +21,13 @@ func (s *Store) Free(loc blob.Loc) error {
 		return fmt.Errorf("s3: free: %w", os.ErrClosed)
 	}
 	_, listed := s.packs[loc.Segment]
-	if !listed && s.pending[loc.Segment] == nil && (s.open == nil || s.open.num != loc.Segment) {
+	if !listed && s.pending[loc.Segment] == nil && (s.open == nil || s.open.num != loc.Segment) && s.cfg.Grace == 0 {
 		s.mu.Unlock()
 		return fmt.Errorf("s3: free %+v: pack %d: %w", loc, loc.Segment, os.ErrNotExist)
 	}
+	// With Grace set, other hosts write packs this store has not listed:
+	// the span is recorded all the same, and the pack is deleted once a
+	// relisting finds it (compaction's, whose pass takes all-dead packs).
 	s.ledger.add(loc.Segment, blob.LiveSpan(loc))
 	var o object
 	del := false

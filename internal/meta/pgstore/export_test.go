@@ -44,3 +44,6 @@ func SetReapAfter(d time.Duration) func() {
 	reapAfter = d
 	return func() { reapAfter = old }
 }
+
+// ListenConns counts the connections s's listener made.
+func (s *Store) ListenConns() int64 { return s.listenConns.Load() }

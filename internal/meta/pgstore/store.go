@@ -19,6 +19,8 @@ type Store struct {
 	cache   *recordCache    // nil when off
 	connCfg *pgx.ConnConfig // for connections of their own (sessions)
 	sess    *session        // this process's session, if registered
+
+	listenConns atomic.Int64 // connections the listener made (tests)
 	schema  string
 	timeout time.Duration
 	version atomic.Int64 // the highest volume version a commit took

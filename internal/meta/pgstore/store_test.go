@@ -77,6 +77,7 @@ func TestStore(t *testing.T) {
 		{"RecordCache", testRecordCache},
 		{"RecordCacheRaces", testRecordCacheRaces},
 		{"LockedBatches", testLockedBatches},
+		{"Listen", testListen},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
 		{"SnapshotAcrossPages", testSnapshotAcrossPages},

@@ -1,0 +1,215 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// hostPair is one shared volume mounted by two daemons, each with a store
+// directory of its own (made by init and by join): two hosts, on one
+// machine. DOPPEL_MULTIHOST=1 lets the second mount while the first has
+// the volume (docs/SHARED.md, section 9).
+func hostPair(t *testing.T, prefix string) (a, b *volume) {
+	t.Helper()
+	t.Setenv("DOPPEL_MULTIHOST", "1")
+	a, _, _ = s3Volume(t, prefix)
+	raw, err := os.ReadFile(filepath.Join(a.Store, "shared.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shared struct{ Meta string }
+	if err := json.Unmarshal(raw, &shared); err != nil {
+		t.Fatal(err)
+	}
+	b = &volume{Store: filepath.Join(realTempDir(t), "b"), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
+	t.Cleanup(func() { b.cleanup(t) })
+	if out, err := runDoppel(time.Minute, "join", "--store", b.Store, "--meta", shared.Meta); err != nil {
+		t.Fatalf("doppel join: %v\n%s", err, out)
+	}
+	b.mount(t)
+	return a, b
+}
+
+// within polls cond until it holds or limit passes, and returns how long
+// it took.
+func within(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not seen within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestMultiHostBasics: two hosts mount one volume. Data closed on one is
+// read whole by an open on the other (close-to-open); names created,
+// renamed and removed on one are seen on the other within a second; both
+// create files in one directory at once and both see all of them; each
+// writes its half of one file and both read the whole; the same data
+// written on both is stored once; both sessions are listed; after both
+// unmount, fsck finds the volume clean.
+func TestMultiHostBasics(t *testing.T) {
+	a, b := hostPair(t, "basics")
+	limit := 2 * time.Second // the target is 1 s (the kernel's cache timeout); allow a loaded machine
+
+	data := bytes.Repeat([]byte("from host a\n"), 50000)
+	if err := writeSynced(a.path("f"), data); err != nil {
+		t.Fatal(err)
+	}
+	var lat []time.Duration
+	lat = append(lat, within(t, limit, "a's file on b", func() bool {
+		got, err := os.ReadFile(b.path("f"))
+		return err == nil && bytes.Equal(got, data)
+	}))
+
+	if err := os.Mkdir(b.path("d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.path("d", "x"), []byte("from b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lat = append(lat, within(t, limit, "b's d/x on a", func() bool {
+		got, err := os.ReadFile(a.path("d", "x"))
+		return err == nil && string(got) == "from b"
+	}))
+
+	if err := os.Rename(a.path("d", "x"), a.path("y")); err != nil {
+		t.Fatal(err)
+	}
+	lat = append(lat, within(t, limit, "a's rename on b", func() bool {
+		_, errOld := os.Stat(b.path("d", "x"))
+		got, err := os.ReadFile(b.path("y"))
+		return errors.Is(errOld, fs.ErrNotExist) && err == nil && string(got) == "from b"
+	}))
+	if err := os.Remove(a.path("f")); err != nil {
+		t.Fatal(err)
+	}
+	lat = append(lat, within(t, limit, "a's unlink on b", func() bool {
+		_, err := os.Stat(b.path("f"))
+		return errors.Is(err, fs.ErrNotExist)
+	}))
+	t.Logf("changes seen on the other host after %v", lat)
+
+	// Both hosts create files in one directory at once.
+	if err := os.Mkdir(a.path("shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	within(t, limit, "the shared directory on b", func() bool { _, err := os.Stat(b.path("shared")); return err == nil })
+	const each = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, h := range []struct {
+		v    *volume
+		name string
+	}{{a, "a"}, {b, "b"}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := os.WriteFile(h.v.path("shared", fmt.Sprintf("%s%02d", h.name, i)), []byte(h.name), 0o644); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, v := range []*volume{a, b} {
+		within(t, limit, "all files of both hosts in "+v.Mnt, func() bool {
+			ents, err := os.ReadDir(v.path("shared"))
+			return err == nil && len(ents) == 2*each
+		})
+	}
+
+	// Each host writes its half of one file, in place, and closes it.
+	half := 1 << 20
+	if err := os.WriteFile(a.path("halves"), make([]byte, 2*half), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	within(t, limit, "halves on b", func() bool {
+		st, err := os.Stat(b.path("halves"))
+		return err == nil && st.Size() == int64(2*half)
+	})
+	r := rand.New(rand.NewPCG(1, 2))
+	parts := [2][]byte{make([]byte, half), make([]byte, half)}
+	for _, p := range parts {
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+	}
+	for i, v := range []*volume{a, b} {
+		f, err := os.OpenFile(v.path("halves"), os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(parts[i], int64(i*half)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := append(append([]byte{}, parts[0]...), parts[1]...)
+	for _, v := range []*volume{a, b} {
+		within(t, limit, "both halves on "+v.Mnt, func() bool {
+			got, err := os.ReadFile(v.path("halves"))
+			return err == nil && bytes.Equal(got, want)
+		})
+	}
+
+	// The same data written on both hosts is stored once.
+	same := make([]byte, 8<<20)
+	for i := range same {
+		same[i] = byte(r.Uint32())
+	}
+	before := a.df(t).PhysicalBytes
+	if err := writeSynced(a.path("same-a"), same); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSynced(b.path("same-b"), same); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if grew := a.df(t).PhysicalBytes - before; grew > int64(len(same))*11/10 {
+		t.Errorf("the same 8 MiB written on both hosts grew the volume by %d bytes", grew)
+	}
+
+	// Both sessions are listed on each host.
+	for _, v := range []*volume{a, b} {
+		e := doppelStatus(t, v.Mnt)[0]
+		var mounts []string
+		for _, s := range e.Daemon.Sessions {
+			if s.Alive {
+				mounts = append(mounts, s.Mount)
+			}
+		}
+		sort.Strings(mounts)
+		wantMounts := []string{a.Mnt, b.Mnt}
+		sort.Strings(wantMounts)
+		if strings.Join(mounts, " ") != strings.Join(wantMounts, " ") {
+			t.Errorf("%s lists live sessions %v, want %v", v.Mnt, mounts, wantMounts)
+		}
+	}
+
+	a.umount(t)
+	b.umount(t)
+	a.fsckStrict(t)
+}
