@@ -36,15 +36,32 @@ func (v *volume) fsckStrict(t testing.TB) {
 	v.runFsck(t, true)
 }
 
+// fsckOnline checks the mounted volume through its daemon (on one
+// snapshot, while it is in use) and fails the test on any problem but
+// reclaimable space.
+func (v *volume) fsckOnline(t testing.TB) {
+	t.Helper()
+	if !v.mounted {
+		t.Fatal("an online check needs the volume mounted")
+	}
+	v.fsckWith(t, false, v.Mnt)
+}
+
 func (v *volume) runFsck(t testing.TB, strict bool) {
 	t.Helper()
 	if v.mounted {
 		t.Fatal("fsck needs the volume unmounted")
 	}
+	v.fsckWith(t, strict, "--store", v.Store)
+}
+
+// fsckWith runs doppel fsck --json with args (where the volume is).
+func (v *volume) fsckWith(t testing.TB, strict bool, args ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, doppelBin, "fsck", "--store", v.Store, "--json")
+	cmd := exec.CommandContext(ctx, doppelBin, append(append([]string{"fsck"}, args...), "--json")...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var ee *exec.ExitError

@@ -130,6 +130,13 @@ func (c *checker) chunkAt(seg uint32, l blob.Span) string {
 // segmentSizes returns the size of every segment: of its file, or what
 // the store says (blob.Inspector: pack objects in S3).
 func (c *checker) segmentSizes() (map[uint32]int64, error) {
+	// A store that other hosts write lists their newer packs only when
+	// asked to list again (S3).
+	if r, ok := c.s.Blobs.(interface{ Relist() error }); ok {
+		if err := r.Relist(); err != nil {
+			return nil, err
+		}
+	}
 	nums, err := c.s.Blobs.Segments()
 	if err != nil {
 		return nil, err

@@ -113,6 +113,17 @@ func (o *objects) get(num uint32, off int64, buf []byte) error {
 	return o.wrap("get", num, err)
 }
 
+// head returns pack num's size and modification time.
+func (o *objects) head(num uint32) (object, error) {
+	ctx, cancel := o.ctx()
+	defer cancel()
+	out, err := o.c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num))})
+	if err != nil {
+		return object{}, o.wrap("head", num, err)
+	}
+	return object{aws.ToInt64(out.ContentLength), aws.ToTime(out.LastModified)}, nil
+}
+
 func (o *objects) delete(num uint32) error {
 	ctx, cancel := o.ctx()
 	defer cancel()

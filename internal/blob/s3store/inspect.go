@@ -2,7 +2,6 @@ package s3store
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/doppelfs/doppel/internal/blob"
 )
@@ -23,7 +22,18 @@ func (s *Store) SegmentSize(num uint32) (int64, error) {
 	if s.open != nil && s.open.num == num {
 		return int64(len(s.open.buf)), nil
 	}
-	return 0, fmt.Errorf("s3: pack %d: %w", num, os.ErrNotExist)
+	s.mu.Unlock()
+	// Another host may have uploaded it since this store listed the
+	// packs: ask the object store.
+	o, err := s.objs.head(num)
+	s.mu.Lock()
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := s.packs[num]; !ok && s.pending[num] == nil {
+		s.packs[num] = o
+	}
+	return o.size, nil
 }
 
 // SegmentData implements blob.Inspector: the pack's Align-rounded extent

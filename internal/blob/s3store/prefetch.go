@@ -149,7 +149,11 @@ func (s *Store) Prefetch(locs []blob.Loc) {
 	s.staged.mu.Lock()
 	for _, l := range locs {
 		o, listed := s.packs[l.Segment]
-		if checkLoc(l) == nil && l.Length > 0 && listed && int64(l.Offset)+int64(l.Length) <= o.size &&
+		// A pack this store has not listed may be another host's, newer
+		// than the listing (Grace set: others write): a range past its
+		// end fails its GET, and the read then gets the chunk itself.
+		known := listed && int64(l.Offset)+int64(l.Length) <= o.size || !listed && s.cfg.Grace > 0 && s.inMemory(l.Segment) == nil
+		if checkLoc(l) == nil && l.Length > 0 && known &&
 			s.staged.covering(l) == nil && (s.cache == nil || !s.cache.has(l)) {
 			todo = append(todo, l)
 		}

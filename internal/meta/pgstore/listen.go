@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/doppelfs/doppel/internal/meta"
 )
@@ -91,17 +92,9 @@ func (s *Store) listenConn() *pgx.Conn {
 // one came from another session; notifications that arrive together are
 // taken at once.
 func (s *Store) waitOthers(conn *pgx.Conn, quit <-chan struct{}) (others bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), pollEvery)
-	defer cancel()
-	go func() {
-		select {
-		case <-quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	wait := pollEvery
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := s.waitOne(conn, quit, wait)
 		if err != nil {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !pgconnTimeout(err) {
 				conn.Close(context.Background())
@@ -111,10 +104,22 @@ func (s *Store) waitOthers(conn *pgx.Conn, quit <-chan struct{}) (others bool) {
 		if !s.ownNotification(n.Payload) {
 			others = true
 		}
-		// Take what else is queued without waiting long.
-		cancel()
-		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Millisecond)
+		wait = 5 * time.Millisecond // take what else is queued without waiting long
 	}
+}
+
+// waitOne waits up to d for one notification, or until quit closes.
+func (s *Store) waitOne(conn *pgx.Conn, quit <-chan struct{}, d time.Duration) (*pgconn.Notification, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	go func() {
+		select {
+		case <-quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return conn.WaitForNotification(ctx)
 }
 
 // ownNotification reports whether a payload ("SESSION VERSION") is this

@@ -21,12 +21,12 @@ type Store struct {
 	sess    *session        // this process's session, if registered
 
 	listenConns atomic.Int64 // connections the listener made (tests)
-	schema  string
-	timeout time.Duration
-	version atomic.Int64 // the highest volume version a commit took
-	retries atomic.Int64 // commits sent again after a conflict
-	usage   atomic.Int64 // the last DiskUsage answer
-	trips   atomic.Int64 // requests sent and waited on (RoundTrips)
+	schema      string
+	timeout     time.Duration
+	version     atomic.Int64 // the highest volume version a commit took
+	retries     atomic.Int64 // commits sent again after a conflict
+	usage       atomic.Int64 // the last DiskUsage answer
+	trips       atomic.Int64 // requests sent and waited on (RoundTrips)
 }
 
 var (
