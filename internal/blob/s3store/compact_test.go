@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,13 +145,36 @@ func TestRelistFindsOtherPacks(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SegmentSize(locs[0].Segment); err == nil {
-		t.Fatal("a knows b's pack before relisting")
+	if nums, err := a.Segments(); err != nil || slices.Contains(nums, locs[0].Segment) {
+		t.Fatalf("a lists b's pack before relisting (%v)", err)
 	}
 	if err := a.Relist(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.SegmentSize(locs[0].Segment); err != nil {
-		t.Fatalf("after Relist: %v", err)
+	if nums, err := a.Segments(); err != nil || !slices.Contains(nums, locs[0].Segment) {
+		t.Fatalf("after Relist, a does not list b's pack (%v)", err)
+	}
+}
+
+// SegmentSize (what fsck asks) finds a pack another store wrote after
+// this one listed, without a relisting, and a missing pack is missing.
+func TestSegmentSizeOfUnlistedPack(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "unlisted")
+	cfg.Allocator = NewLocalAllocator(t.TempDir())
+	a := mustOpen(t, cfg)
+	defer a.Close()
+	cfgB := cfg
+	cfgB.Dir = t.TempDir()
+	b := mustOpen(t, cfgB)
+	locs, _ := livePack(t, b, rand.New(rand.NewPCG(5, 5)))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := a.SegmentSize(locs[0].Segment); err != nil || n < int64(locs[0].Offset)+int64(locs[0].Length) {
+		t.Fatalf("SegmentSize of b's pack: %d, %v", n, err)
+	}
+	if _, err := a.SegmentSize(locs[0].Segment + 1000); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("SegmentSize of a pack nobody wrote: %v, want ErrNotExist", err)
 	}
 }
