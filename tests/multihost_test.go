@@ -104,6 +104,41 @@ func TestMultiHostBasics(t *testing.T) {
 	}))
 	t.Logf("changes seen on the other host after %v", lat)
 
+	// A file open on a, unlinked on b: a keeps reading and writing it
+	// through its descriptor; once a closes it, its space goes.
+	openData := bytes.Repeat([]byte("open on a\n"), 100000)
+	if err := writeSynced(a.path("o"), openData); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := os.OpenFile(a.path("o"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, limit, "o on b", func() bool { _, err := os.Stat(b.path("o")); return err == nil })
+	if err := os.Remove(b.path("o")); err != nil {
+		t.Fatal(err)
+	}
+	within(t, limit, "b's unlink of o on a", func() bool {
+		_, err := os.Stat(a.path("o"))
+		return errors.Is(err, fs.ErrNotExist)
+	})
+	if err := a.dropCaches(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(openData))
+	if n, err := fd.ReadAt(got, 0); err != nil || n != len(openData) || !bytes.Equal(got, openData) {
+		t.Fatalf("a's descriptor of a file b unlinked reads %d bytes (%v), not the file", n, err)
+	}
+	if _, err := fd.WriteAt([]byte("still here"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fd.Sync(); err != nil {
+		t.Fatalf("fsync of the unlinked file on a: %v", err)
+	}
+	if err := fd.Close(); err != nil {
+		t.Fatal(err)
+	}
+
 	// Both hosts create files in one directory at once.
 	if err := os.Mkdir(a.path("shared"), 0o755); err != nil {
 		t.Fatal(err)
@@ -211,5 +246,11 @@ func TestMultiHostBasics(t *testing.T) {
 
 	a.umount(t)
 	b.umount(t)
-	a.fsckStrict(t)
+	a.fsckStrict(t) // also: the unlinked file's space went with a's close
+}
+
+// dropCaches drops the host's page cache, so that reads of the mount go
+// to its daemon.
+func (v *volume) dropCaches() error {
+	return os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o200)
 }

@@ -57,6 +57,12 @@ func (c *checker) scanSingletons() error {
 				c.report(KindDecode, noIno, "dead-span record %x: %v", k, err)
 				c.deleteEarly(KindDecode, k, "deleted a dead-span record that does not decode")
 			}
+		case bytes.HasPrefix(k, openLo):
+			// Open records of sessions (several hosts): a dead session's
+			// are removed by the hosts, not by fsck.
+			if _, _, err := schema.ParseOpenKey(k); err != nil {
+				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			}
 		case bytes.Equal(k, schema.KeyDataURL):
 			// Only `doppel join` reads it, and checks it there.
 		case bytes.Equal(k, schema.KeySession):
@@ -197,3 +203,6 @@ func shortHex(k []byte) string {
 
 // deadLo starts the S3 data store's dead-span records (schema.DeadKey).
 var deadLo, _ = schema.DeadRange()
+
+// openLo starts the open records of sessions (schema.OpenKey).
+var openLo, _ = schema.OpenRange()

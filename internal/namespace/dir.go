@@ -379,9 +379,14 @@ func (v *FS) dropLink(tx *content.Tx, ino uint64) error {
 		}
 		return saveInode(tx, ino, &n)
 	}
-	if v.isOpen(ino) {
-		// Open but unlinked: keep it until the last close; the orphan
-		// marker lets the next mount clean up after a crash.
+	keep, err := v.keepOrphan(tx, ino)
+	if err != nil {
+		return err
+	}
+	if keep {
+		// Open but unlinked (here, or on another host): keep it until
+		// the last close; the orphan marker lets the next mount clean up
+		// after a crash.
 		if err := b.Set(schema.OrphanKey(ino), nil); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package namespace
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +32,10 @@ type openFile struct {
 	held      heldAttrs // attribute changes waiting for the buffered writes
 	lastWrite time.Time
 	stub      atomic.Bool // a clone's file whose extents are its origin's
+	// recordMu and recorded: this host's open record of the file is
+	// committed (volumes several hosts mount; open_records.go).
+	recordMu sync.Mutex
+	recorded bool
 }
 
 type handle struct {
@@ -112,6 +117,9 @@ func (v *FS) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags
 			return err
 		}
 		ino, n, policy, err = v.newNode(tx, c, parent, name, schema.Inode{Mode: syscall.S_IFREG | mode&0o7777})
+		if err == nil {
+			err = v.recordCreated(tx, ino)
+		}
 		if err != nil {
 			tx.Abort()
 		}
@@ -126,6 +134,12 @@ func (v *FS) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags
 	if err := tx.Commit(false); err != nil {
 		v.Release(h)
 		return vfs.Attr{}, 0, v.errno("create", err)
+	}
+	if v.opt.Sessions != nil {
+		f := v.fileOf(h)
+		f.recordMu.Lock()
+		f.recorded = true
+		f.recordMu.Unlock()
 	}
 	return toAttr(ino, &n), h, nil
 }
@@ -151,6 +165,12 @@ func (v *FS) Open(ino uint64, flags uint32) (vfs.Handle, error) {
 		}
 	}
 	h := v.openHandle(ino, flags)
+	if v.opt.Sessions != nil {
+		if err := v.recordOpen(v.fileOf(h)); err != nil {
+			v.Release(h)
+			return 0, v.errno("open", err)
+		}
+	}
 	if n.Stub {
 		v.filesMu.Lock()
 		if f := v.files[ino]; f != nil {
@@ -367,7 +387,17 @@ func (v *FS) Release(h vfs.Handle) error {
 		// the failure (ENOSPC, EIO), so its bytes are given up.
 		v.giveUp(hd.f, ferr)
 	}
+	if v.opt.Sessions != nil {
+		return v.errno("release", v.releaseRecorded(hd.ino))
+	}
 	return v.errno("release", v.deleteIfOrphan(hd.ino))
+}
+
+// fileOf is the open file of handle h, which must exist.
+func (v *FS) fileOf(h vfs.Handle) *openFile {
+	v.filesMu.Lock()
+	defer v.filesMu.Unlock()
+	return v.handles[h].f
 }
 
 // deleteIfOrphan deletes ino if its last name went while it was open.

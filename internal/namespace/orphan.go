@@ -8,7 +8,8 @@ import (
 )
 
 // removeOrphans deletes inodes that were unlinked while open when the
-// previous daemon stopped: nobody can open them any more.
+// previous daemon stopped: nobody can open them any more. On a volume
+// several hosts mount, one another host has open stays (keepOrphan).
 func (v *FS) removeOrphans() error {
 	it, err := v.meta.NewIter(schema.OrphanRange())
 	if err != nil {
@@ -30,6 +31,13 @@ func (v *FS) removeOrphans() error {
 		tx, err := v.begin()
 		if err != nil {
 			return err
+		}
+		if keep, err := v.keepOrphan(tx, ino); err != nil || keep {
+			tx.Abort() // open here or on another host (or unknown): it stays
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		if err := v.deleteInode(tx, ino); err != nil {
 			tx.Abort()

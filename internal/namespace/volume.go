@@ -38,6 +38,10 @@ type Options struct {
 	// Headroom keeps free space for metadata (nil: no reserve; a volume
 	// opened by package volume always has one).
 	Headroom *headroom.Guard
+	// Sessions, on a volume several hosts mount at once, says which
+	// session this host is: open files are then recorded per session
+	// (open_records.go). nil: one host.
+	Sessions Sessions
 }
 
 // FS is the file system of one volume: it implements vfs.FS over the
@@ -128,7 +132,7 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*FS
 	ret.SetExcluder(v.pinExcluder)
 	eng.SetRetainer(ret)
 	eng.OnForeignCommits(v.foreignCommits)
-	if err := v.removeOrphans(); err != nil {
+	if err := v.reapOpens(); err != nil {
 		return nil, err
 	}
 	if err := v.startTreeJournal(); err != nil {
@@ -144,6 +148,10 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*FS
 			tx.SetTrees(v.trees.forTx(tx))
 		}
 	})
+	if opt.Sessions != nil {
+		v.wg.Add(1)
+		go v.openReaper()
+	}
 	v.wg.Add(5)
 	go v.flusher()
 	go v.releaser()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"slices"
 )
 
 // Key prefixes. They are part of the on-disk format: never renumber.
@@ -222,6 +223,36 @@ func ParseJournalKey(key []byte) (version, ino uint64, name string, err error) {
 		return 0, 0, "", ErrBadKey
 	}
 	return binary.BigEndian.Uint64(key[1:]), binary.BigEndian.Uint64(key[9:]), string(key[17:]), nil
+}
+
+// openPrefix starts the open records of a volume that several hosts
+// mount at once: one per (inode, session) while that session has the
+// inode open (docs/SHARED.md, 9.5), so that an unlink on another host
+// keeps the inode.
+const openPrefix = "\x00open/"
+
+// OpenKey is the record of session having ino open.
+func OpenKey(ino, session uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte(openPrefix), ino), session)
+}
+
+// OpenRangeOf bounds the open records of ino.
+func OpenRangeOf(ino uint64) (lower, upper []byte) {
+	lo := binary.BigEndian.AppendUint64([]byte(openPrefix), ino)
+	return lo, binary.BigEndian.AppendUint64(slices.Clone(lo), ^uint64(0))
+}
+
+// OpenRange bounds all open records.
+func OpenRange() (lower, upper []byte) {
+	return []byte(openPrefix), []byte(openPrefix[:len(openPrefix)-1] + "0")
+}
+
+// ParseOpenKey splits an open record's key.
+func ParseOpenKey(k []byte) (ino, session uint64, err error) {
+	if len(k) != len(openPrefix)+16 || string(k[:len(openPrefix)]) != openPrefix {
+		return 0, 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(k[len(openPrefix):]), binary.BigEndian.Uint64(k[len(openPrefix)+8:]), nil
 }
 
 // OrphanKey marks ino as unlinked but still open.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
@@ -244,4 +245,38 @@ func registerSession(m *pgstore.Store, purpose string) error {
 		return fmt.Errorf("%w: %w; a shared volume is opened by one process at a time until mounting on several hosts lands (docs/SHARED.md, section 9)", ErrInUse, err)
 	}
 	return err
+}
+
+// sessionsOf is namespace.Sessions of a shared volume several hosts
+// mount: this process's session, and the live ones as listed at most
+// a second ago.
+type sessionsOf struct {
+	m *pgstore.Store
+
+	mu     sync.Mutex
+	alive  map[uint64]bool
+	listed time.Time
+}
+
+func (s *sessionsOf) Own() uint64 { return uint64(s.m.SessionID()) }
+
+// Alive reports whether session id is alive; when the sessions cannot be
+// listed, every session counts as alive (what it holds then stays).
+func (s *sessionsOf) Alive(id uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.listed) > time.Second {
+		all, err := s.m.Sessions()
+		if err != nil {
+			return true
+		}
+		s.alive = map[uint64]bool{}
+		for _, se := range all {
+			if se.Alive() {
+				s.alive[uint64(se.ID)] = true
+			}
+		}
+		s.listed = time.Now()
+	}
+	return s.alive[id]
 }

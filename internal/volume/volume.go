@@ -283,6 +283,9 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
 	}
 	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
+	if pg, ok := v.Meta.(*pgstore.Store); ok && MultiHost() && pg.SessionID() != 0 {
+		nsOpt.Sessions = &sessionsOf{m: pg}
+	}
 	if v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log); err != nil {
 		return err
 	}
