@@ -143,6 +143,9 @@ func (e *Engine) startCompactor(cfg CompactConfig) {
 				return
 			case <-t.C:
 			}
+			if !e.leased("compaction", 2*cfg.Interval+time.Minute) {
+				continue // another host compacts (docs/SHARED.md, 9.5)
+			}
 			sweep := cfg.SweepEvery > 0 && time.Since(lastSweep) >= cfg.SweepEvery
 			res, err := e.Compact(cfg, sweep)
 			if sweep && err == nil {

@@ -3,6 +3,7 @@ package content
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -136,3 +137,22 @@ func (e *Engine) TakeOwnCommits(upTo uint64) map[uint64]bool {
 	e.own.vs = keep
 	return out
 }
+
+// leased reports whether this engine may do the background work name now:
+// on a store several processes use (meta.Leaser), while it holds its
+// lease (renewed here, for ttl); elsewhere always. A failure to ask is a
+// no: the work waits for the next round.
+func (e *Engine) leased(name string, ttl time.Duration) bool {
+	l, ok := e.meta.(meta.Leaser)
+	if !ok {
+		return true
+	}
+	got, err := l.TryLease(name, ttl)
+	if err != nil {
+		e.log.Debug("lease", "name", name, "err", err)
+	}
+	return got && err == nil
+}
+
+// Leased is leased for the layers above (the namespace's journal pruner).
+func (e *Engine) Leased(name string, ttl time.Duration) bool { return e.leased(name, ttl) }

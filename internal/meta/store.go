@@ -1,6 +1,9 @@
 package meta
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrNotFound is returned by Get when a key does not exist.
 var ErrNotFound = errors.New("meta: key not found")
@@ -134,4 +137,13 @@ type TxLocker interface {
 // caller learned that another process wrote the store.
 type CacheDropper interface {
 	DropCaches()
+}
+
+// Leaser is implemented by stores that several processes (hosts) use at
+// once: background work that one of them at a time must do runs only
+// while TryLease grants its lease (docs/SHARED.md, 9.5).
+type Leaser interface {
+	// TryLease takes or renews the lease name for ttl; false means
+	// another live process holds it.
+	TryLease(name string, ttl time.Duration) (bool, error)
 }

@@ -37,8 +37,11 @@ func (v *FS) journalPruner() {
 	t := time.NewTicker(v.opt.JournalPruneEvery)
 	defer t.Stop()
 	for {
-		if _, err := v.PruneJournal(); err != nil && !errors.Is(err, errQuit) {
-			v.log.Error("pruning the change journal failed; it is retried", "err", err)
+		// One host at a time prunes (docs/SHARED.md, 9.5).
+		if v.eng.Leased("journal-prune", 2*v.opt.JournalPruneEvery+time.Minute) {
+			if _, err := v.PruneJournal(); err != nil && !errors.Is(err, errQuit) {
+				v.log.Error("pruning the change journal failed; it is retried", "err", err)
+			}
 		}
 		select {
 		case <-v.quit:

@@ -238,12 +238,18 @@ func (c *cache) remove(l blob.Loc) {
 	}
 }
 
-// dropPack drops every record of pack num (a deleted pack).
+// dropPack drops every record of pack num (a deleted pack) and punches
+// its bytes out of the slab files, so that deleted data gives its local
+// disk space back too (where the file system cannot punch, the space is
+// reused when the head comes round).
 func (c *cache) dropPack(num uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, r := range slices.Clone(c.packs[num]) {
 		c.unindex(r)
+		if c.slabs != nil {
+			punch(c.slabs[r.pos.slab].f, r.pos.off, r.size)
+		}
 	}
 }
 

@@ -296,3 +296,9 @@ func (c *cache) close() {
 	c.slabs = nil
 	c.entries, c.packs = map[blob.Loc]*record{}, map[uint32][]*record{}
 }
+
+// punch deallocates [off, off+n) of f, keeping its size; failures are
+// ignored (the ring reuses the space anyway).
+func punch(f *os.File, off, n int64) {
+	unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, off, n)
+}

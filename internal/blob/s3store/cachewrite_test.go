@@ -2,7 +2,11 @@ package s3store
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/doppelfs/doppel/internal/blob"
 )
@@ -125,4 +129,48 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Dropping a deleted pack's records punches their bytes out of the slab
+// files: the cache's disk space goes down with the pack.
+func TestCacheDropPackPunches(t *testing.T) {
+	dir := t.TempDir()
+	c, err := openCache(dir, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	data := make([]byte, 1<<20)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for i := range 4 {
+		c.put(blob.Loc{Segment: 7, Offset: uint64(i) << 20, Length: 1 << 20}, data)
+	}
+	before := dirBytesAllocated(t, c.dir)
+	c.dropPack(7)
+	after := dirBytesAllocated(t, c.dir)
+	if before < 4<<20 || after > before-(4<<20)+64<<10 {
+		t.Fatalf("slab files hold %d bytes before dropping the pack, %d after", before, after)
+	}
+	if c.has(blob.Loc{Segment: 7, Length: 1}) {
+		t.Fatal("a dropped pack's range is still cached")
+	}
+}
+
+func dirBytesAllocated(t *testing.T, dir string) int64 {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, e := range ents {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(dir, e.Name()), &st); err != nil {
+			t.Fatal(err)
+		}
+		n += st.Blocks * 512
+	}
+	return n
 }

@@ -18,7 +18,8 @@ type stmts struct {
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
 	reserve                        string
-	txLock, notify                 string
+	txLock, notify, lease          string
+	sessionExists                  string
 
 	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
 	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
@@ -55,6 +56,8 @@ func newStmts(schema string) *stmts {
 				ver = excluded.ver
 			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
+	st.lease = leaseStmt(q)
+	st.sessionExists = q(`SELECT EXISTS (SELECT 1 FROM S.sessions WHERE id = $1)`)
 	st.txLock = q(`SELECT pg_advisory_xact_lock(hashtext('doppel tx ' || 'S'))`)
 	// The payload is the committing session (0: none) and the version
 	// the commit took; other hosts' listeners read it (docs/SHARED.md, 9.3).
@@ -76,6 +79,7 @@ func (s *Store) create(ctx context.Context) error {
 		CREATE SEQUENCE IF NOT EXISTS S.version;
 		CREATE TABLE IF NOT EXISTS S.format (format int NOT NULL);
 		INSERT INTO S.format SELECT FMT WHERE NOT EXISTS (SELECT 1 FROM S.format);
+		CREATE TABLE IF NOT EXISTS S.leases (name text PRIMARY KEY, session bigint NOT NULL, expires timestamptz NOT NULL);
 		CREATE TABLE IF NOT EXISTS S.sessions (id bigserial PRIMARY KEY, host text NOT NULL, pid int NOT NULL,
 			mount text NOT NULL, started timestamptz NOT NULL DEFAULT now(), heartbeat timestamptz NOT NULL DEFAULT now());
 		COMMIT;`)

@@ -283,14 +283,21 @@ func listSessions(ctx context.Context, q queryer, sql string) ([]Session, error)
 	return out, rows.Err()
 }
 
+// sessionHeld is the SQL condition that the process of the session whose
+// id is the expression id holds its session lock (spliced into
+// statements whose schema placeholder is then replaced).
+func sessionHeld(id string) string {
+	return `EXISTS (SELECT 1 FROM pg_locks pl WHERE pl.locktype = 'advisory' AND pl.granted
+		AND pl.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND pl.classid::bigint = (hashtext('doppel session ' || 'S')::bigint & 4294967295)
+		AND pl.objid::bigint = ` + id + ` AND pl.objsubid = 2)`
+}
+
 // sessionStmts are the statements on the sessions table. The session
 // lock is the advisory lock (hashtext('doppel session SCHEMA'), id);
 // pg_locks shows it as classid, objid with objsubid 2.
 func sessionStmts(q func(string) string) (tableLock, reap, add, lock, beat, mount, del, all string) {
-	held := `EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
-		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND l.classid::bigint = (hashtext('doppel session ' || 'S')::bigint & 4294967295)
-		AND l.objid::bigint = s.id AND l.objsubid = 2)`
+	held := sessionHeld("s.id")
 	return q(`SELECT pg_advisory_xact_lock(hashtext('doppel sessions ' || 'S'))`),
 		q(`DELETE FROM S.sessions s WHERE (now() - heartbeat > make_interval(secs => $1) AND NOT ` + held + `)
 			OR now() - heartbeat > make_interval(secs => $2)`),

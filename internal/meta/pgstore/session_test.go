@@ -91,6 +91,9 @@ func testSessions(t *testing.T, e *env) {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(context.Background(), fmt.Sprintf("DELETE FROM %s.sessions WHERE id = $1", schema), d.SessionID())
 	must(t, err)
+	if _, _, err := d.LockedBatch(); !errors.Is(err, pgstore.ErrSessionLost) {
+		t.Fatalf("a transaction of a session whose row was removed: %v, want ErrSessionLost", err)
+	}
 	select {
 	case <-d.SessionLost():
 	case <-time.After(10 * time.Second):
@@ -110,5 +113,70 @@ func testSessions(t *testing.T, e *env) {
 			t.Fatalf("c is not alive again after the restart: %v", alive(c))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Leases: one session at a time holds a lease; its holder renews it; once
+// it expired (server time) another session takes it; a store without a
+// session always gets it.
+func testLeases(t *testing.T, e *env) {
+	schema := e.schema()
+	open := func() *pgstore.Store {
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+		must(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b, none := open(), open(), open()
+	_, err := a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)
+	must(t, err)
+	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"}, false)
+	must(t, err)
+	try := func(s *pgstore.Store, ttl time.Duration) bool {
+		t.Helper()
+		got, err := s.TryLease("work", ttl)
+		must(t, err)
+		return got
+	}
+	if !try(a, time.Second) {
+		t.Fatal("a did not get a free lease")
+	}
+	if try(b, time.Second) {
+		t.Fatal("b got the lease a holds")
+	}
+	if !try(a, time.Second) {
+		t.Fatal("a could not renew its lease")
+	}
+	if !try(none, time.Second) {
+		t.Fatal("a store without a session was refused a lease")
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if !try(b, time.Minute) {
+		t.Fatal("b did not get the lease after it expired")
+	}
+	if try(a, time.Second) {
+		t.Fatal("a got the lease b took over")
+	}
+}
+
+// A lease held by a session whose process died is taken over at once.
+func testLeaseOfDeadSession(t *testing.T, e *env) {
+	schema := e.schema()
+	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	must(t, err)
+	defer a.Close()
+	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	must(t, err)
+	defer b.Close()
+	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)
+	must(t, err)
+	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"}, false)
+	must(t, err)
+	if got, err := a.TryLease("work", time.Hour); err != nil || !got {
+		t.Fatalf("a: %v %v", got, err)
+	}
+	a.DropSessionConn()
+	if got, err := b.TryLease("work", time.Hour); err != nil || !got {
+		t.Fatalf("b did not take over the lease of a dead session: %v %v", got, err)
 	}
 }

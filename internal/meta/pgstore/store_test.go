@@ -78,6 +78,8 @@ func TestStore(t *testing.T) {
 		{"RecordCacheRaces", testRecordCacheRaces},
 		{"LockedBatches", testLockedBatches},
 		{"Listen", testListen},
+		{"Leases", testLeases},
+		{"LeaseOfDeadSession", testLeaseOfDeadSession},
 		{"FailedCommitLeavesNothing", testFailedCommitLeavesNothing},
 		{"OverlappingConcurrentCommits", testOverlappingConcurrentCommits},
 		{"SnapshotAcrossPages", testSnapshotAcrossPages},

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -25,12 +26,27 @@ var (
 // volume's channel and COMMIT in one round trip; the lock ends with the
 // transaction, on the server, also when the connection is lost.
 
+// ErrSessionLost is returned by LockedBatch once this store's session
+// row is gone: another host judged the session dead (its heartbeat
+// stopped for the lease time) and may have cleaned up what it held, so it
+// must not write any more; unmounting and mounting again starts a new
+// session.
+var ErrSessionLost = errors.New("this host's session was ended by another host (it looked dead); unmount and mount again")
+
 // LockedBatch implements meta.TxLocker: it takes the volume's
-// transaction lock and, in the same round trip, reads keys (bypassing the
-// record cache: another host may have written them).
+// transaction lock and, in the same round trip, checks that this store's
+// session still exists and reads keys (bypassing the record cache:
+// another host may have written them).
 func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 	var lb *lockedBatch
 	var vals [][]byte
+	if s.sess != nil {
+		select {
+		case <-s.sess.lost:
+			return nil, nil, ErrSessionLost
+		default:
+		}
+	}
 	err := s.r.again(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		defer cancel()
@@ -56,6 +72,8 @@ func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (
 	pb := &pgx.Batch{}
 	pb.Queue("BEGIN")
 	pb.Queue(s.q.txLock)
+	id := s.SessionID()
+	pb.Queue(s.q.sessionExists, id)
 	pb.Queue(s.q.getMany, keys)
 	br := conn.SendBatch(ctx, pb)
 	defer br.Close()
@@ -63,6 +81,13 @@ func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (
 		if _, err := br.Exec(); err != nil {
 			return nil, err
 		}
+	}
+	var exists bool
+	if err := br.QueryRow().Scan(&exists); err != nil {
+		return nil, err
+	}
+	if id != 0 && !exists {
+		return nil, ErrSessionLost
 	}
 	rows, err := br.Query()
 	if err != nil {
