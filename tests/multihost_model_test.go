@@ -90,6 +90,35 @@ type hostModel struct {
 	dirs    map[string]bool
 	next    int
 	slowest time.Duration
+	log     []string // what each operation did, for failure messages
+}
+
+// history is the operations that touched path p (or a directory above it).
+func (m *hostModel) history(p string) string {
+	var out []string
+	for _, l := range m.log {
+		for _, part := range strings.Split(p, "/") {
+			if strings.Contains(l, part) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// listings is what every host lists of p's directory.
+func (m *hostModel) listings(p string) string {
+	var out []string
+	for _, h := range m.hosts {
+		ents, err := os.ReadDir(h.path(filepath.Dir(p)))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		out = append(out, fmt.Sprintf("%s: %v %v", h.Mnt, names, err))
+	}
+	return strings.Join(out, "\n")
 }
 
 func (m *hostModel) host() *volume { return m.hosts[m.r.IntN(len(m.hosts))] }
@@ -97,7 +126,7 @@ func (m *hostModel) host() *volume { return m.hosts[m.r.IntN(len(m.hosts))] }
 // other is a host other than h.
 func (m *hostModel) other(h *volume) *volume {
 	for {
-		if o := m.host(); o != h {
+		if o := m.hosts[m.r.IntN(len(m.hosts))]; o != h {
 			return o
 		}
 	}
@@ -204,14 +233,15 @@ func (m *hostModel) step(i int) {
 		f, err := os.Open(o.path(p))
 		m.must(err, "open "+p+" on the other host")
 		m.must(os.Remove(h.path(p)), "unlink "+p)
-		m.settle(o, []string{p})
-		got := make([]byte, len(m.files[p])+1)
+		want := m.files[p]
+		delete(m.files, p)
+		m.settle(o, []string{p}) // the name is gone there too
+		got := make([]byte, len(want)+1)
 		n, err := f.ReadAt(got, 0)
-		if (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(got[:n], m.files[p]) {
-			t.Fatalf("op %d: %s open on %s, unlinked on %s: reads %d bytes (%v), want %d", i, p, o.Mnt, h.Mnt, n, err, len(m.files[p]))
+		if (err != nil && !errors.Is(err, io.EOF)) || !bytes.Equal(got[:n], want) {
+			t.Fatalf("op %d: %s open on %s, unlinked on %s: reads %d bytes (%v), want %d", i, p, o.Mnt, h.Mnt, n, err, len(want))
 		}
 		m.must(f.Close(), "close "+p)
-		delete(m.files, p)
 		touched, what = []string{p}, "unlink while open elsewhere"
 	case op == 9 && len(m.dirs) > 1: // clone a directory
 		src := m.pick(m.dirs)
@@ -237,6 +267,7 @@ func (m *hostModel) step(i int) {
 	if d := time.Since(start); d > m.slowest {
 		m.slowest = d
 	}
+	m.log = append(m.log, fmt.Sprintf("op %d: %s on %s: %v", i, what, h.Mnt, touched))
 	if m.t.Failed() {
 		m.t.Fatalf("op %d (%s on %s)", i, what, h.Mnt)
 	}
@@ -282,7 +313,7 @@ func (m *hostModel) settle(o *volume, paths []string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			m.t.Fatalf("%s: %s after 3 s", o.Mnt, bad)
+			m.t.Fatalf("%s: %s after 3 s\nhistory:\n%s\nlistings:\n%s", o.Mnt, bad, m.history(paths[0]), m.listings(paths[0]))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -335,11 +366,8 @@ func (m *hostModel) compareAll() {
 		})
 		m.must(err, "walk "+h.Mnt)
 		for p := range m.files {
-			if !seen[p] {
-				m.t.Fatalf("%s: %s is missing", h.Mnt, p)
-			}
-			if msg := m.check(h, p); msg != "" {
-				m.t.Fatalf("%s: %s", h.Mnt, msg)
+			if msg := m.check(h, p); msg != "" || !seen[p] {
+				m.t.Fatalf("%s: %s (listed: %v)\nhistory:\n%s\nlistings:\n%s", h.Mnt, msg, seen[p], m.history(p), m.listings(p))
 			}
 		}
 		for d := range m.dirs {
