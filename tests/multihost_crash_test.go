@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/crashtest"
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // TestMultiHostCrashLoop: two hosts mount one volume; host b runs the
@@ -28,14 +28,7 @@ import (
 //
 // DOPPEL_MULTIHOST_CRASH_CYCLES sets the number of kills (default 10).
 func TestMultiHostCrashLoop(t *testing.T) {
-	cycles := 10
-	if s := os.Getenv("DOPPEL_MULTIHOST_CRASH_CYCLES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("DOPPEL_MULTIHOST_CRASH_CYCLES=%q: want a positive number", s)
-		}
-		cycles = n
-	}
+	cycles := max(1, testutil.EnvInt(t, "DOPPEL_MULTIHOST_CRASH_CYCLES", 10))
 	seed := crashtest.Seed(t, *crashSeed, "crash.seed")
 	a, b := hostPair(t, "crash")
 	if err := os.Mkdir(b.path("d"), 0o755); err != nil {

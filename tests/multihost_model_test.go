@@ -2,7 +2,6 @@ package tests
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/crashtest"
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 var multiHostSeed = crashSeed // -crash.seed replays this test too
@@ -33,14 +32,7 @@ var multiHostSeed = crashSeed // -crash.seed replays this test too
 // printed. DOPPEL_MULTIHOST_MODEL_OPS sets the number of operations
 // (default 150).
 func TestMultiHostModel(t *testing.T) {
-	ops := 150
-	if s := os.Getenv("DOPPEL_MULTIHOST_MODEL_OPS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("DOPPEL_MULTIHOST_MODEL_OPS=%q: want a positive number", s)
-		}
-		ops = n
-	}
+	ops := max(1, testutil.EnvInt(t, "DOPPEL_MULTIHOST_MODEL_OPS", 150))
 	seed := crashtest.Seed(t, *multiHostSeed, "crash.seed")
 	hosts := hostTrio(t, "model")
 	m := &hostModel{t: t, hosts: hosts, r: rand.New(rand.NewPCG(seed, 11)),
@@ -63,21 +55,7 @@ func TestMultiHostModel(t *testing.T) {
 func hostTrio(t *testing.T, prefix string) []*volume {
 	t.Helper()
 	a, b := hostPair(t, prefix)
-	raw, err := os.ReadFile(filepath.Join(a.Store, "shared.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var shared struct{ Meta string }
-	if err := json.Unmarshal(raw, &shared); err != nil {
-		t.Fatal(err)
-	}
-	c := &volume{Store: filepath.Join(realTempDir(t), "c"), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
-	t.Cleanup(func() { c.cleanup(t) })
-	if out, err := runDoppel(time.Minute, "join", "--store", c.Store, "--meta", shared.Meta); err != nil {
-		t.Fatalf("doppel join: %v\n%s", err, out)
-	}
-	c.mount(t)
-	return []*volume{a, b, c}
+	return []*volume{a, b, joinHost(t, a, "c")}
 }
 
 // hostModel is the reference: regular files (path -> content) and

@@ -24,6 +24,13 @@ func hostPair(t *testing.T, prefix string) (a, b *volume) {
 	t.Helper()
 	t.Setenv("DOPPEL_MULTIHOST", "1")
 	a, _, _ = s3Volume(t, prefix)
+	return a, joinHost(t, a, "b")
+}
+
+// joinHost mounts another host of a's volume: a store directory made
+// with doppel join from a's metadata URL, mounted.
+func joinHost(t *testing.T, a *volume, name string) *volume {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(a.Store, "shared.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -32,13 +39,13 @@ func hostPair(t *testing.T, prefix string) (a, b *volume) {
 	if err := json.Unmarshal(raw, &shared); err != nil {
 		t.Fatal(err)
 	}
-	b = &volume{Store: filepath.Join(realTempDir(t), "b"), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
-	t.Cleanup(func() { b.cleanup(t) })
-	if out, err := runDoppel(time.Minute, "join", "--store", b.Store, "--meta", shared.Meta); err != nil {
+	v := &volume{Store: filepath.Join(realTempDir(t), name), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
+	t.Cleanup(func() { v.cleanup(t) })
+	if out, err := runDoppel(time.Minute, "join", "--store", v.Store, "--meta", shared.Meta); err != nil {
 		t.Fatalf("doppel join: %v\n%s", err, out)
 	}
-	b.mount(t)
-	return a, b
+	v.mount(t)
+	return v
 }
 
 // within polls cond until it holds or limit passes, and returns how long

@@ -34,25 +34,15 @@ func runInit(args []string) error {
 	if len(pos) != 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	if *metaURL != "" && *metaFile != "" {
-		return usagef("give --meta or --meta-file, not both")
-	}
 	if *data != "" && *metaURL == "" && *metaFile == "" {
 		return usagef("%v", volume.ErrDataNeedsMeta)
 	}
-	cacheBytes, err := parseByteSize(*cacheSize)
+	cacheBytes, err := cacheBytesOf(*cacheSize)
 	if err != nil {
-		return usagef("--cache-size: %v", err)
+		return err
 	}
-	if cacheBytes == 0 {
-		cacheBytes = -1 // no cache
-	}
-	if *metaFile != "" {
-		if *metaURL, err = readMetaFile(*metaFile); err != nil {
-			return err
-		}
-	} else if *metaURL != "" && volume.HasPassword(*metaURL) {
-		fmt.Fprintln(os.Stderr, "doppel init: warning: the --meta URL carries a password, which other users can see in ps while init runs; use --meta-file, PGPASSWORD or ~/.pgpass (the password is not stored either way)")
+	if *metaURL, err = metaURLOf("init", *metaURL, *metaFile); err != nil {
+		return err
 	}
 	dir, err := storeDir(*store)
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -32,25 +31,15 @@ func runJoin(args []string) error {
 	if len(pos) != 0 {
 		return usagef("unexpected argument %q", pos[0])
 	}
-	switch {
-	case *metaURL != "" && *metaFile != "":
-		return usagef("give --meta or --meta-file, not both")
-	case *metaURL == "" && *metaFile == "":
+	if *metaURL == "" && *metaFile == "" {
 		return usagef("give --meta or --meta-file: where the volume's metadata is")
 	}
-	cacheBytes, err := parseByteSize(*cacheSize)
+	cacheBytes, err := cacheBytesOf(*cacheSize)
 	if err != nil {
-		return usagef("--cache-size: %v", err)
+		return err
 	}
-	if cacheBytes == 0 {
-		cacheBytes = -1 // no cache
-	}
-	if *metaFile != "" {
-		if *metaURL, err = readMetaFile(*metaFile); err != nil {
-			return err
-		}
-	} else if volume.HasPassword(*metaURL) {
-		fmt.Fprintln(os.Stderr, "doppel join: warning: the --meta URL carries a password, which other users can see in ps while join runs; use --meta-file, PGPASSWORD or ~/.pgpass (the password is not stored either way)")
+	if *metaURL, err = metaURLOf("join", *metaURL, *metaFile); err != nil {
+		return err
 	}
 	dir, err := storeDir(*store)
 	if err != nil {

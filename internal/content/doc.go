@@ -14,4 +14,10 @@
 // its background loop; compact_move.go: moving live chunks without racing
 // the write path; compact_scan.go: the chunk table walks and the orphan
 // sweep) rewrites packs that fell sparse and sweeps packs nothing names.
+//
+// On a store several hosts write at once (meta.TxLocker: PostgreSQL),
+// each transaction holds the volume's transaction lock, and one that finds
+// other hosts' commits drops what this engine kept of the volume first
+// (foreign.go; docs/SHARED.md, section 9); background work runs only
+// under its lease (meta.Leaser).
 package content

@@ -34,6 +34,10 @@
 //   - fallocate.go: fallocate's modes and ext4's rules for them.
 //   - data.go: lseek (SEEK_DATA/SEEK_HOLE) and copy_file_range.
 //   - orphan.go: open-but-unlinked files left by a crash.
+//   - open_records.go: files open on other hosts (records per session, so
+//     that an unlink elsewhere keeps them; docs/SHARED.md 9.5).
+//   - other_hosts.go: other hosts' changes read from the journal and told
+//     to the frontend (kernel invalidation, 9.3).
 //   - policy.go: the chunking policy of a file (xattr, inherited).
 //
 // The write path

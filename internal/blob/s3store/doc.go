@@ -25,8 +25,10 @@
 //   - read.go: Read, Forget.
 //   - prefetch.go: Prefetch: ranged GETs into memory (staging, bounded by
 //     Config.PrefetchBytes), read from there and written to the cache.
-//   - cache.go: the local read cache (LRU, on disk, one file per cached
-//     range, checked by an XXH3 per 64 KiB block).
+//   - cache.go: the local read cache: its index, gets, puts, promotion of
+//     records read again (checked by an XXH3 per 64 KiB block).
+//   - cache_ring.go: the cache's ring of slab files on disk (layout, scan
+//     at open, O_DIRECT writes at the head).
 //   - free.go: Free, Reclaim and the deletion of dead packs.
 //   - compact.go: blob.Compactable: sparse packs, whole-pack reads,
 //     retirement (deletion after RetireGrace), relisting, dead bytes.
@@ -38,6 +40,6 @@
 // The local store directory (Config.Dir, mode 0700, locked while open)
 // holds: next (the LocalAllocator's highest pack number, 8 hex digits;
 // absent with another Allocator), dead (the ledger's records, absent with
-// another DeadStore) and cache/ (cached ranges of packs, named
-// PACK-OFFSET-LENGTH in hex). It is a cache: losing it loses no data.
+// another DeadStore) and cache/ (the slab files slab-NNNN of cached
+// ranges of packs). It is a cache: losing it loses no data.
 package s3store

@@ -37,23 +37,7 @@ func (b *batch) Commit(sync bool) error {
 		b.s.cache.begin(w)
 	}
 	err := b.s.retry(func(ctx context.Context) error {
-		br := b.s.pool.SendBatch(ctx, pb)
-		var ver int64
-		if err := br.QueryRow().Scan(&ver); err != nil {
-			br.Close()
-			return err
-		}
-		for range pb.Len() - 1 {
-			if _, err := br.Exec(); err != nil {
-				br.Close()
-				return err
-			}
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		b.s.sawVersion(ver)
-		return nil
+		return b.s.sendCommit(ctx, b.s.pool, pb)
 	})
 	if b.s.cache != nil {
 		b.s.cache.end(w, err)
@@ -87,6 +71,33 @@ func (b *batch) statements() (commitWrites, *pgx.Batch) {
 		pb.Queue(q.upsert, keys, vals)
 	}
 	return commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}, pb
+}
+
+// batchSender sends a pipeline: the pool or one connection.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// sendCommit runs a commit's pipeline pb (nextval first, whose result it
+// records as the latest version this store took) on to.
+func (s *Store) sendCommit(ctx context.Context, to batchSender, pb *pgx.Batch) error {
+	br := to.SendBatch(ctx, pb)
+	var ver int64
+	if err := br.QueryRow().Scan(&ver); err != nil {
+		br.Close()
+		return err
+	}
+	for range pb.Len() - 1 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	s.sawVersion(ver)
+	return nil
 }
 
 // maxAttempts bounds the tries of a commit that keeps conflicting.

@@ -25,6 +25,16 @@
 //   - batch.go: Batch: Get, Set, Delete, DeleteRange, NewIter.
 //   - commit.go: Commit in one round trip, its retries, connLost.
 //   - snapshot.go: Snapshot.
+//   - cache.go: the record cache (point reads of records read or written;
+//     write-through, exact on one host).
+//   - session.go: sessions (one row per process that has the volume open,
+//     alive while its advisory lock and heartbeat are; docs/SHARED.md 9.1).
+//   - txlock.go: LockedBatch, the volume transaction lock (9.2), and
+//     DropCaches.
+//   - listen.go: Listen, other hosts' commits through LISTEN/NOTIFY (9.3).
+//   - lease.go: TryLease, leases of background work (9.5).
+//   - counter.go: Reserve (meta.Counters: pack numbers).
+//   - roundtrips.go: counting round trips (tests, benchmarks).
 //
 // Tests run against a private server (testutil/pgtest): store_test.go
 // runs the conformance suite (meta/storetest) and TestStore, whose parts

@@ -153,7 +153,7 @@ func (b *lockedBatch) Commit(sync bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
 	defer cancel()
-	err := b.send(ctx, pb)
+	err := b.s.sendCommit(ctx, b.conn, pb)
 	if b.s.cache != nil {
 		b.s.cache.end(w, err)
 	}
@@ -161,27 +161,6 @@ func (b *lockedBatch) Commit(sync bool) error {
 		return err
 	}
 	b.done, b.committed = true, true
-	return nil
-}
-
-// send runs pb (nextval first) on the batch's connection.
-func (b *lockedBatch) send(ctx context.Context, pb *pgx.Batch) error {
-	br := b.conn.SendBatch(ctx, pb)
-	var ver int64
-	if err := br.QueryRow().Scan(&ver); err != nil {
-		br.Close()
-		return err
-	}
-	for range pb.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
-	}
-	if err := br.Close(); err != nil {
-		return err
-	}
-	b.s.sawVersion(ver)
 	return nil
 }
 
