@@ -65,8 +65,11 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		// The adapter drops privileges on write itself, which spares
 		// every write a GETXATTR round trip.
 		ExtraCapabilities: fusefs.ExtraCapabilities,
-		Debug:             mf.fuseDebug,
-		Logger:            slog.NewLogLogger(log.With("component", "go-fuse").Handler(), slog.LevelInfo),
+		// On a volume several hosts mount, fcntl and flock locks are
+		// the volume's (docs/SHARED.md, 9.4); else the kernel's.
+		EnableLocks: fusefs.LocksShared(vol.NS),
+		Debug:       mf.fuseDebug,
+		Logger:      slog.NewLogLogger(log.With("component", "go-fuse").Handler(), slog.LevelInfo),
 	}
 	var fuseOps metrics.Ops
 	srv, err := fuse.NewServer(fusefs.New(vol.NS, &fuseOps, log), mp, opts)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/filelock"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -62,6 +63,16 @@ func (c *checker) scanSingletons() error {
 			// are removed by the hosts, not by fsck.
 			if _, _, err := schema.ParseOpenKey(k); err != nil {
 				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			}
+		case bytes.HasPrefix(k, lockLo):
+			// fcntl and flock locks of sessions (several hosts): a dead
+			// session's are removed by the hosts. One that does not
+			// decode is dropped (a lock is worth less than the check).
+			if _, _, _, _, err := schema.ParseLockKey(k); err != nil {
+				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			} else if _, err := filelock.Decode(v); err != nil {
+				c.report(KindDecode, noIno, "lock record %x: %v", k, err)
+				c.deleteEarly(KindDecode, k, "deleted a lock record that does not decode")
 			}
 		case bytes.Equal(k, schema.KeyDataURL):
 			// Only `doppel join` reads it, and checks it there.
@@ -206,3 +217,6 @@ var deadLo, _ = schema.DeadRange()
 
 // openLo starts the open records of sessions (schema.OpenKey).
 var openLo, _ = schema.OpenRange()
+
+// lockLo starts the lock records of sessions (schema.LockKey).
+var lockLo, _ = schema.LockRange()

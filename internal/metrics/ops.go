@@ -43,6 +43,9 @@ const (
 	OpReaddirplus
 	OpFsyncdir
 	OpReleasedir
+	OpGetlk
+	OpSetlk
+	OpSetlkw
 	numOps
 )
 
@@ -52,6 +55,7 @@ var opNames = [numOps]string{
 	"read", "write", "flush", "fsync", "release", "fallocate", "lseek",
 	"copy_file_range", "getxattr", "listxattr", "setxattr", "removexattr",
 	"opendir", "readdir", "readdirplus", "fsyncdir", "releasedir",
+	"getlk", "setlk", "setlkw",
 }
 
 func (o Op) String() string { return opNames[o] }

@@ -118,8 +118,8 @@ func (v *FS) releaseRecorded(ino uint64) error {
 	return tx.Commit(false)
 }
 
-// reapOpens removes the open records of sessions that died and deletes
-// the orphans nobody has open any more. It runs in transactions of its
+// reapOpens removes the open and lock records of sessions that died and
+// deletes the orphans nobody has open any more. It runs in transactions of its
 // own, a record at a time; on a volume of one host it is removeOrphans.
 func (v *FS) reapOpens() error {
 	if v.opt.Sessions == nil {
@@ -138,6 +138,9 @@ func (v *FS) reapOpens() error {
 		}
 	}
 	if err := it.Close(); err != nil {
+		return err
+	}
+	if err := v.reapLocks(); err != nil {
 		return err
 	}
 	for _, r := range dead {

@@ -61,6 +61,8 @@ func (v *FS) fresh() meta.Reader {
 // OtherHostsCommitted applies the journal up to the volume's version. It
 // returns how many changes of other hosts it found.
 func (v *FS) OtherHostsCommitted() (int, error) {
+	// A lock another host held may have gone: waiting requests try again.
+	v.fileLocks.wake()
 	v.others.mu.Lock()
 	defer v.others.mu.Unlock()
 	r := v.fresh()

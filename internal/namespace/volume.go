@@ -84,7 +84,8 @@ type FS struct {
 	excludes        sync.Map     // clone root ino -> exclude.Set
 	pinExcludes     sync.Map     // pin version -> func(string, bool) bool (nil: none)
 
-	others otherHosts // what other hosts changed (other_hosts.go)
+	others    otherHosts // what other hosts changed (other_hosts.go)
+	fileLocks fileLocks  // this host's fcntl and flock lock records (file_locks.go)
 
 	noSpaceLogged  atomic.Int64 // when ENOSPC was last logged (unix ns)
 	metaFailLogged atomic.Int64 // when a failed metadata store was last logged

@@ -279,3 +279,44 @@ func ParseU64(b []byte) (uint64, error) {
 	}
 	return binary.BigEndian.Uint64(b), nil
 }
+
+// lockPrefix starts the fcntl and flock locks of a volume that several
+// hosts mount at once (docs/SHARED.md, 9.4): one record per (inode,
+// session, lock owner, kind) that holds a lock, its value the owner's
+// locks (filelock.Encode).
+const lockPrefix = "\x00lock/"
+
+// Kinds of lock records: fcntl (POSIX) locks and flock locks never
+// conflict with each other.
+const (
+	LockPosix byte = 'p'
+	LockFlock byte = 'f'
+)
+
+// LockKey is the record of owner's locks of kind on ino, owner being a
+// lock owner of session's host.
+func LockKey(ino, session, owner uint64, kind byte) []byte {
+	k := binary.BigEndian.AppendUint64([]byte(lockPrefix), ino)
+	k = binary.BigEndian.AppendUint64(k, session)
+	return append(binary.BigEndian.AppendUint64(k, owner), kind)
+}
+
+// LockRangeOf bounds the lock records of ino.
+func LockRangeOf(ino uint64) (lower, upper []byte) {
+	lo := binary.BigEndian.AppendUint64([]byte(lockPrefix), ino)
+	return lo, binary.BigEndian.AppendUint64([]byte(lockPrefix), ino+1)
+}
+
+// LockRange bounds all lock records.
+func LockRange() (lower, upper []byte) {
+	return []byte(lockPrefix), []byte(lockPrefix[:len(lockPrefix)-1] + "0")
+}
+
+// ParseLockKey splits a lock record's key.
+func ParseLockKey(k []byte) (ino, session, owner uint64, kind byte, err error) {
+	n := len(lockPrefix)
+	if len(k) != n+25 || string(k[:n]) != lockPrefix || (k[n+24] != LockPosix && k[n+24] != LockFlock) {
+		return 0, 0, 0, 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(k[n:]), binary.BigEndian.Uint64(k[n+8:]), binary.BigEndian.Uint64(k[n+16:]), k[n+24], nil
+}

@@ -7,6 +7,7 @@
 //   - errors.go: Must and Check.
 //   - data.go: RandBytes and SeededBytes.
 //   - env.go: EnvInt (test lengths and seeds from the environment).
+//   - rand.go: Rand, a randomized test's source, its seed logged.
 //
 // Subpackage pgtest starts a private PostgreSQL server for a test.
 package testutil

@@ -1,6 +1,10 @@
 package vfs
 
-import "time"
+import (
+	"time"
+
+	"github.com/doppelfs/doppel/internal/filelock"
+)
 
 // Attr is what stat reports about an inode.
 type Attr struct {
@@ -161,4 +165,24 @@ type Xattr struct {
 // must not exist. On error nothing is left in the volume.
 type FileCreator interface {
 	CreateFile(parent uint64, name string, f NewFile) (Attr, error)
+}
+
+// Locker is an optional capability: fcntl and flock locks kept by the
+// volume, for a volume that several hosts mount at once (where the
+// kernel's own locks would bind one host only). An owner is the kernel's
+// lock owner on this host; flock locks and fcntl locks are separate.
+type Locker interface {
+	// SharesLocks reports whether the volume keeps locks (else the
+	// frontend leaves them to the kernel).
+	SharesLocks() bool
+	// GetLk returns the first lock of another owner that stands in the
+	// way of lk, or lk with type F_UNLCK when none does.
+	GetLk(ino, owner uint64, flock bool, lk filelock.Lock) (filelock.Lock, error)
+	// SetLk takes or releases lk for owner: EAGAIN when another owner's
+	// lock is in the way, unless wait, which waits until none is (EINTR
+	// when cancel closes first).
+	SetLk(cancel <-chan struct{}, ino, owner uint64, flock bool, lk filelock.Lock, wait bool) error
+	// ReleaseLocks drops all of owner's locks of that kind on ino (a
+	// close for fcntl locks, the last close of a file for flock locks).
+	ReleaseLocks(ino, owner uint64, flock bool) error
 }

@@ -261,11 +261,15 @@ type sessionsOf struct {
 func (s *sessionsOf) Own() uint64 { return uint64(s.m.SessionID()) }
 
 // Alive reports whether session id is alive; when the sessions cannot be
-// listed, every session counts as alive (what it holds then stays).
+// listed, every session counts as alive (what it holds then stays). A
+// session listed alive within the last second counts as alive; one not
+// listed alive is looked up again, so that a session that registered
+// after the last listing (and whose records the caller just read) is
+// never taken for dead.
 func (s *sessionsOf) Alive(id uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if time.Since(s.listed) > time.Second {
+	if time.Since(s.listed) > time.Second || !s.alive[id] {
 		all, err := s.m.Sessions()
 		if err != nil {
 			return true

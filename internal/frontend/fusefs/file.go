@@ -61,7 +61,9 @@ func (f *FS) Write(_ <-chan struct{}, in *fuse.WriteIn, data []byte) (_ uint32, 
 
 func (f *FS) Flush(_ <-chan struct{}, in *fuse.FlushIn) (st fuse.Status) {
 	defer f.track(metrics.OpFlush, in.NodeId, time.Now(), &st)
-	return status(f.v.Flush(vfs.Handle(in.Fh)))
+	err := f.v.Flush(vfs.Handle(in.Fh))
+	f.releaseLocks(in.NodeId, in.LockOwner, false)
+	return status(err)
 }
 
 func (f *FS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
@@ -74,6 +76,9 @@ func (f *FS) Fsync(_ <-chan struct{}, in *fuse.FsyncIn) (st fuse.Status) {
 func (f *FS) Release(_ <-chan struct{}, in *fuse.ReleaseIn) {
 	st := fuse.OK
 	defer f.track(metrics.OpRelease, in.NodeId, time.Now(), &st)
+	if in.ReleaseFlags&fuse.FUSE_RELEASE_FLOCK_UNLOCK != 0 {
+		f.releaseLocks(in.NodeId, in.LockOwner, true)
+	}
 	st = status(f.v.Release(vfs.Handle(in.Fh)))
 }
 
