@@ -67,10 +67,12 @@ type Engine struct {
 
 	created createdLog // chunk records recent commits created (created.go)
 
-	retainer  Retainer       // keeps old versions for pins; guarded by txMu
-	beginHook func(*Tx)      // runs as each transaction begins (SetBeginHook)
-	own       ownCommits     // versions this engine committed (TrackOwnCommits)
-	onForeign []func() error // run when other processes committed (OnForeignCommits); guarded by txMu
+	retainer  Retainer                   // keeps old versions for pins; guarded by txMu
+	beginHook func(*Tx)                  // runs as each transaction begins (SetBeginHook)
+	own       ownCommits                 // versions this engine committed (TrackOwnCommits)
+	onForeign []func(meta.Changes) error // run when other processes committed (OnForeignCommits); guarded by txMu
+	// foreignFailed: applying other processes' changes failed; guarded by txMu
+	foreignFailed bool
 
 	// syncGate keeps transactions that bring new chunks from committing
 	// while Sync runs. Sync makes the chunk data durable, then the metadata

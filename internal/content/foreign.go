@@ -32,17 +32,26 @@ func (e *Engine) txBatch() (meta.Batch, error) {
 	if vals[0] != nil {
 		if version, err = schema.ParseU64(vals[0]); err != nil {
 			b.Close()
+			e.foreignFailed = true
 			return nil, fmt.Errorf("volume version: %w", err)
 		}
 	}
 	if vals[1] != nil {
 		if stats, err = schema.DecodeStats(vals[1]); err != nil {
 			b.Close()
+			e.foreignFailed = true
 			return nil, fmt.Errorf("volume stats: %w", err)
 		}
 	}
 	if version != e.version {
-		if err := e.foreignCommits(version, stats); err != nil {
+		changed := meta.Changes{All: true}
+		if fc, ok := b.(meta.ForeignChanges); ok && !e.foreignFailed {
+			changed = fc.ForeignChanges()
+		}
+		// The store hands what changed out once: if applying it fails,
+		// the next transaction takes everything as changed.
+		e.foreignFailed = true
+		if err := e.foreignCommits(version, stats, changed); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -51,20 +60,26 @@ func (e *Engine) txBatch() (meta.Batch, error) {
 }
 
 // foreignCommits takes the volume version and stats other processes left
-// and drops what may be stale. txMu is held (and the transaction lock).
-// The version is taken last: if a hook fails, the next transaction does
-// all of it again.
-func (e *Engine) foreignCommits(version uint64, stats schema.Stats) error {
-	if d, ok := e.meta.(meta.CacheDropper); ok {
-		d.DropCaches()
+// and drops what may be stale: what changed says, when the store keeps a
+// change log (meta.ForeignChanges), else everything. txMu is held (and
+// the transaction lock). The version is taken last: if a hook fails, the
+// next transaction does all of it again.
+func (e *Engine) foreignCommits(version uint64, stats schema.Stats, changed meta.Changes) error {
+	if t, ok := e.meta.(interface{ ChangesTracked() bool }); !ok || !t.ChangesTracked() {
+		if d, ok := e.meta.(meta.CacheDropper); ok {
+			d.DropCaches()
+		}
 	}
-	// A chunk another process created must be looked up again, or two
-	// processes would both create its record and lose a reference.
-	e.created.foreign()
-	// Its record may have moved (compaction there) or gone.
-	e.locs.c.Purge()
+	if changed.Changed(schema.ChunkRange()) {
+		// A chunk another process created must be looked up again, or
+		// two processes would both create its record and lose a
+		// reference.
+		e.created.foreign()
+		// Its record may have moved (compaction there) or gone.
+		e.locs.c.Purge()
+	}
 	for _, fn := range e.onForeign {
-		if err := fn(); err != nil {
+		if err := fn(changed); err != nil {
 			return fmt.Errorf("reading what other hosts changed: %w", err)
 		}
 	}
@@ -72,16 +87,17 @@ func (e *Engine) foreignCommits(version uint64, stats schema.Stats) error {
 	e.stats = stats
 	e.statsMu.Unlock()
 	e.version = version
+	e.foreignFailed = false
 	e.counters.foreignCommits.Add(1)
 	return nil
 }
 
 // OnForeignCommits runs fn whenever a transaction finds that other
 // processes committed since this engine's last commit, before the
-// transaction reads anything (under the transaction lock): the namespace
-// reloads its pins and drops its caches there. An error fails the
-// transaction's Begin.
-func (e *Engine) OnForeignCommits(fn func() error) {
+// transaction reads anything (under the transaction lock), with what they
+// changed: the namespace reloads its pins and drops its caches there. An
+// error fails the transaction's Begin.
+func (e *Engine) OnForeignCommits(fn func(changed meta.Changes) error) {
 	e.txMu.Lock()
 	defer e.txMu.Unlock()
 	e.onForeign = append(e.onForeign, fn)

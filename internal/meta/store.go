@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"errors"
 	"time"
 )
@@ -147,3 +148,42 @@ type Leaser interface {
 	// another live process holds it.
 	TryLease(name string, ttl time.Duration) (bool, error)
 }
+
+// ForeignChanges is implemented by a locked batch of a store that knows
+// which keys other processes (hosts) changed since this process last
+// looked: Changed reports whether they wrote or deleted a key in
+// [lo, hi) (hi nil: no upper bound). A store without it, or that lost
+// track (All), leaves the caller to assume that anything changed.
+type ForeignChanges interface {
+	ForeignChanges() Changes
+}
+
+// Changes are the keys and ranges other processes changed.
+type Changes struct {
+	All    bool // unknown: take everything as changed
+	Keys   [][]byte
+	Ranges [][2][]byte // [lo, hi); hi nil: to the end
+}
+
+// Changed reports whether a change falls in [lo, hi) (hi nil: no bound).
+func (c Changes) Changed(lo, hi []byte) bool {
+	if c.All {
+		return true
+	}
+	in := func(k []byte) bool { return bytes.Compare(k, lo) >= 0 && (hi == nil || bytes.Compare(k, hi) < 0) }
+	for _, k := range c.Keys {
+		if in(k) {
+			return true
+		}
+	}
+	for _, r := range c.Ranges {
+		// [r0, r1) and [lo, hi) overlap.
+		if (hi == nil || bytes.Compare(r[0], hi) < 0) && (r[1] == nil || bytes.Compare(lo, r[1]) < 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// Empty reports whether nothing changed.
+func (c Changes) Empty() bool { return !c.All && len(c.Keys) == 0 && len(c.Ranges) == 0 }

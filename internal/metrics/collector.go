@@ -34,7 +34,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, m := range figureMetrics {
-		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, float64(m.value(&f)))
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.of(&f))
 	}
 }
 

@@ -122,8 +122,8 @@ func TestScrapeHasFigures(t *testing.T) {
 			t.Errorf("%s and %s show the same field (value %v)", name, other, v)
 		}
 		seen[v] = name
-		if v != float64(m.value(&f)) {
-			t.Errorf("%s = %v, want %v", name, v, m.value(&f))
+		if v != m.of(&f) {
+			t.Errorf("%s = %v, want %v", name, v, m.of(&f))
 		}
 	}
 	if fields := countFields(reflect.TypeOf(f)); len(seen) != fields {

@@ -27,14 +27,23 @@ type figureMetric struct {
 	desc  *prometheus.Desc
 	kind  prometheus.ValueType
 	value func(*Figures) int64
+	scale float64 // what value is multiplied by (nanoseconds to seconds)
 }
 
+// of returns m's value in f.
+func (m figureMetric) of(f *Figures) float64 { return float64(m.value(f)) * m.scale }
+
 func counter(name, help string, value func(*Figures) int64) figureMetric {
-	return figureMetric{name, prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, value}
+	return figureMetric{name, prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, value, 1}
+}
+
+// counterSeconds is a counter of seconds whose value is in nanoseconds.
+func counterSeconds(name, help string, ns func(*Figures) int64) figureMetric {
+	return figureMetric{name, prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, ns, 1e-9}
 }
 
 func gauge(name, help string, value func(*Figures) int64) figureMetric {
-	return figureMetric{name, prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, value}
+	return figureMetric{name, prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, value, 1}
 }
 
 // figureMetrics are the volume's metrics other than the per-op ones.
@@ -59,6 +68,12 @@ var figureMetrics = []figureMetric{
 		func(f *Figures) int64 { return f.PacksRetired }),
 	counter("doppel_packs_deleted_total", "Rewritten pack objects deleted once their grace period passed (data in S3).",
 		func(f *Figures) int64 { return f.PacksDeleted }),
+	counter("doppel_meta_round_trips_total", "Requests sent to the metadata server (PostgreSQL) and waited on (shared volumes).",
+		func(f *Figures) int64 { return f.MetaRoundTrips }),
+	counterSeconds("doppel_tx_lock_wait_seconds_total", "Time spent taking the volume's transaction lock, which orders every host's transactions (shared volumes).",
+		func(f *Figures) int64 { return f.TxLockWaitNs }),
+	counter("doppel_foreign_commits_total", "Transactions that found commits of other hosts since this host's last one, and dropped cached records (shared volumes).",
+		func(f *Figures) int64 { return f.ForeignCommits }),
 	gauge("doppel_dirty_bytes", "Write data buffered in memory and not yet committed (the flush queue).",
 		func(f *Figures) int64 { return f.DirtyBytes }),
 	gauge("doppel_dirty_files", "Files whose buffered writes wait for a flush.",

@@ -15,6 +15,11 @@ type Figures struct {
 	PacksRetired      int64 // packs compaction rewrote
 	PacksDeleted      int64 // rewritten packs deleted after their grace
 
+	// Shared volumes (metadata in PostgreSQL; zero otherwise).
+	MetaRoundTrips int64 // requests sent to the metadata server and waited on
+	TxLockWaitNs   int64 // time spent taking the volume's transaction lock
+	ForeignCommits int64 // transactions that found other hosts' commits first
+
 	DirtyBytes int64 // write data buffered in memory, not yet committed
 	DirtyFiles int64 // files with buffered writes waiting for a flush
 	OpenFiles  int64 // files with open handles

@@ -8,6 +8,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
@@ -133,18 +134,26 @@ func named(r meta.Reader, ino uint64) bool {
 }
 
 // foreignCommits drops what this host keeps of the volume that other
-// hosts' commits may have changed, before a transaction reads
-// (content.Engine.OnForeignCommits; docs/SHARED.md, 9.2): the pins are
-// read again, the clones each inode lies in forgotten, and a clone made
-// elsewhere turns the tree journal on.
-func (v *FS) foreignCommits() error {
-	pins, err := versions.LoadPins(v.meta)
-	if err != nil {
-		return err
+// hosts' commits changed, before a transaction reads
+// (content.Engine.OnForeignCommits; docs/SHARED.md, 9.2): changed pins
+// are read again, the clones each inode lies in forgotten when names or
+// clones changed, and a clone made elsewhere turns the tree journal on.
+func (v *FS) foreignCommits(changed meta.Changes) error {
+	if changed.Changed(schema.PinRange()) {
+		pins, err := versions.LoadPins(v.meta)
+		if err != nil {
+			return err
+		}
+		v.ret.SetPins(pins)
 	}
-	v.ret.SetPins(pins)
-	v.trees.known = nil
-	return v.noteClones()
+	clones := changed.Changed(schema.CloneRange()) || changed.Changed(schema.GoneRange())
+	if clones || changed.Changed(schema.ParentsRange()) {
+		v.trees.known = nil
+	}
+	if clones {
+		return v.noteClones()
+	}
+	return nil
 }
 
 // noteClones sets hasClones if the volume has a clone record: until then

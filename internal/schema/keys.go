@@ -134,6 +134,9 @@ func ParentRange(ino uint64) (lower, upper []byte) {
 	return u64key(prefixParent, ino, 0), u64key(prefixParent, ino+1, 0)
 }
 
+// ParentsRange bounds the back-references of every inode.
+func ParentsRange() (lower, upper []byte) { return []byte{prefixParent}, []byte{prefixParent + 1} }
+
 // ParseParentKey splits a back-reference key.
 func ParseParentKey(key []byte) (ino, parent uint64, name string, err error) {
 	if len(key) < 17 || key[0] != prefixParent {

@@ -1,6 +1,9 @@
 package volume
 
-import "github.com/doppelfs/doppel/internal/metrics"
+import (
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/metrics"
+)
 
 // Figures gathers the volume's counters and space figures for a metrics
 // scrape.
@@ -10,7 +13,12 @@ func (v *Volume) Figures() (metrics.Figures, error) {
 		return metrics.Figures{}, err
 	}
 	c, n := v.Engine.Counters(), v.NS.Counters()
+	var trips, lockWait int64
+	if pg, ok := v.Meta.(*pgstore.Store); ok {
+		trips, lockWait = pg.RoundTrips(), int64(pg.TxLockWait())
+	}
 	return metrics.Figures{
+		MetaRoundTrips: trips, TxLockWaitNs: lockWait, ForeignCommits: c.ForeignCommits,
 		WrittenBytes: n.WrittenBytes, DeduplicatedBytes: c.DeduplicatedBytes, ZeroBytes: c.ZeroBytes,
 		StoredBytes: c.StoredBytes, CacheHits: c.CacheHits, CacheMisses: c.CacheMisses,
 		ReclaimedBytes: c.ReclaimedBytes, CompactedBytes: c.CompactedBytes,

@@ -220,6 +220,14 @@ func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, erro
 		m.Close()
 		return nil, s, err
 	}
+	// With several hosts, every commit records what it wrote, from this
+	// process's first on (docs/SHARED.md, 9.2: the change log).
+	if MultiHost() {
+		if err := m.TrackChanges(); err != nil {
+			m.Close()
+			return nil, s, fmt.Errorf("%s: the change log: %w", pgstore.Redact(s.Meta), err)
+		}
+	}
 	return m, s, nil
 }
 

@@ -230,3 +230,28 @@ func (c *recordCache) forget(key []byte) {
 		c.dropLocked(el)
 	}
 }
+
+// drop drops keys and the keys in ranges ([lo, hi), hi nil: no bound):
+// other hosts changed them. Reads under way do not fill them afterwards.
+func (c *recordCache) drop(keys [][]byte, ranges [][2][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		c.stripe[c.stripeOf(k)]++
+		if el, ok := c.entries[string(k)]; ok {
+			c.dropLocked(el)
+		}
+	}
+	if len(ranges) == 0 {
+		return
+	}
+	c.all++
+	for k, el := range c.entries {
+		for _, r := range ranges {
+			if k >= string(r[0]) && (r[1] == nil || k < string(r[1])) {
+				c.dropLocked(el)
+				break
+			}
+		}
+	}
+}

@@ -31,7 +31,7 @@ func (b *batch) Commit(sync bool) error {
 		b.done = true
 		return nil
 	}
-	w, pb := b.statements()
+	w, pb := b.statements(false)
 	pb.Queue(b.s.q.notify, b.s.SessionID())
 	if b.s.cache != nil {
 		b.s.cache.begin(w)
@@ -51,11 +51,18 @@ func (b *batch) Commit(sync bool) error {
 
 // statements are the batch's writes as a pipeline: the next volume
 // version first, then the deleted ranges, the deleted keys and the
-// upserts (in key order).
-func (b *batch) statements() (commitWrites, *pgx.Batch) {
+// upserts (in key order), and, with the change log on, its row. A batch
+// that does not hold the transaction lock (locked false) takes it with
+// its version when the log is on.
+func (b *batch) statements(locked bool) (commitWrites, *pgx.Batch) {
 	q := b.s.q
 	pb := &pgx.Batch{}
-	pb.Queue(q.nextval)
+	tracking := b.s.ch.on.Load()
+	if tracking && !locked {
+		pb.Queue(q.nextvalLocked)
+	} else {
+		pb.Queue(q.nextval)
+	}
 	for _, r := range b.ov.ranges {
 		if r.hi == nil {
 			pb.Queue(q.delFrom, r.lo)
@@ -70,7 +77,12 @@ func (b *batch) statements() (commitWrites, *pgx.Batch) {
 	if len(keys) > 0 {
 		pb.Queue(q.upsert, keys, vals)
 	}
-	return commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}, pb
+	w := commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}
+	if tracking {
+		ks, rs := changeArgs(w)
+		pb.Queue(q.changesAdd, b.s.SessionID(), ks, rs)
+	}
+	return w, pb
 }
 
 // batchSender sends a pipeline: the pool or one connection.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -14,6 +15,11 @@ import (
 // Benchmarks report it per operation; an atomic add per write costs
 // nothing next to the network.
 func (s *Store) RoundTrips() int64 { return s.trips.Load() }
+
+// TxLockWait is the time LockedBatch spent taking the volume's
+// transaction lock (with the reads of the same round trip): how long this
+// host's transactions waited for every host's.
+func (s *Store) TxLockWait() time.Duration { return time.Duration(s.lockWait.Load()) }
 
 // countWrites makes the pool's connections count their writes in n.
 func countWrites(cfg *pgxpool.Config, n *atomic.Int64) {

@@ -20,6 +20,10 @@ type stmts struct {
 	reserve                        string
 	txLock, notify, lease          string
 	sessionExists                  string
+	nextvalLocked                  string
+	changesLast, changesSince      string
+	changesAdd, changesPrune       string
+	changesSentinel, changesEpoch  string
 
 	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
 	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
@@ -57,6 +61,18 @@ func newStmts(schema string) *stmts {
 			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
 	st.lease = leaseStmt(q)
+	// The change log (changes.go). An unlocked commit takes the
+	// transaction lock before its version, so that versions commit in
+	// order; a sequence never called has no version yet (0).
+	st.nextvalLocked = q(`SELECT nextval('S.version') FROM (SELECT pg_advisory_xact_lock(hashtext('doppel tx ' || 'S'))) AS l`)
+	st.changesLast = q(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM S.version`)
+	// Version 0 is the sentinel row: its session column holds the log's
+	// epoch (changes.go).
+	st.changesSince = q(`SELECT ver, session, keys, ranges FROM S.changes WHERE ver > $1 OR ver = 0 ORDER BY ver`)
+	st.changesSentinel = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (0, $1, '{}', '{}') ON CONFLICT DO NOTHING`)
+	st.changesEpoch = q(`SELECT session FROM S.changes WHERE ver = 0`)
+	st.changesAdd = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (currval('S.version'), $1, $2::bytea[], $3::bytea[])`)
+	st.changesPrune = q(`DELETE FROM S.changes WHERE ver > 0 AND at < now() - make_interval(secs => $1)`)
 	st.sessionExists = q(`SELECT EXISTS (SELECT 1 FROM S.sessions WHERE id = $1)`)
 	st.txLock = q(`SELECT pg_advisory_xact_lock(hashtext('doppel tx ' || 'S'))`)
 	// The payload is the committing session (0: none) and the version
@@ -82,6 +98,8 @@ func (s *Store) create(ctx context.Context) error {
 		CREATE TABLE IF NOT EXISTS S.leases (name text PRIMARY KEY, session bigint NOT NULL, expires timestamptz NOT NULL);
 		CREATE TABLE IF NOT EXISTS S.sessions (id bigserial PRIMARY KEY, host text NOT NULL, pid int NOT NULL,
 			mount text NOT NULL, started timestamptz NOT NULL DEFAULT now(), heartbeat timestamptz NOT NULL DEFAULT now());
+		CREATE UNLOGGED TABLE IF NOT EXISTS S.changes (ver bigint PRIMARY KEY, session bigint NOT NULL,
+			at timestamptz NOT NULL DEFAULT now(), keys bytea[] NOT NULL, ranges bytea[] NOT NULL);
 		COMMIT;`)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

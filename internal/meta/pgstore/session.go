@@ -164,6 +164,9 @@ func (s *Store) heartbeat(se *session) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery)
 		gone, err := s.beat(ctx, se)
+		if err == nil && !gone {
+			s.maybePruneChanges(ctx, se.conn)
+		}
 		cancel()
 		if gone {
 			close(se.lost)

@@ -27,6 +27,8 @@ type Store struct {
 	retries     atomic.Int64 // commits sent again after a conflict
 	usage       atomic.Int64 // the last DiskUsage answer
 	trips       atomic.Int64 // requests sent and waited on (RoundTrips)
+	lockWait    atomic.Int64 // nanoseconds spent in LockedBatch (TxLockWait)
+	ch          changeLog    // several hosts: what the others changed (changes.go)
 }
 
 var (

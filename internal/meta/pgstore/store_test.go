@@ -77,6 +77,7 @@ func TestStore(t *testing.T) {
 		{"RecordCache", testRecordCache},
 		{"RecordCacheRaces", testRecordCacheRaces},
 		{"LockedBatches", testLockedBatches},
+		{"ChangeLog", testChangeLog},
 		{"Listen", testListen},
 		{"Leases", testLeases},
 		{"LeaseOfDeadSession", testLeaseOfDeadSession},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,6 +41,7 @@ var ErrSessionLost = errors.New("this host's session was ended by another host (
 func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 	var lb *lockedBatch
 	var vals [][]byte
+	defer func(start time.Time) { s.lockWait.Add(int64(time.Since(start))) }(time.Now())
 	if s.sess != nil {
 		select {
 		case <-s.sess.lost:
@@ -54,11 +56,12 @@ func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 		if err != nil {
 			return err
 		}
-		if vals, err = s.lockOn(ctx, conn, keys); err != nil {
+		var foreign meta.Changes
+		if vals, foreign, err = s.lockOn(ctx, conn, keys); err != nil {
 			conn.Release() // the pool drops a connection left in a transaction
 			return err
 		}
-		lb = &lockedBatch{batch: batch{s: s, ov: newOverlay()}, conn: conn}
+		lb = &lockedBatch{batch: batch{s: s, ov: newOverlay()}, conn: conn, foreign: foreign}
 		return nil
 	})
 	if err != nil {
@@ -67,38 +70,45 @@ func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 	return lb, vals, nil
 }
 
-// lockOn begins the transaction on conn, takes the lock and reads keys.
-func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) ([][]byte, error) {
+// lockOn begins the transaction on conn, takes the lock and reads keys
+// and, with the change log on, what other hosts changed since this store
+// last looked (else foreign is All).
+func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (vals [][]byte, foreign meta.Changes, err error) {
+	foreign.All = true
+	tracking := s.ch.on.Load()
 	pb := &pgx.Batch{}
 	pb.Queue("BEGIN")
 	pb.Queue(s.q.txLock)
 	id := s.SessionID()
 	pb.Queue(s.q.sessionExists, id)
 	pb.Queue(s.q.getMany, keys)
+	if tracking {
+		s.queueChangesSince(pb)
+	}
 	br := conn.SendBatch(ctx, pb)
 	defer br.Close()
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
-			return nil, err
+			return nil, foreign, err
 		}
 	}
 	var exists bool
 	if err := br.QueryRow().Scan(&exists); err != nil {
-		return nil, err
+		return nil, foreign, err
 	}
 	if id != 0 && !exists {
-		return nil, ErrSessionLost
+		return nil, foreign, ErrSessionLost
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, err
+		return nil, foreign, err
 	}
 	found := map[string][]byte{}
 	for rows.Next() {
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
 			rows.Close()
-			return nil, err
+			return nil, foreign, err
 		}
 		if v == nil {
 			v = []byte{}
@@ -107,18 +117,50 @@ func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, foreign, err
 	}
-	out := make([][]byte, len(keys))
+	vals = make([][]byte, len(keys))
 	for i, k := range keys {
-		out[i] = found[string(k)]
+		vals[i] = found[string(k)]
 	}
-	return out, br.Close()
+	if tracking {
+		rows, err := br.Query()
+		if err != nil {
+			return nil, foreign, err
+		}
+		changed, err := readChanges(rows)
+		if err != nil {
+			return nil, foreign, err
+		}
+		s.applyChanges(changed)
+	}
+	if err := br.Close(); err != nil {
+		return nil, foreign, err
+	}
+	if tracking {
+		foreign = s.ch.takePending()
+	}
+	return vals, foreign, nil
 }
 
-// DropCaches implements meta.CacheDropper: the record cache is emptied
-// (another host committed: which keys it wrote is not known here).
+// DropCaches implements meta.CacheDropper: another host committed. With
+// the change log, what it changed is read and dropped; without, the
+// record cache is emptied.
 func (s *Store) DropCaches() {
+	if s.ch.on.Load() {
+		s.syncChanges()
+		return
+	}
+	s.resetCache()
+}
+
+// ChangesTracked reports whether the change log is on: a locked batch's
+// ForeignChanges then says what other hosts changed, and its cache is
+// already up to date with them.
+func (s *Store) ChangesTracked() bool { return s.ch.on.Load() }
+
+// resetCache empties the record cache.
+func (s *Store) resetCache() {
 	if s.cache != nil {
 		s.cache.mu.Lock()
 		s.cache.resetLocked()
@@ -132,7 +174,12 @@ type lockedBatch struct {
 	batch
 	conn      *pgxpool.Conn // nil once committed or closed
 	committed bool          // COMMIT went through: nothing to roll back
+	foreign   meta.Changes  // what other hosts changed since this host last looked
 }
+
+// ForeignChanges implements meta.ForeignChanges: what the change log
+// said other hosts changed, or All without the log.
+func (b *lockedBatch) ForeignChanges() meta.Changes { return b.foreign }
 
 // Commit sends the writes, the notification and COMMIT in one round
 // trip. Whatever the outcome, the lock is released: by COMMIT, or by the
@@ -145,7 +192,7 @@ func (b *lockedBatch) Commit(sync bool) error {
 		return errClosed
 	}
 	defer b.release()
-	w, pb := b.statements()
+	w, pb := b.statements(true)
 	pb.Queue(b.s.q.notify, b.s.SessionID())
 	pb.Queue("COMMIT")
 	if b.s.cache != nil {

@@ -1,0 +1,94 @@
+package pgstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
+	"github.com/doppelfs/doppel/internal/meta/storetest"
+)
+
+// foreignOf takes a locked batch of s and returns what it says other
+// hosts changed.
+func foreignOf(t *testing.T, s *pgstore.Store) meta.Changes {
+	t.Helper()
+	b, _, err := s.LockedBatch()
+	must(t, err)
+	defer b.Close()
+	return b.(meta.ForeignChanges).ForeignChanges()
+}
+
+// The change log (several hosts): a host's locked batch learns exactly
+// which keys and ranges other hosts changed, drops only those from its
+// record cache (others still cost no round trip), never counts its own
+// commits, and takes everything as changed when it starts following the
+// log and when the log was emptied (an unlogged table after a crash of
+// the server).
+func testChangeLog(t *testing.T, e *env) {
+	ctx := context.Background()
+	a := e.open(t)
+	b, err := pgstore.Open(ctx, pgstore.Options{URL: e.dsn, Schema: a.Schema()})
+	must(t, err)
+	defer b.Close()
+	for _, s := range []*pgstore.Store{a, b} {
+		_, err := s.Register(pgstore.SessionInfo{Host: "test"}, false)
+		must(t, err)
+		defer s.Unregister()
+		must(t, s.TrackChanges())
+	}
+	storetest.Commit(t, a, map[string][]byte{"k1": []byte("1"), "k2": []byte("2"), "r/1": []byte("x"), "r/2": []byte("y")})
+	for _, s := range []*pgstore.Store{a, b} {
+		if ch := foreignOf(t, s); !ch.All {
+			t.Fatalf("the first locked batch after TrackChanges does not take everything as changed: %+v", ch)
+		}
+	}
+	for _, k := range []string{"k1", "k2", "r/1"} {
+		_, err := b.Get([]byte(k)) // cached
+		must(t, err)
+	}
+
+	la, _, err := a.LockedBatch()
+	must(t, err)
+	must(t, la.Set([]byte("k1"), []byte("1b")))
+	must(t, la.(meta.RangeDeleter).DeleteRange([]byte("r/"), []byte("r0")))
+	must(t, la.Commit(false))
+	if ch := foreignOf(t, a); !ch.Empty() {
+		t.Fatalf("a's own commit is foreign to a: %+v", ch)
+	}
+	ch := foreignOf(t, b)
+	span := func(k string) ([]byte, []byte) { return []byte(k), []byte(k + "\x00") }
+	if ch.All || !ch.Changed(span("k1")) || !ch.Changed(span("r/1")) || ch.Changed(span("k2")) {
+		t.Fatalf("b learns %+v; want k1 and the range r/ only", ch)
+	}
+	storetest.WantValue(t, b, "k1", "1b")
+	storetest.WantMissing(t, b, "r/1")
+	before := b.RoundTrips()
+	storetest.WantValue(t, b, "k2", "2")
+	if n := b.RoundTrips() - before; n != 0 {
+		t.Errorf("reading k2, which nobody changed, cost %d round trips", n)
+	}
+
+	// Unlocked commits are logged too, and read by DropCaches (the
+	// listener's path) as well as by the next locked batch.
+	storetest.Commit(t, a, map[string][]byte{"k2": []byte("2b")})
+	b.DropCaches()
+	storetest.WantValue(t, b, "k2", "2b")
+	if ch := foreignOf(t, b); ch.All || !ch.Changed(span("k2")) {
+		t.Fatalf("after DropCaches, b's locked batch learns %+v; want k2", ch)
+	}
+
+	// The log emptied: every host takes everything as changed.
+	conn, err := pgx.Connect(ctx, e.dsn)
+	must(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "TRUNCATE "+a.Schema()+".changes")
+	must(t, err)
+	storetest.Commit(t, a, map[string][]byte{"k2": []byte("2c")})
+	if ch := foreignOf(t, b); !ch.All {
+		t.Fatalf("after the log was emptied, b learns %+v; want everything", ch)
+	}
+	storetest.WantValue(t, b, "k2", "2c")
+}
