@@ -75,4 +75,3 @@ func bucketBytes(t *testing.T, srv *s3test.Server, prefix string) int64 {
 	}
 	return total
 }
-
