@@ -246,14 +246,22 @@ func (v *volume) cleanup(t testing.TB) {
 	}
 }
 
-// logTail returns the last lines of the mount/daemon log.
+// logTail returns the last lines of the mount command's output and of
+// the daemon's log (STORE/daemon.log).
 func (v *volume) logTail() string {
-	b, _ := os.ReadFile(v.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 60 {
-		lines = lines[len(lines)-60:]
+	var out []string
+	for _, p := range []string{v.logPath, filepath.Join(v.Store, "daemon.log")} {
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		out = append(out, "== "+p, strings.Join(lines, "\n"))
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(out, "\n")
 }
 
 // dfStats is the output of doppel df --json.

@@ -24,9 +24,35 @@ func (v *FS) materializer() {
 	v.worker(v.materializeWake, v.materializeAll, "background materialization failed; it resumes at the next mount")
 }
 
-// worker runs work at start and whenever woken, until the volume closes.
+// Background work on a volume of several hosts (docs/SHARED.md, 9.5) is
+// done by one host at a time, whichever holds the work's lease (renewed
+// at every step: a step of a dead host's is taken over once its lease
+// expires). The others look again every workerPoll, since the work may
+// have come from another host, or been left by one that died. Two hosts
+// doing the same step would still be safe (each step is a transaction
+// that reads its state again), only wasteful.
+const (
+	workerPoll = 30 * time.Second
+	workerTTL  = time.Minute
+)
+
+// leased reports whether this host may do the background work name now
+// (always, on a volume of one host).
+func (v *FS) leased(name string) bool {
+	return v.opt.Sessions == nil || v.eng.Leased(name, workerTTL)
+}
+
+// worker runs work at start and whenever woken, until the volume closes;
+// with several hosts also every workerPoll, while it holds the lease of
+// its name.
 func (v *FS) worker(wake <-chan struct{}, work func() error, failed string) {
 	defer v.wg.Done()
+	var poll <-chan time.Time
+	if v.opt.Sessions != nil {
+		t := time.NewTicker(workerPoll)
+		defer t.Stop()
+		poll = t.C
+	}
 	for {
 		if err := work(); err != nil && !errors.Is(err, errQuit) {
 			v.log.Error(failed, "err", err)
@@ -35,15 +61,20 @@ func (v *FS) worker(wake <-chan struct{}, work func() error, failed string) {
 		case <-v.quit:
 			return
 		case <-wake:
+		case <-poll:
 		}
 	}
 }
 
 var errQuit = errors.New("namespace: shutting down")
 
-// materializeAll finishes every clone that waits for materialization.
+// materializeAll finishes every clone that waits for materialization
+// (with several hosts, while it holds the lease).
 func (v *FS) materializeAll() error {
 	for {
+		if !v.leased("materialize") {
+			return nil
+		}
 		c, rec, ok, err := v.nextToMaterialize()
 		if err != nil || !ok {
 			return err
@@ -88,9 +119,12 @@ func (v *FS) pinHeld(pin uint64) bool {
 func (v *FS) materializeClone(c uint64, rec schema.Clone) error {
 	if !rec.Removed {
 		queue := []uint64{c}
-		for len(queue) > 0 {
+		for steps := 1; len(queue) > 0; steps++ {
 			dir := queue[0]
 			queue = queue[1:]
+			if steps%64 == 0 && !v.leased("materialize") {
+				return nil // another host took the work over
+			}
 			if err := v.throttled(dir); err != nil {
 				return err
 			}

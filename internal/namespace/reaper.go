@@ -26,9 +26,13 @@ func (v *FS) reaper() {
 	v.worker(v.reapWake, v.reapAll, "freeing a removed clone failed; it resumes at the next mount")
 }
 
-// reapAll frees every removed clone whose root still exists.
+// reapAll frees every removed clone whose root still exists (with
+// several hosts, while it holds the lease).
 func (v *FS) reapAll() error {
 	for {
+		if !v.leased("reap") {
+			return nil
+		}
 		var roots []uint64
 		err := eachClone(v.meta, func(ino uint64, rec schema.Clone) error {
 			if rec.Removed {

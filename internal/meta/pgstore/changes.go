@@ -12,10 +12,11 @@ import (
 	"github.com/doppelfs/doppel/internal/meta"
 )
 
-// The change log (docs/SHARED.md, 9.2). With several hosts, every commit
-// also records the keys and ranges it wrote, under its version, in the
-// volume's changes table; every commit takes the volume's transaction
-// lock before its version, so versions commit in order. A host reads the
+// The change log (docs/SHARED.md, 9.2). With several hosts, every
+// transaction (a commit under the volume's transaction lock) also records
+// the keys and ranges it wrote, under its version, in the volume's
+// changes table; the lock makes versions commit in order, so a host that
+// read the log up to version N missed none below. A host reads the
 // log from the last version it saw, in the round trip that takes the
 // lock (and when the listener reports commits), and drops from its
 // record cache only what other hosts changed, instead of all of it; the

@@ -22,11 +22,12 @@ func foreignOf(t *testing.T, s *pgstore.Store) meta.Changes {
 }
 
 // The change log (several hosts): a host's locked batch learns exactly
-// which keys and ranges other hosts changed, drops only those from its
-// record cache (others still cost no round trip), never counts its own
-// commits, and takes everything as changed when it starts following the
-// log and when the log was emptied (an unlogged table after a crash of
-// the server).
+// which keys and ranges other hosts' transactions changed, drops only
+// those from its record cache (others still cost no round trip), never
+// counts its own commits, and takes everything as changed when it starts
+// following the log and when the log was emptied (an unlogged table after
+// a crash of the server). Commits outside the lock are not logged and do
+// not wait for it.
 func testChangeLog(t *testing.T, e *env) {
 	ctx := context.Background()
 	a := e.open(t)
@@ -71,13 +72,27 @@ func testChangeLog(t *testing.T, e *env) {
 		t.Errorf("reading k2, which nobody changed, cost %d round trips", n)
 	}
 
-	// Unlocked commits are logged too, and read by DropCaches (the
-	// listener's path) as well as by the next locked batch.
-	storetest.Commit(t, a, map[string][]byte{"k2": []byte("2b")})
+	// The listener's path (DropCaches) reads the log too, and the next
+	// locked batch still learns what it read.
+	lk, _, err := a.LockedBatch()
+	must(t, err)
+	must(t, lk.Set([]byte("k2"), []byte("2b")))
+	must(t, lk.Commit(false))
 	b.DropCaches()
 	storetest.WantValue(t, b, "k2", "2b")
 	if ch := foreignOf(t, b); ch.All || !ch.Changed(span("k2")) {
 		t.Fatalf("after DropCaches, b's locked batch learns %+v; want k2", ch)
+	}
+
+	// A commit outside the lock (journal cursors, the dead-span ledger)
+	// neither waits for the lock, which a transaction of the same host
+	// may hold while it waits for that commit, nor is logged.
+	held, _, err := a.LockedBatch()
+	must(t, err)
+	storetest.Commit(t, a, map[string][]byte{"own/cursor": []byte("1")})
+	must(t, held.Close())
+	if ch := foreignOf(t, b); !ch.Empty() {
+		t.Fatalf("a commit outside the lock was logged: %+v", ch)
 	}
 
 	// The log emptied: every host takes everything as changed.

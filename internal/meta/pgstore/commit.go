@@ -51,18 +51,18 @@ func (b *batch) Commit(sync bool) error {
 
 // statements are the batch's writes as a pipeline: the next volume
 // version first, then the deleted ranges, the deleted keys and the
-// upserts (in key order), and, with the change log on, its row. A batch
-// that does not hold the transaction lock (locked false) takes it with
-// its version when the log is on.
+// upserts (in key order), and, for a batch that holds the transaction
+// lock (locked) with the change log on, its row. Batches without the
+// lock write only records that are this host's own or that other hosts
+// read past the cache (journal cursors and pruning, the dead-span
+// ledger, the crash marker): they are not logged, and must not take the
+// lock, which a transaction of this host may hold while it waits for
+// them.
 func (b *batch) statements(locked bool) (commitWrites, *pgx.Batch) {
 	q := b.s.q
 	pb := &pgx.Batch{}
-	tracking := b.s.ch.on.Load()
-	if tracking && !locked {
-		pb.Queue(q.nextvalLocked)
-	} else {
-		pb.Queue(q.nextval)
-	}
+	tracking := locked && b.s.ch.on.Load()
+	pb.Queue(q.nextval)
 	for _, r := range b.ov.ranges {
 		if r.hi == nil {
 			pb.Queue(q.delFrom, r.lo)

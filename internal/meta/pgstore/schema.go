@@ -20,7 +20,6 @@ type stmts struct {
 	reserve                        string
 	txLock, notify, lease          string
 	sessionExists                  string
-	nextvalLocked                  string
 	changesLast, changesSince      string
 	changesAdd, changesPrune       string
 	changesSentinel, changesEpoch  string
@@ -61,10 +60,8 @@ func newStmts(schema string) *stmts {
 			RETURNING ('x' || encode(v, 'hex'))::bit(64)::bigint`),
 	}
 	st.lease = leaseStmt(q)
-	// The change log (changes.go). An unlocked commit takes the
-	// transaction lock before its version, so that versions commit in
+	// The change log (changes.go): locked commits take their versions in
 	// order; a sequence never called has no version yet (0).
-	st.nextvalLocked = q(`SELECT nextval('S.version') FROM (SELECT pg_advisory_xact_lock(hashtext('doppel tx ' || 'S'))) AS l`)
 	st.changesLast = q(`SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM S.version`)
 	// Version 0 is the sentinel row: its session column holds the log's
 	// epoch (changes.go).
