@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,6 +66,33 @@ func TestMultiHostFigures(t *testing.T) {
 // figureHost is one host's mount of the volume under test.
 type figureHost interface {
 	path(elem ...string) string
+}
+
+// metric reads a counter of the daemon's metrics (0 if it is missing).
+func (v *volume) metric(t *testing.T, name string) float64 {
+	out, err := runDoppel(time.Minute, "metrics", "--store", v.Store)
+	if err != nil {
+		t.Fatalf("doppel metrics: %v\n%s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == name {
+			x, _ := strconv.ParseFloat(f[1], 64)
+			return x
+		}
+	}
+	return 0
+}
+
+// lockWait sums the time doppel hosts spent taking the volume's
+// transaction lock (0 for other systems).
+func lockWait(t *testing.T, hosts []figureHost) float64 {
+	var sum float64
+	for _, h := range hosts {
+		if v, ok := h.(*volume); ok {
+			sum += v.metric(t, "doppel_tx_lock_wait_seconds_total")
+		}
+	}
+	return sum
 }
 
 type figureConfig struct{ seqMiB, files, samples, sameMiB int }
@@ -125,15 +154,28 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 		}
 		return d
 	}
+	// waited says what share of the hosts' time went to waiting for the
+	// volume's transaction lock (doppel) since the last call.
+	waitedBefore := lockWait(t, hosts)
+	waited := func(n int, d time.Duration) string {
+		now := lockWait(t, hosts)
+		w := now - waitedBefore
+		waitedBefore = now
+		if now == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (transaction lock: %.1f s waited, %.0f%% of the hosts' time)", w, 100*w/(float64(n)*d.Seconds()))
+	}
 	for _, n := range []int{1, 2, 4} {
 		data := make([][]byte, n)
 		for i := range data {
 			data[i] = unique(c.seqMiB << 20)
 		}
+		waited(n, time.Second)
 		d := parallel(t, hosts[:n], func(i int, h figureHost) error {
 			return writeSynced(h.path(fmt.Sprintf("seq-%d-%d", n, i)), data[i])
 		})
-		figure("sequential write, %d hosts x %d MiB: %v, aggregate %.0f MiB/s", n, c.seqMiB, d.Round(time.Millisecond), float64(n*c.seqMiB)/d.Seconds())
+		figure("sequential write, %d hosts x %d MiB: %v, aggregate %.0f MiB/s%s", n, c.seqMiB, d.Round(time.Millisecond), float64(n*c.seqMiB)/d.Seconds(), waited(n, d))
 		for _, shared := range []bool{false, true} {
 			dir := func(i int) string {
 				if shared {
@@ -147,6 +189,7 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 				}
 			}
 			time.Sleep(1500 * time.Millisecond) // every host sees the directories (JuiceFS: its 1 s caches)
+			waited(n, time.Second)
 			small := bytes.Repeat([]byte("x"), 1024)
 			d := parallel(t, hosts[:n], func(i int, h figureHost) error {
 				for j := range c.files {
@@ -160,7 +203,7 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 			if shared {
 				where = "one shared directory"
 			}
-			figure("creates, %d hosts x %d files of 1 KiB in %s: %v, aggregate %.0f files/s", n, c.files, where, d.Round(time.Millisecond), float64(n*c.files)/d.Seconds())
+			figure("creates, %d hosts x %d files of 1 KiB in %s: %v, aggregate %.0f files/s%s", n, c.files, where, d.Round(time.Millisecond), float64(n*c.files)/d.Seconds(), waited(n, d))
 		}
 	}
 
