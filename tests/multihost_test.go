@@ -275,37 +275,17 @@ func TestMultiHostDedup(t *testing.T) {
 		data[i] = byte(r.Uint32())
 	}
 	before := hosts[0].df(t).PhysicalBytes
-	var wg sync.WaitGroup
-	errs := make(chan error, len(hosts))
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs <- writeSynced(h.path(fmt.Sprintf("same-%d", i)), data)
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	parallel(t, hosts, func(i int, h *volume) error {
+		return writeSynced(h.path(fmt.Sprintf("same-%d", i)), data)
+	})
 	grew := hosts[0].df(t).PhysicalBytes - before
 	t.Logf("16 MiB written on 3 hosts at once: the volume grew by %d bytes", grew)
 	if grew > int64(len(data))*11/10 {
 		t.Errorf("the same 16 MiB written on 3 hosts grew the volume by %d bytes: not deduplicated", grew)
 	}
-	wg.Add(2)
-	for i := range 2 {
-		go func() {
-			defer wg.Done()
-			if err := os.Remove(hosts[i].path(fmt.Sprintf("same-%d", i))); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	parallel(t, hosts[:2], func(i int, h *volume) error {
+		return os.Remove(h.path(fmt.Sprintf("same-%d", i)))
+	})
 	for _, h := range hosts {
 		within(t, 2*time.Second, "the third copy on "+h.Mnt, func() bool {
 			got, err := os.ReadFile(h.path("same-2"))
