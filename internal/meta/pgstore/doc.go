@@ -31,10 +31,13 @@
 //     alive while its advisory lock and heartbeat are; docs/SHARED.md 9.1).
 //   - txlock.go: LockedBatch, the volume transaction lock (9.2), and
 //     DropCaches.
+//   - changes.go: the change log of several hosts (what each transaction
+//     wrote; the record cache drops only what others changed; 9.2).
 //   - listen.go: Listen, other hosts' commits through LISTEN/NOTIFY (9.3).
 //   - lease.go: TryLease, leases of background work (9.5).
 //   - counter.go: Reserve (meta.Counters: pack numbers).
-//   - roundtrips.go: counting round trips (tests, benchmarks).
+//   - roundtrips.go: counting round trips and the time spent taking the
+//     transaction lock (metrics, tests, benchmarks).
 //
 // Tests run against a private server (testutil/pgtest): store_test.go
 // runs the conformance suite (meta/storetest) and TestStore, whose parts
