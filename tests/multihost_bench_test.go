@@ -155,7 +155,7 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 		return d
 	}
 	// waited says what share of the hosts' time went to waiting for the
-	// volume's transaction lock (doppel) since the last call.
+	// volume's transaction lock (doppel) since waitedBefore was read.
 	waitedBefore := lockWait(t, hosts)
 	waited := func(n int, d time.Duration) string {
 		now := lockWait(t, hosts)
@@ -171,7 +171,7 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 		for i := range data {
 			data[i] = unique(c.seqMiB << 20)
 		}
-		waited(n, time.Second)
+		waitedBefore = lockWait(t, hosts) // not the data generation's
 		d := parallel(t, hosts[:n], func(i int, h figureHost) error {
 			return writeSynced(h.path(fmt.Sprintf("seq-%d-%d", n, i)), data[i])
 		})
@@ -189,7 +189,7 @@ func (c figureConfig) run(t *testing.T, sys string, hosts []figureHost, space fu
 				}
 			}
 			time.Sleep(1500 * time.Millisecond) // every host sees the directories (JuiceFS: its 1 s caches)
-			waited(n, time.Second)
+			waitedBefore = lockWait(t, hosts)   // not the pause's
 			small := bytes.Repeat([]byte("x"), 1024)
 			d := parallel(t, hosts[:n], func(i int, h figureHost) error {
 				for j := range c.files {

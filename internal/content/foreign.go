@@ -65,10 +65,11 @@ func (e *Engine) txBatch() (meta.Batch, error) {
 // the transaction lock). The version is taken last: if a hook fails, the
 // next transaction does all of it again.
 func (e *Engine) foreignCommits(version uint64, stats schema.Stats, changed meta.Changes) error {
-	if t, ok := e.meta.(interface{ ChangesTracked() bool }); !ok || !t.ChangesTracked() {
-		if d, ok := e.meta.(meta.CacheDropper); ok {
-			d.DropCaches()
-		}
+	// A store with a change log dropped what changed from its cache as
+	// it took the lock; without one (or when it lost track), everything
+	// counts as changed.
+	if d, ok := e.meta.(meta.CacheDropper); ok && changed.All {
+		d.DropCaches()
 	}
 	if changed.Changed(schema.ChunkRange()) {
 		// A chunk another process created must be looked up again, or

@@ -262,23 +262,13 @@ func (v *FS) ReleaseLocks(ino, owner uint64, flock bool) error {
 
 // reapLocks deletes the lock records of sessions that died.
 func (v *FS) reapLocks() error {
-	it, err := v.meta.NewIter(schema.LockRange())
-	if err != nil {
+	lo, hi := schema.LockRange()
+	dead, err := v.deadSessionRecords(lo, hi, func(k []byte) (uint64, error) {
+		_, s, _, _, err := schema.ParseLockKey(k)
+		return s, err
+	})
+	if err != nil || len(dead) == 0 {
 		return err
-	}
-	var dead [][]byte
-	own := v.opt.Sessions.Own()
-	for ok := it.First(); ok; ok = it.Next() {
-		_, s, _, _, err := schema.ParseLockKey(it.Key())
-		if err == nil && s != own && !v.opt.Sessions.Alive(s) {
-			dead = append(dead, append([]byte(nil), it.Key()...))
-		}
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	if len(dead) == 0 {
-		return nil
 	}
 	err = v.commit(func(tx *content.Tx) error {
 		for _, k := range dead {

@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"slices"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -125,30 +126,23 @@ func (v *FS) reapOpens() error {
 	if v.opt.Sessions == nil {
 		return v.removeOrphans()
 	}
-	it, err := v.meta.NewIter(schema.OpenRange())
+	lo, hi := schema.OpenRange()
+	dead, err := v.deadSessionRecords(lo, hi, func(k []byte) (uint64, error) {
+		_, s, err := schema.ParseOpenKey(k)
+		return s, err
+	})
 	if err != nil {
-		return err
-	}
-	type rec struct{ ino, session uint64 }
-	var dead []rec
-	for ok := it.First(); ok; ok = it.Next() {
-		ino, s, err := schema.ParseOpenKey(it.Key())
-		if err == nil && s != v.opt.Sessions.Own() && !v.opt.Sessions.Alive(s) {
-			dead = append(dead, rec{ino, s})
-		}
-	}
-	if err := it.Close(); err != nil {
 		return err
 	}
 	if err := v.reapLocks(); err != nil {
 		return err
 	}
-	for _, r := range dead {
+	for _, k := range dead {
 		tx, err := v.begin()
 		if err != nil {
 			return err
 		}
-		if err := tx.Batch().Delete(schema.OpenKey(r.ino, r.session)); err != nil {
+		if err := tx.Batch().Delete(k); err != nil {
 			tx.Abort()
 			return err
 		}
@@ -157,6 +151,25 @@ func (v *FS) reapOpens() error {
 		}
 	}
 	return v.removeOrphans()
+}
+
+// deadSessionRecords lists the keys in [lo, hi) of records that belong
+// to sessions that died (sessionOf parses a key's session; keys it cannot
+// parse are left alone).
+func (v *FS) deadSessionRecords(lo, hi []byte, sessionOf func(key []byte) (uint64, error)) ([][]byte, error) {
+	it, err := v.meta.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	var dead [][]byte
+	own := v.opt.Sessions.Own()
+	for ok := it.First(); ok; ok = it.Next() {
+		s, err := sessionOf(it.Key())
+		if err == nil && s != own && !v.opt.Sessions.Alive(s) {
+			dead = append(dead, slices.Clone(it.Key()))
+		}
+	}
+	return dead, it.Close()
 }
 
 // keepOrphan reports whether the orphan ino must stay: it is open here

@@ -178,24 +178,14 @@ func (c *recordCache) end(w commitWrites, err error) {
 	defer c.mu.Unlock()
 	if len(w.ranges) > 0 {
 		c.rangeCommits--
-		c.all++
-		for k, el := range c.entries {
-			for _, r := range w.ranges {
-				if k >= string(r.lo) && (r.hi == nil || k < string(r.hi)) {
-					c.dropLocked(el)
-					break
-				}
-			}
-		}
+		c.dropRangesLocked(w.ranges)
 	}
 	apply := func(k []byte, v []byte) {
-		c.stripe[c.stripeOf(k)]++
 		f := c.flying[string(k)]
 		if f.contended || err != nil {
-			if el, ok := c.entries[string(k)]; ok {
-				c.dropLocked(el)
-			}
+			c.forgetLocked(k)
 		} else {
+			c.stripe[c.stripeOf(k)]++
 			c.setLocked(string(k), v)
 		}
 		if f.commits--; f.commits == 0 {
@@ -225,9 +215,29 @@ func (c *recordCache) resetLocked() {
 func (c *recordCache) forget(key []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetLocked(key)
+}
+
+// forgetLocked drops key; a read of it under way does not fill it
+// afterwards. c.mu is held.
+func (c *recordCache) forgetLocked(key []byte) {
 	c.stripe[c.stripeOf(key)]++
 	if el, ok := c.entries[string(key)]; ok {
 		c.dropLocked(el)
+	}
+}
+
+// dropRangesLocked drops the keys in ranges; no read under way fills the
+// cache afterwards. c.mu is held.
+func (c *recordCache) dropRangesLocked(ranges []span) {
+	c.all++
+	for k, el := range c.entries {
+		for _, r := range ranges {
+			if k >= string(r.lo) && (r.hi == nil || k < string(r.hi)) {
+				c.dropLocked(el)
+				break
+			}
+		}
 	}
 }
 
@@ -237,21 +247,13 @@ func (c *recordCache) drop(keys [][]byte, ranges [][2][]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
-		c.stripe[c.stripeOf(k)]++
-		if el, ok := c.entries[string(k)]; ok {
-			c.dropLocked(el)
-		}
+		c.forgetLocked(k)
 	}
-	if len(ranges) == 0 {
-		return
-	}
-	c.all++
-	for k, el := range c.entries {
-		for _, r := range ranges {
-			if k >= string(r[0]) && (r[1] == nil || k < string(r[1])) {
-				c.dropLocked(el)
-				break
-			}
+	if len(ranges) > 0 {
+		spans := make([]span, len(ranges))
+		for i, r := range ranges {
+			spans[i] = span{r[0], r[1]}
 		}
+		c.dropRangesLocked(spans)
 	}
 }

@@ -220,11 +220,11 @@ func changeArgs(w commitWrites) (keys, ranges [][]byte) {
 	return keys, ranges
 }
 
-// maybePruneChanges deletes rows older than changesKeep, at most every
+// maintainChanges deletes rows older than changesKeep, at most every
 // changesPruneEvery (every host does it: it is idempotent), and writes
 // the log's row of version 0 again when it was found missing. The
 // session's heartbeat calls it on its own connection.
-func (s *Store) maybePruneChanges(ctx context.Context, conn *pgx.Conn) {
+func (s *Store) maintainChanges(ctx context.Context, conn *pgx.Conn) {
 	if !s.ch.on.Load() {
 		return
 	}

@@ -165,7 +165,7 @@ func (s *Store) heartbeat(se *session) {
 		ctx, cancel := context.WithTimeout(context.Background(), heartbeatEvery)
 		gone, err := s.beat(ctx, se)
 		if err == nil && !gone {
-			s.maybePruneChanges(ctx, se.conn)
+			s.maintainChanges(ctx, se.conn)
 		}
 		cancel()
 		if gone {

@@ -154,11 +154,6 @@ func (s *Store) DropCaches() {
 	s.resetCache()
 }
 
-// ChangesTracked reports whether the change log is on: a locked batch's
-// ForeignChanges then says what other hosts changed, and its cache is
-// already up to date with them.
-func (s *Store) ChangesTracked() bool { return s.ch.on.Load() }
-
 // resetCache empties the record cache.
 func (s *Store) resetCache() {
 	if s.cache != nil {
