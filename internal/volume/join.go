@@ -50,7 +50,7 @@ func Join(dir string, opt JoinOptions) (schemaName, uuid string, err error) {
 		return "", "", err
 	}
 	defer lock.Close()
-	m, err := openPG(mu.conn, mu.schema)
+	m, err := openPG(mu.conn, mu.schema, false)
 	if err != nil {
 		return "", "", err
 	}

@@ -1,12 +1,14 @@
 package volume
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
 
@@ -62,6 +64,11 @@ func TestJoin(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, FormatFile)); err == nil {
 			t.Errorf("%s: a failed join left a volume behind", name)
 		}
+	}
+
+	// The failed joins created nothing in the database.
+	if names, err := pgstore.ListVolumes(context.Background(), e.dsn); err != nil || len(names) != 1 || names[0] != schemaName {
+		t.Fatalf("volumes in the database after failed joins: %v, %v; want only %s", names, err, schemaName)
 	}
 
 	// A volume whose data is in its creator's store directory, and a

@@ -210,7 +210,7 @@ func TestPackAllocatorDisjoint(t *testing.T) {
 	dsn := srv.CreateDB(t, "alloc")
 	var allocs [2]packAllocator
 	for i := range allocs {
-		m, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: "vol"})
+		m, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: "vol", Create: true})
 		testutil.Check(t, err)
 		t.Cleanup(func() { m.Close() })
 		allocs[i] = packAllocator{m}

@@ -86,10 +86,10 @@ const openTimeout = time.Minute
 
 // openPG opens the volume's schema, with a hint when the password is
 // what is missing.
-func openPG(conn, schemaName string) (*pgstore.Store, error) {
+func openPG(conn, schemaName string, create bool) (*pgstore.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	m, err := pgstore.Open(ctx, pgstore.Options{URL: conn, Schema: schemaName})
+	m, err := pgstore.Open(ctx, pgstore.Options{URL: conn, Schema: schemaName, Create: create})
 	if err != nil {
 		msg := strings.ToLower(err.Error())
 		if (strings.Contains(msg, "password") || strings.Contains(msg, "authentication")) && !HasPassword(conn) && os.Getenv("PGPASSWORD") == "" {
@@ -119,7 +119,7 @@ func initShared(dir string, opt InitOptions, cfg schema.Config) error {
 		return err
 	}
 	defer lock.Close()
-	m, err := openPG(mu.conn, mu.schema)
+	m, err := openPG(mu.conn, mu.schema, true)
 	if err != nil {
 		return err
 	}
@@ -192,16 +192,18 @@ func readShared(dir string) (sharedInfo, error) {
 
 // openSharedMeta opens the metadata store of the shared volume in dir,
 // whose format file says uuid, checks that its schema holds that volume
-// (pgstore.Open creates a missing schema: a dropped one would otherwise
-// look like an empty volume) and registers this process's session, doing
+// (a dropped schema is not made again: it would look like an empty
+// volume) and registers this process's session, doing
 // what purpose says (docs/SHARED.md, 9.1).
 func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, error) {
 	s, err := readShared(dir)
 	if err != nil {
 		return nil, s, err
 	}
-	m, err := openPG(s.Meta, s.Schema)
-	if err != nil {
+	m, err := openPG(s.Meta, s.Schema, false)
+	if errors.Is(err, pgstore.ErrNoVolume) {
+		return nil, s, fmt.Errorf("%w (was it dropped?)", err)
+	} else if err != nil {
 		return nil, s, err
 	}
 	raw, err := m.Get(schema.KeyConfig)

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -189,7 +190,7 @@ func testDiskUsageGrows(t *testing.T, e *env) {
 // message that says to upgrade.
 func testNewerFormatRefused(t *testing.T, e *env) {
 	schema := e.schema()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	must(t, err)
 	s.Close()
 	c, err := pgx.Connect(context.Background(), e.dsn)
@@ -204,6 +205,29 @@ func testNewerFormatRefused(t *testing.T, e *env) {
 	}
 	if !strings.Contains(err.Error(), "upgrade") {
 		t.Fatalf("error %q does not say to upgrade", err)
+	}
+}
+
+// Opening a schema that holds no volume, without Create, fails with
+// ErrNoVolume and leaves no schema behind (a mistyped name must not turn
+// into an empty volume that listings then show).
+func testMissingNotCreated(t *testing.T, e *env) {
+	schema := e.schema()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	if err == nil {
+		s.Close()
+		t.Fatal("a missing schema was opened")
+	}
+	if !errors.Is(err, pgstore.ErrNoVolume) {
+		t.Fatalf("open of a missing schema: %v, want ErrNoVolume", err)
+	}
+	c, err := pgx.Connect(context.Background(), e.dsn)
+	must(t, err)
+	defer c.Close(context.Background())
+	var n int
+	must(t, c.QueryRow(context.Background(), `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&n))
+	if n != 0 {
+		t.Fatalf("a failed open left schema %s behind", schema)
 	}
 }
 
@@ -253,7 +277,7 @@ func testServerRestart(t *testing.T, e *env) {
 // Error set, which Close returns too: the scan does not look complete.
 func testIteratorErrorIsNotTheEnd(t *testing.T, e *env) {
 	schema := e.schema()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	must(t, err)
 	defer s.Close()
 	fill(t, s, 100)

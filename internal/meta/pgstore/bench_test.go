@@ -32,7 +32,7 @@ func BenchmarkStore(b *testing.B) {
 			return p
 		}},
 		{"postgres", func(b *testing.B) meta.Store {
-			s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: dsn, Schema: "bench"})
+			s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: dsn, Schema: "bench", Create: true})
 			must(b, err)
 			wire = n
 			return s

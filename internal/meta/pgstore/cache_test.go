@@ -16,7 +16,7 @@ import (
 // wrote without a round trip, absent keys included, and its answers
 // follow the store's own commits: sets, deletes and deleted ranges.
 func testRecordCache(t *testing.T, e *env) {
-	s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
 	must(t, err)
 	defer s.Close()
 	fill(t, s, 10)

@@ -19,8 +19,12 @@ type Options struct {
 	// be in it, in PGPASSWORD, or in ~/.pgpass (PGPASSFILE); pgx reads all
 	// three, and the other PG* variables too.
 	URL string
-	// Schema is the volume's schema, created when missing.
+	// Schema is the volume's schema.
 	Schema string
+	// Create makes the schema when it is missing. Without it, opening a
+	// schema that holds no volume fails with ErrNoVolume and creates
+	// nothing, so a mistyped name or a dropped volume leaves no trace.
+	Create bool
 	// Timeout bounds each statement's round trip (default 30 s).
 	Timeout time.Duration
 	// CacheBytes bounds the cache of records read and written
@@ -36,8 +40,11 @@ const DefaultCacheBytes = 64 << 20
 // each open snapshot holds a connection.
 const DefaultMaxConns = 16
 
-// Open connects to the database and opens (creating if needed) the
-// volume's schema.
+// ErrNoVolume: the schema named holds no doppel volume.
+var ErrNoVolume = errors.New("holds no doppel volume")
+
+// Open connects to the database and opens the volume's schema (creating
+// it if o.Create says so).
 func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := checkSchemaName(o.Schema); err != nil {
 		return nil, err
@@ -67,8 +74,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case o.CacheBytes > 0:
 		s.cache = newRecordCache(o.CacheBytes)
 	}
-	if err := s.create(ctx); err != nil {
+	if err := s.create(ctx, o.Create); err != nil {
 		pool.Close()
+		if errors.Is(err, ErrNoVolume) {
+			return nil, fmt.Errorf("schema %s of %s %w", o.Schema, Redact(o.URL), ErrNoVolume)
+		}
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
 	}
 	return s, nil

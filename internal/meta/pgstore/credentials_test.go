@@ -37,7 +37,7 @@ func testCredentials(t *testing.T, e *env) {
 	bare := *u
 	bare.User = url.User(u.User.Username())
 	open := func(conn string) error {
-		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: conn, Schema: e.schema()})
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: conn, Schema: e.schema(), Create: true})
 		if err == nil {
 			s.Close()
 		}

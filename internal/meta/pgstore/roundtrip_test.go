@@ -12,7 +12,7 @@ import (
 // iterator fetches a small first page and larger ones after it, never the
 // whole range at once.
 func testRoundTrips(t *testing.T, e *env) {
-	s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	s, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
 	must(t, err)
 	defer s.Close()
 	const keys = 5000

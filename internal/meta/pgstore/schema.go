@@ -82,8 +82,22 @@ func newStmts(schema string) *stmts {
 
 // create makes the volume's schema if it is missing (in one round trip,
 // under an advisory lock so that two hosts opening a new volume at once do
-// not collide) and checks its format.
-func (s *Store) create(ctx context.Context) error {
+// not collide) and checks its format. Unless missingToo, a schema without
+// the format table is ErrNoVolume and nothing is created; one that has it
+// still gets the tables newer code added.
+func (s *Store) create(ctx context.Context, missingToo bool) error {
+	if !missingToo {
+		var exists bool
+		ctx, cancel := context.WithTimeout(ctx, s.timeout)
+		err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.schema+".format").Scan(&exists)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return ErrNoVolume
+		}
+	}
 	ddl := strings.NewReplacer("S.", s.schema+".", "'S'", "'"+s.schema+"'", "FMT", fmt.Sprint(FormatVersion)).Replace(`
 		BEGIN;
 		SELECT pg_advisory_xact_lock(hashtext('doppel schema S'));

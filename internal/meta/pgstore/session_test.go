@@ -24,7 +24,7 @@ func testSessions(t *testing.T, e *env) {
 	defer pgstore.SetReapAfter(time.Second)()
 	schema := e.schema()
 	open := func() *pgstore.Store {
-		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 		must(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -39,7 +39,7 @@ func testSessions(t *testing.T, e *env) {
 	}
 	// Another volume of the same database is another lock space: its
 	// first session (also id 1) registers alone at once.
-	other, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	other, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
 	must(t, err)
 	start := time.Now()
 	if _, err := other.Register(pgstore.SessionInfo{Host: "ho", PID: 9, Mount: "/o"}, true); err != nil || time.Since(start) > time.Second {
@@ -130,7 +130,7 @@ func testSessions(t *testing.T, e *env) {
 func testLeases(t *testing.T, e *env) {
 	schema := e.schema()
 	open := func() *pgstore.Store {
-		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 		must(t, err)
 		t.Cleanup(func() { s.Close() })
 		return s
@@ -170,10 +170,10 @@ func testLeases(t *testing.T, e *env) {
 // A lease held by a session whose process died is taken over at once.
 func testLeaseOfDeadSession(t *testing.T, e *env) {
 	schema := e.schema()
-	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	a, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	must(t, err)
 	defer a.Close()
-	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema})
+	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	must(t, err)
 	defer b.Close()
 	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)

@@ -23,7 +23,7 @@ func schemaFor(dir string) string {
 func opener(dsn string) storetest.Opener {
 	return func(t testing.TB, dir string) meta.Store {
 		t.Helper()
-		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: schemaFor(dir)})
+		s, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: schemaFor(dir), Create: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ type env struct {
 
 func (e *env) open(t testing.TB) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema()})
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,7 @@ func TestStore(t *testing.T) {
 		{"VersionPerCommit", testVersionPerCommit},
 		{"DiskUsageGrows", testDiskUsageGrows},
 		{"NewerFormatRefused", testNewerFormatRefused},
+		{"MissingNotCreated", testMissingNotCreated},
 		{"Credentials", testCredentials},
 		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
 		{"Sessions", testSessions},           // restarts the shared server

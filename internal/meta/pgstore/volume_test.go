@@ -32,7 +32,7 @@ func TestVolumeOnPostgres(t *testing.T) {
 	var wire *atomic.Int64
 	open := func() *volume.Volume {
 		t.Helper()
-		m, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: dsn, Schema: "vol"})
+		m, n, err := pgstore.OpenCounting(context.Background(), pgstore.Options{URL: dsn, Schema: "vol", Create: true})
 		must(t, err)
 		wire = n
 		b, err := blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
@@ -42,7 +42,7 @@ func TestVolumeOnPostgres(t *testing.T) {
 		return v
 	}
 	{
-		m, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: "vol"})
+		m, err := pgstore.Open(context.Background(), pgstore.Options{URL: dsn, Schema: "vol", Create: true})
 		must(t, err)
 		must(t, volume.InitOn(m, volume.InitOptions{}))
 		must(t, m.Close())

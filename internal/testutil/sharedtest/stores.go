@@ -64,7 +64,7 @@ func (s Stores) openMeta() (meta.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return pgstore.Open(ctx, pgstore.Options{URL: MetaURL(), Schema: s.schema})
+	return pgstore.Open(ctx, pgstore.Options{URL: MetaURL(), Schema: s.schema, Create: true})
 }
 
 func (s Stores) openBlobs() (blob.Store, error) {
