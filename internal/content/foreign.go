@@ -1,6 +1,7 @@
 package content
 
 import (
+	"bytes"
 	"fmt"
 	"sync"
 	"time"
@@ -74,10 +75,19 @@ func (e *Engine) foreignCommits(version uint64, stats schema.Stats, changed meta
 	if changed.Changed(schema.ChunkRange()) {
 		// A chunk another process created must be looked up again, or
 		// two processes would both create its record and lose a
-		// reference.
-		e.created.foreign()
-		// Its record may have moved (compaction there) or gone.
-		e.locs.c.Purge()
+		// reference; a record may also have moved (compaction there) or
+		// gone. With the keys known, only those chunks: another host
+		// writing fresh data must not cost this one a lookup of every
+		// chunk it stored meanwhile.
+		if hs, exact := changedChunks(changed); exact {
+			e.created.record(hs)
+			for _, h := range hs {
+				e.locs.c.Remove(h)
+			}
+		} else {
+			e.created.foreign()
+			e.locs.c.Purge()
+		}
 	}
 	for _, fn := range e.onForeign {
 		if err := fn(changed); err != nil {
@@ -91,6 +101,26 @@ func (e *Engine) foreignCommits(version uint64, stats schema.Stats, changed meta
 	e.foreignFailed = false
 	e.counters.foreignCommits.Add(1)
 	return nil
+}
+
+// changedChunks returns the chunks whose records changed, exact unless
+// changed holds everything or a range that reaches into the chunk table.
+func changedChunks(changed meta.Changes) (hs []schema.Hash, exact bool) {
+	if changed.All || (meta.Changes{Ranges: changed.Ranges}).Changed(schema.ChunkRange()) {
+		return nil, false
+	}
+	lo, hi := schema.ChunkRange()
+	for _, k := range changed.Keys {
+		if bytes.Compare(k, lo) < 0 || bytes.Compare(k, hi) >= 0 {
+			continue
+		}
+		h, err := schema.ChunkHash(k)
+		if err != nil {
+			return nil, false // not a chunk record's key: take no chances
+		}
+		hs = append(hs, h)
+	}
+	return hs, true
 }
 
 // OnForeignCommits runs fn whenever a transaction finds that other

@@ -222,7 +222,13 @@ func (t *Tx) applyRefs() error {
 		}
 		return rec, err
 	}
-	if len(hashes)-len(missing) > iterRefs {
+	if many, ok := t.b.(meta.MultiGetter); ok && len(hashes)-len(missing) > 1 {
+		recs, err := t.recordsOf(many, hashes, missing)
+		if err != nil {
+			return err
+		}
+		record = func(key []byte) ([]byte, error) { return recs[string(key)], nil }
+	} else if len(hashes)-len(missing) > iterRefs {
 		it, err := t.b.NewIter(schema.ChunkRange())
 		if err != nil {
 			return err
@@ -248,6 +254,33 @@ func (t *Tx) applyRefs() error {
 		}
 	}
 	return nil
+}
+
+// recordsOf reads the chunk records of hashes not known missing with few
+// requests (multiGetBatch keys each) of a store where each lookup is a round trip (PostgreSQL), by
+// record key; an iterator seeking among scattered hashes there fetches a
+// page per chunk, under the volume's transaction lock.
+func (t *Tx) recordsOf(many meta.MultiGetter, hashes []schema.Hash, missing map[schema.Hash]bool) (map[string][]byte, error) {
+	keys := make([][]byte, 0, len(hashes)-len(missing))
+	for _, h := range hashes {
+		if !missing[h] {
+			keys = append(keys, schema.ChunkKey(h))
+		}
+	}
+	recs := make(map[string][]byte, len(keys))
+	for start := 0; start < len(keys); start += multiGetBatch {
+		part := keys[start:min(start+multiGetBatch, len(keys))]
+		vals, err := many.GetMany(part)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range part {
+			if vals[i] != nil {
+				recs[string(k)] = vals[i]
+			}
+		}
+	}
+	return recs, nil
 }
 
 // knownMissing reports whether chunk h has no record without looking: its

@@ -88,6 +88,21 @@ func compare(t *testing.T, rnd *rand.Rand, r meta.Reader, model map[string]strin
 			t.Fatalf("%s: Get(%q) = %q, %v; want %q", where, k, got, err, model[k])
 		}
 	}
+	if many, ok := r.(meta.MultiGetter); ok {
+		var ask [][]byte
+		for range 1 + rnd.IntN(12) {
+			ask = append(ask, []byte(fmt.Sprintf("k%02x", rnd.IntN(64))))
+		}
+		got, err := many.GetMany(ask)
+		if err != nil || len(got) != len(ask) {
+			t.Fatalf("%s: GetMany of %d keys: %d values, %v", where, len(ask), len(got), err)
+		}
+		for i, k := range ask {
+			if want, ok := model[string(k)]; ok != (got[i] != nil) || string(got[i]) != want {
+				t.Fatalf("%s: GetMany: %q = %q, want %q (present %v)", where, k, got[i], want, ok)
+			}
+		}
+	}
 	lower, upper := fmt.Sprintf("k%02x", rnd.IntN(64)), ""
 	if rnd.IntN(2) == 0 {
 		upper = fmt.Sprintf("k%02x", rnd.IntN(64))
