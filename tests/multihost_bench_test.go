@@ -46,9 +46,8 @@ func TestMultiHostFigures(t *testing.T) {
 		samples: testutil.EnvInt(t, "DOPPEL_BENCH_SAMPLES", 200),
 		sameMiB: testutil.EnvInt(t, "DOPPEL_BENCH_SAME_MIB", 4096),
 	}
-	t.Setenv("DOPPEL_MULTIHOST", "1")
 	a, s3srv, pg := s3Volume(t, "figures")
-	doppelHosts := []*volume{a, joinHost(t, a, "b"), joinHost(t, a, "c"), joinHost(t, a, "d")}
+	doppelHosts := append([]*volume{a}, joinHosts(t, a, "b", "c", "d")...)
 	hosts := make([]figureHost, len(doppelHosts))
 	for i, h := range doppelHosts {
 		hosts[i] = h

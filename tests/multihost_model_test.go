@@ -54,8 +54,8 @@ func TestMultiHostModel(t *testing.T) {
 // hostTrio is hostPair with a third host.
 func hostTrio(t *testing.T, prefix string) []*volume {
 	t.Helper()
-	a, b := hostPair(t, prefix)
-	return []*volume{a, b, joinHost(t, a, "c")}
+	a, _, _ := s3Volume(t, prefix)
+	return append([]*volume{a}, joinHosts(t, a, "b", "c")...)
 }
 
 // hostModel is the reference: regular files (path -> content) and

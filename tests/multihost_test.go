@@ -18,18 +18,19 @@ import (
 
 // hostPair is one shared volume mounted by two daemons, each with a store
 // directory of its own (made by init and by join): two hosts, on one
-// machine. DOPPEL_MULTIHOST=1 lets the second mount while the first has
-// the volume (docs/SHARED.md, section 9).
+// machine.
 func hostPair(t *testing.T, prefix string) (a, b *volume) {
 	t.Helper()
-	t.Setenv("DOPPEL_MULTIHOST", "1")
 	a, _, _ = s3Volume(t, prefix)
-	return a, joinHost(t, a, "b")
+	hosts := joinHosts(t, a, "b")
+	return a, hosts[0]
 }
 
-// joinHost mounts another host of a's volume: a store directory made
-// with doppel join from a's metadata URL, mounted.
-func joinHost(t *testing.T, a *volume, name string) *volume {
+// joinHosts mounts more hosts of a's volume: store directories made with
+// doppel join from a's metadata URL, as a user does it. The join marks
+// the volume for several hosts, so a, mounted before for one host, is
+// mounted again first (docs/SHARED.md, 9.1).
+func joinHosts(t *testing.T, a *volume, names ...string) []*volume {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(a.Store, "shared.json"))
 	if err != nil {
@@ -39,13 +40,23 @@ func joinHost(t *testing.T, a *volume, name string) *volume {
 	if err := json.Unmarshal(raw, &shared); err != nil {
 		t.Fatal(err)
 	}
-	v := &volume{Store: filepath.Join(realTempDir(t), name), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
-	t.Cleanup(func() { v.cleanup(t) })
-	if out, err := runDoppel(time.Minute, "join", "--store", v.Store, "--meta", shared.Meta); err != nil {
-		t.Fatalf("doppel join: %v\n%s", err, out)
+	var out []*volume
+	for _, name := range names {
+		v := &volume{Store: filepath.Join(realTempDir(t), name), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
+		t.Cleanup(func() { v.cleanup(t) })
+		if out, err := runDoppel(time.Minute, "join", "--store", v.Store, "--meta", shared.Meta); err != nil {
+			t.Fatalf("doppel join: %v\n%s", err, out)
+		}
+		out = append(out, v)
 	}
-	v.mount(t)
-	return v
+	if a.mounted {
+		a.umount(t)
+		a.mount(t)
+	}
+	for _, v := range out {
+		v.mount(t)
+	}
+	return out
 }
 
 // within polls cond until it holds or limit passes, and returns how long

@@ -137,7 +137,7 @@ func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *met
 		Store: vol.Dir, Mountpoint: mp, PID: os.Getpid(), Started: started,
 		// shared.json keeps the URL without its password; Redact again
 		// so that no status can ever show one.
-		MetaURL: pgstore.Redact(vol.MetaURL), MetaSchema: vol.MetaSchema, DataURL: vol.DataURL,
+		MetaURL: pgstore.Redact(vol.MetaURL), MetaSchema: vol.MetaSchema, DataURL: vol.DataURL, MultiHost: vol.MultiHost,
 		UptimeSeconds: time.Since(started).Seconds(),
 		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
 		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,

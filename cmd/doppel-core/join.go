@@ -11,13 +11,14 @@ func runJoin(args []string) error {
 		"Make a store directory for an existing shared volume, so that this host can open it:\n"+
 			"the volume's metadata is in the PostgreSQL database --meta names (?schema=NAME picks\n"+
 			"the volume when the database holds several), its chunk data in S3 (where its creator\n"+
-			"put it, unless --data says so; it must match). Nothing is created in PostgreSQL or S3.\n"+
+			"put it, unless --data says so; it must match). Nothing is created in S3.\n"+
 			"The store directory must not exist or be empty; it keeps the connection settings\n"+
 			"(without the password) and this host's read cache, as 'doppel init' does.\n"+
 			"A volume whose chunk data is in the store directory that created it cannot be joined.\n"+
-			"Until several hosts can mount one volume at once (docs/SHARED.md, section 9), a\n"+
-			"volume opens on one host at a time: a mount while another host has it is refused,\n"+
-			"naming that host's session.")
+			"Joining marks the volume for several hosts: from then on every host's 'doppel mount'\n"+
+			"runs it for several at once (docs/SHARED.md, section 9). A daemon that mounted it\n"+
+			"before the join runs it for one host and keeps the others out: unmount it and mount\n"+
+			"it again.")
 	store := storeFlag(fs)
 	logFlag(fs, "warn")
 	metaURL := fs.String("meta", "", "PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
@@ -49,6 +50,6 @@ func runJoin(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("joined shared volume %s (schema %s) in %s\n", uuid, schemaName, dir)
+	fmt.Printf("joined shared volume %s (schema %s) in %s; several hosts can now mount it at once\n", uuid, schemaName, dir)
 	return nil
 }

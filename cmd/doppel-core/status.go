@@ -132,6 +132,14 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 				data = "segment files in the store directory"
 			}
 			fmt.Fprintf(w, "  data       %s\n", data)
+			hosts := "one (doppel join on another host shares the volume)"
+			switch {
+			case d.MultiHost:
+				hosts = "several at once"
+			case d.DataURL == "":
+				hosts = "one (its chunk data is in this store directory)"
+			}
+			fmt.Fprintf(w, "  hosts      %s\n", hosts)
 		}
 		up := time.Duration(d.UptimeSeconds * float64(time.Second)).Round(time.Second)
 		fmt.Fprintf(w, "  daemon     pid %d, up %v (since %s)\n", d.PID, up, d.Started.Local().Format(time.DateTime))

@@ -74,8 +74,8 @@ func (c *checker) scanSingletons() error {
 				c.report(KindDecode, noIno, "lock record %x: %v", k, err)
 				c.deleteEarly(KindDecode, k, "deleted a lock record that does not decode")
 			}
-		case bytes.Equal(k, schema.KeyDataURL):
-			// Only `doppel join` reads it, and checks it there.
+		case bytes.Equal(k, schema.KeyDataURL), bytes.Equal(k, schema.KeyHosts):
+			// Only joining and opening a shared volume read them.
 		case bytes.Equal(k, schema.KeySession):
 			if _, err := schema.DecodeSession(v); err != nil {
 				c.report(KindDecode, noIno, "session record: %v", err)

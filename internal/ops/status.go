@@ -18,9 +18,12 @@ type Status struct {
 	// (PostgreSQL, the URL without its password) and, when not in the
 	// store directory, its chunk data (S3); both empty for an embedded
 	// volume. MetaSchema is the volume's schema in that database.
-	MetaURL        string    `json:"meta_url,omitempty"`
-	MetaSchema     string    `json:"meta_schema,omitempty"`
-	DataURL        string    `json:"data_url,omitempty"`
+	MetaURL    string `json:"meta_url,omitempty"`
+	MetaSchema string `json:"meta_schema,omitempty"`
+	DataURL    string `json:"data_url,omitempty"`
+	// MultiHost says the daemon runs the shared volume for several hosts
+	// at once (`doppel join` marked it).
+	MultiHost      bool      `json:"multi_host,omitempty"`
 	Mountpoint     string    `json:"mountpoint"`
 	PID            int       `json:"pid"`
 	Started        time.Time `json:"started"`

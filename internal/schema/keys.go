@@ -37,6 +37,10 @@ var (
 	// needs only the metadata URL. Volumes made before it existed have
 	// none.
 	KeyDataURL = []byte("\x00data_url")
+	// KeyHosts, present, says that several hosts may mount the shared
+	// volume at once (`doppel join` sets it): every host then runs the
+	// code for several (docs/SHARED.md, 9). Its value is "many".
+	KeyHosts = []byte("\x00hosts")
 )
 
 // deadPrefix starts the S3 data store's dead-span records: one per pack

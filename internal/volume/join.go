@@ -29,9 +29,10 @@ var ErrDataOnOneHost = errors.New("its chunk data is in the store directory of t
 
 // Join makes dir (new or empty) a store directory of the existing shared
 // volume opt names: it writes shared.json and the format file for that
-// volume, and creates nothing in PostgreSQL or S3. It returns the
-// volume's schema and UUID. Several store directories of one volume are
-// how several hosts use it (docs/SHARED.md, section 9).
+// volume, creates nothing in PostgreSQL or S3, and marks the volume for
+// several hosts (schema.KeyHosts). It returns the volume's schema and
+// UUID. Several store directories of one volume are how several hosts
+// use it (docs/SHARED.md, section 9).
 func Join(dir string, opt JoinOptions) (schemaName, uuid string, err error) {
 	if err := checkDataURL(opt.Data); err != nil {
 		return "", "", err
@@ -78,6 +79,11 @@ func Join(dir string, opt JoinOptions) (schemaName, uuid string, err error) {
 	}
 	if err := b.Close(); err != nil {
 		return "", "", err
+	}
+	// From now on every host runs the volume for several; one that has
+	// it mounted for one host keeps others out until it mounts again.
+	if err := setManyHosts(m); err != nil {
+		return "", "", fmt.Errorf("marking the volume for several hosts: %w", err)
 	}
 	if err := writeShared(dir, info); err != nil {
 		return "", "", err

@@ -34,19 +34,35 @@ func TestJoin(t *testing.T) {
 		t.Fatalf("joined data URL %q, want the volume's %q", info.Data, e.dataURL("joined"))
 	}
 
+	// The join marked the volume for several hosts: both store
+	// directories open it at once, and what one wrote the other reads.
 	v, err := Open(first, quietLog())
 	testutil.Check(t, err)
+	defer v.Close()
 	data := testutil.SeededBytes(3, 300<<10)
 	testutil.Check(t, writeFile(t, v, "f", data, true))
-	if _, err := Open(second, quietLog()); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "session") {
-		t.Fatalf("open through the second store while the first has it: %v, want ErrInUse naming a session", err)
-	}
-	testutil.Check(t, v.Close())
 	w, err := Open(second, quietLog())
 	testutil.Check(t, err)
 	defer w.Close()
+	if !v.MultiHost || !w.MultiHost {
+		t.Fatalf("a joined volume opened for one host (%v, %v)", v.MultiHost, w.MultiHost)
+	}
 	if got := readFile(t, w, "f"); string(got) != string(data) {
 		t.Fatalf("the second store read %d bytes, not what the first wrote", len(got))
+	}
+	// A process that would run it for one host (DOPPEL_MULTIHOST=0), and
+	// an offline check, are refused while other hosts have it open,
+	// naming a session.
+	third := filepath.Join(t.TempDir(), "third")
+	_, _, err = Join(third, JoinOptions{Meta: e.dsn})
+	testutil.Check(t, err)
+	t.Setenv("DOPPEL_MULTIHOST", "0")
+	if _, err := Open(third, quietLog()); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "session") {
+		t.Fatalf("open for one host while two hosts have the volume: %v, want ErrInUse naming a session", err)
+	}
+	t.Setenv("DOPPEL_MULTIHOST", "")
+	if _, err := OpenForCheck(third, quietLog()); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "unmounted on every host") {
+		t.Fatalf("offline check while two hosts have the volume: %v, want ErrInUse", err)
 	}
 
 	for name, tc := range map[string]struct {
@@ -66,9 +82,29 @@ func TestJoin(t *testing.T) {
 		}
 	}
 
+	// A host that opened the volume before it was joined runs it for one
+	// host: the joined one is refused, told to have it mounted again.
+	solo := filepath.Join(t.TempDir(), "solo")
+	testutil.Check(t, Init(solo, InitOptions{Meta: e.dsn + "&schema=solo", Data: e.dataURL("solo")}))
+	sv, err := Open(solo, quietLog())
+	testutil.Check(t, err)
+	late := filepath.Join(t.TempDir(), "late")
+	_, _, err = Join(late, JoinOptions{Meta: e.dsn + "&schema=solo"})
+	testutil.Check(t, err)
+	if _, err := Open(late, quietLog()); !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "for one host only") {
+		t.Fatalf("open beside a host that has the volume for one host: %v, want ErrInUse saying so", err)
+	}
+	testutil.Check(t, sv.Close())
+	sv, err = Open(solo, quietLog()) // now for several
+	testutil.Check(t, err)
+	lv, err := Open(late, quietLog())
+	testutil.Check(t, err)
+	testutil.Check(t, lv.Close())
+	testutil.Check(t, sv.Close())
+
 	// The failed joins created nothing in the database.
-	if names, err := pgstore.ListVolumes(context.Background(), e.dsn); err != nil || len(names) != 1 || names[0] != schemaName {
-		t.Fatalf("volumes in the database after failed joins: %v, %v; want only %s", names, err, schemaName)
+	if names, err := pgstore.ListVolumes(context.Background(), e.dsn); err != nil || len(names) != 2 || names[0] != schemaName || names[1] != "solo" {
+		t.Fatalf("volumes in the database after failed joins: %v, %v; want only %s and solo", names, err, schemaName)
 	}
 
 	// A volume whose data is in its creator's store directory, and a

@@ -38,6 +38,8 @@ type sharedInfo struct {
 	// CacheBytes bounds the local read cache of S3 data in S3Dir/cache:
 	// 0 is DefaultCacheBytes, negative disables the cache.
 	CacheBytes int64 `json:"cache_bytes,omitempty"`
+	// multiHost is what multiHost said when the volume was opened.
+	multiHost bool
 }
 
 // metaURL is a --meta URL taken apart: conn connects (with the password
@@ -218,13 +220,20 @@ func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, erro
 		m.Close()
 		return nil, s, fmt.Errorf("schema %s of %s holds volume %s, not this store's %s", s.Schema, pgstore.Redact(s.Meta), cfg.UUID, uuid)
 	}
-	if err := registerSession(m, purpose); err != nil {
+	if s.multiHost, err = multiHost(m); err != nil {
+		m.Close()
+		return nil, s, err
+	}
+	// An offline check or repair must see the volume still: no other
+	// host may have it open meanwhile.
+	alone := !s.multiHost || purpose == "fsck"
+	if err := registerSession(m, purpose, alone); err != nil {
 		m.Close()
 		return nil, s, err
 	}
 	// With several hosts, every commit records what it wrote, from this
 	// process's first on (docs/SHARED.md, 9.2: the change log).
-	if MultiHost() {
+	if s.multiHost {
 		if err := m.TrackChanges(); err != nil {
 			m.Close()
 			return nil, s, fmt.Errorf("%s: the change log: %w", pgstore.Redact(s.Meta), err)
@@ -233,10 +242,35 @@ func openSharedMeta(dir, uuid, purpose string) (*pgstore.Store, sharedInfo, erro
 	return m, s, nil
 }
 
-// MultiHost reports whether this process may open a shared volume that
-// other processes (hosts) have open: DOPPEL_MULTIHOST=1, an experimental
-// setting until the rest of docs/SHARED.md section 9 is in.
-func MultiHost() bool { return os.Getenv("DOPPEL_MULTIHOST") == "1" }
+// multiHost reports whether this process runs the code for several hosts
+// on the shared volume whose metadata m holds (docs/SHARED.md, 9): when
+// the volume was joined (schema.KeyHosts, which `doppel join` sets), or
+// when DOPPEL_MULTIHOST says so (1: yes, 0: no; for tests and for
+// volumes joined before the record existed).
+func multiHost(m meta.Reader) (bool, error) {
+	switch os.Getenv("DOPPEL_MULTIHOST") {
+	case "1":
+		return true, nil
+	case "0":
+		return false, nil
+	}
+	_, err := m.Get(schema.KeyHosts)
+	if errors.Is(err, meta.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// setManyHosts records that several hosts may mount the volume
+// (schema.KeyHosts).
+func setManyHosts(m meta.Store) error {
+	b := m.NewBatch()
+	defer b.Close()
+	if err := b.Set(schema.KeyHosts, []byte("many")); err != nil {
+		return err
+	}
+	return b.Commit(true)
+}
 
 // multiHostGrace is how old a pack must be before a sweep or a crash
 // recovery may take it for an orphan when several hosts may write: longer
@@ -244,15 +278,20 @@ func MultiHost() bool { return os.Getenv("DOPPEL_MULTIHOST") == "1" }
 // that names it.
 const multiHostGrace = 10 * time.Minute
 
-// registerSession registers this process's session on m. Until several
-// hosts can mount a volume at once (docs/SHARED.md, 9), it must be the
-// only live one: two processes running the single-host code on one
-// volume would corrupt it.
-func registerSession(m *pgstore.Store, purpose string) error {
+// registerSession registers this process's session on m. A session
+// alone (a volume one host mounts, an offline check) must be the only
+// live one, and no other registers while it lives: two processes running
+// the code for one host on one volume would corrupt it.
+func registerSession(m *pgstore.Store, purpose string, alone bool) error {
 	host, _ := os.Hostname()
-	_, err := m.Register(pgstore.SessionInfo{Host: host, PID: os.Getpid(), Mount: purpose}, !MultiHost())
-	if errors.Is(err, pgstore.ErrOtherSessions) {
-		return fmt.Errorf("%w: %w; a shared volume is opened by one process at a time until mounting on several hosts lands (docs/SHARED.md, section 9)", ErrInUse, err)
+	_, err := m.Register(pgstore.SessionInfo{Host: host, PID: os.Getpid(), Mount: purpose, Alone: alone})
+	switch {
+	case errors.Is(err, pgstore.ErrOtherSessions) && purpose == "fsck":
+		return fmt.Errorf("%w: %w; an offline check needs the volume unmounted on every host (doppel fsck MOUNTPOINT checks a mounted one)", ErrInUse, err)
+	case errors.Is(err, pgstore.ErrOtherSessions) && alone:
+		return fmt.Errorf("%w: %w; to mount the volume on several hosts, make each host's store directory with doppel join (that marks the volume for several hosts)", ErrInUse, err)
+	case errors.Is(err, pgstore.ErrOtherSessions):
+		return fmt.Errorf("%w: %w; that process runs the volume for one host only: unmount it there and mount it again (it then shares the volume), then mount here", ErrInUse, err)
 	}
 	return err
 }

@@ -75,7 +75,8 @@ func (a packAllocator) Allocate(n, above uint32) (uint32, error) {
 // s3Config is the S3 store configuration of the shared volume in dir
 // whose data URL is dataURL; the credentials come from the environment or
 // the credentials file, never from the store directory.
-func s3Config(dir, dataURL string, cacheBytes int64, m meta.Store) (s3store.Config, error) {
+func s3Config(dir string, s sharedInfo, m meta.Store) (s3store.Config, error) {
+	dataURL, cacheBytes := s.Data, s.CacheBytes
 	cfg, err := s3store.ParseURL(dataURL)
 	if err != nil {
 		return cfg, err
@@ -102,7 +103,7 @@ func s3Config(dir, dataURL string, cacheBytes int64, m meta.Store) (s3store.Conf
 		return cfg, err
 	}
 	cfg.RetireGrace = compact.retireGrace
-	if MultiHost() {
+	if s.multiHost {
 		// Another host may have uploaded a pack whose metadata it has not
 		// committed yet: a sweep or recovery here must not take it for an
 		// orphan (docs/SHARED.md, 9.5).
@@ -120,7 +121,7 @@ func openSharedData(dir string, s sharedInfo, m meta.Store) (blob.Store, error) 
 	if s.Data == "" {
 		return blob.OpenDir(filepath.Join(dir, "chunks"), blob.Options{})
 	}
-	cfg, err := s3Config(dir, s.Data, s.CacheBytes, m)
+	cfg, err := s3Config(dir, s, m)
 	if err != nil {
 		return nil, fmt.Errorf("data store %s: %w", s.Data, err)
 	}

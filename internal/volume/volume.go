@@ -178,6 +178,9 @@ type Volume struct {
 	MetaURL    string
 	MetaSchema string
 	DataURL    string
+	// MultiHost says this process runs the volume for several hosts at
+	// once (a shared volume `doppel join` marked, docs/SHARED.md 9).
+	MultiHost bool
 	// Exports are the volume's NBD servers (`doppel nbd`).
 	Exports *exports.Registry
 	lock    *os.File
@@ -215,7 +218,7 @@ func (v *Volume) open(f formatInfo, log *slog.Logger, nsOpt namespace.Options) e
 		if err != nil {
 			return err
 		}
-		v.Meta, v.MetaURL, v.MetaSchema, v.DataURL = m, s.Meta, s.Schema, s.Data
+		v.Meta, v.MetaURL, v.MetaSchema, v.DataURL, v.MultiHost = m, s.Meta, s.Schema, s.Data, s.multiHost
 		if v.Blobs, err = openSharedData(v.Dir, s, m); err != nil {
 			return err
 		}
@@ -283,7 +286,7 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
 	}
 	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
-	if pg, ok := v.Meta.(*pgstore.Store); ok && MultiHost() && pg.SessionID() != 0 {
+	if pg, ok := v.Meta.(*pgstore.Store); ok && v.MultiHost && pg.SessionID() != 0 {
 		nsOpt.Sessions = &sessionsOf{m: pg}
 	}
 	if v.NS, err = namespace.Open(v.Meta, v.Engine, nsOpt, log); err != nil {

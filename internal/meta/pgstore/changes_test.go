@@ -35,7 +35,7 @@ func testChangeLog(t *testing.T, e *env) {
 	must(t, err)
 	defer b.Close()
 	for _, s := range []*pgstore.Store{a, b} {
-		_, err := s.Register(pgstore.SessionInfo{Host: "test"}, false)
+		_, err := s.Register(pgstore.SessionInfo{Host: "test"})
 		must(t, err)
 		defer s.Unregister()
 		must(t, s.TrackChanges())

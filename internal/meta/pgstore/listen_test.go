@@ -19,9 +19,9 @@ func testListen(t *testing.T, e *env) {
 	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: a.Schema()})
 	must(t, err)
 	defer b.Close()
-	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)
+	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"})
 	must(t, err)
-	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"}, false)
+	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"})
 	must(t, err)
 	storetest.Commit(t, a, map[string][]byte{"k": []byte("old")})
 	storetest.WantValue(t, b, "k", "old") // cached by b now

@@ -109,6 +109,7 @@ func (s *Store) create(ctx context.Context, missingToo bool) error {
 		CREATE TABLE IF NOT EXISTS S.leases (name text PRIMARY KEY, session bigint NOT NULL, expires timestamptz NOT NULL);
 		CREATE TABLE IF NOT EXISTS S.sessions (id bigserial PRIMARY KEY, host text NOT NULL, pid int NOT NULL,
 			mount text NOT NULL, started timestamptz NOT NULL DEFAULT now(), heartbeat timestamptz NOT NULL DEFAULT now());
+		ALTER TABLE S.sessions ADD COLUMN IF NOT EXISTS alone boolean NOT NULL DEFAULT true;
 		CREATE UNLOGGED TABLE IF NOT EXISTS S.changes (ver bigint PRIMARY KEY, session bigint NOT NULL,
 			at timestamptz NOT NULL DEFAULT now(), keys bytea[] NOT NULL, ranges bytea[] NOT NULL);
 		COMMIT;`)

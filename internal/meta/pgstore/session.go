@@ -41,6 +41,10 @@ type SessionInfo struct {
 	Host  string
 	PID   int
 	Mount string // the mount point, or what the process does ("fsck")
+	// Alone says the process runs the code for a volume one host uses:
+	// while it lives, no other session may register (and it registers
+	// only when no other lives).
+	Alone bool
 }
 
 // Session is a row of the sessions table.
@@ -59,11 +63,15 @@ type Session struct {
 func (s Session) Alive() bool { return s.Locked && s.Since < LeaseTime }
 
 func (s Session) String() string {
-	return fmt.Sprintf("session %d (host %s, pid %d, %s, heartbeat %.1f s ago)", s.ID, s.Host, s.PID, s.Mount, s.Since.Seconds())
+	alone := ""
+	if s.Alone {
+		alone = ", for one host only"
+	}
+	return fmt.Sprintf("session %d (host %s, pid %d, %s%s, heartbeat %.1f s ago)", s.ID, s.Host, s.PID, s.Mount, alone, s.Since.Seconds())
 }
 
 // ErrOtherSessions is returned by Register when a live session of
-// another process exists and the caller asked to be alone.
+// another process exists and either it or the caller is alone.
 var ErrOtherSessions = errors.New("the volume is in use by another session")
 
 // session is this Store's registration.
@@ -75,14 +83,15 @@ type session struct {
 	lost chan struct{} // closed when the row was found gone
 }
 
-// Register adds this process's session. With alone, it fails with
-// ErrOtherSessions (naming one) when another live session exists. The
+// Register adds this process's session. It fails with ErrOtherSessions
+// (naming one) when another live session exists and info.Alone, or when
+// a live session that is alone exists. The
 // check, the insert and taking the session lock run in one transaction
 // under an advisory lock of the sessions table, so two processes
 // registering at once cannot both miss each other, and no process sees
 // the new row without its lock. Rows of dead sessions are removed. A
 // goroutine renews the heartbeat until Unregister.
-func (s *Store) Register(info SessionInfo, alone bool) (int64, error) {
+func (s *Store) Register(info SessionInfo) (int64, error) {
 	if s.sess != nil {
 		return 0, errors.New("pgstore: session already registered")
 	}
@@ -96,10 +105,10 @@ func (s *Store) Register(info SessionInfo, alone bool) (int64, error) {
 		if err != nil {
 			return err
 		}
-		id, err := s.register(ctx, conn, info, alone)
+		id, err := s.register(ctx, conn, info)
 		for errors.Is(err, ErrOtherSessions) && time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond)
-			id, err = s.register(ctx, conn, info, alone)
+			id, err = s.register(ctx, conn, info)
 		}
 		if err != nil {
 			conn.Close(context.Background())
@@ -116,7 +125,7 @@ func (s *Store) Register(info SessionInfo, alone bool) (int64, error) {
 	return se.id, nil
 }
 
-func (s *Store) register(ctx context.Context, conn *pgx.Conn, info SessionInfo, alone bool) (int64, error) {
+func (s *Store) register(ctx context.Context, conn *pgx.Conn, info SessionInfo) (int64, error) {
 	var id int64
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.q.sessionsLock); err != nil {
@@ -125,22 +134,20 @@ func (s *Store) register(ctx context.Context, conn *pgx.Conn, info SessionInfo, 
 		if _, err := tx.Exec(ctx, s.q.sessionsReap, reapAfter.Seconds(), LeaseTime.Seconds()); err != nil {
 			return err
 		}
-		if alone {
-			all, err := listSessions(ctx, tx, s.q.sessionsAll)
-			if err != nil {
-				return err
-			}
-			for _, o := range all {
-				if o.Alive() {
-					return fmt.Errorf("%w: %s", ErrOtherSessions, o)
-				}
+		all, err := listSessions(ctx, tx, s.q.sessionsAll)
+		if err != nil {
+			return err
+		}
+		for _, o := range all {
+			if o.Alive() && (info.Alone || o.Alone) {
+				return fmt.Errorf("%w: %s", ErrOtherSessions, o)
 			}
 		}
-		if err := tx.QueryRow(ctx, s.q.sessionsAdd, info.Host, info.PID, info.Mount).Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, s.q.sessionsAdd, info.Host, info.PID, info.Mount, info.Alone).Scan(&id); err != nil {
 			return err
 		}
 		// A session-level lock: it outlives the transaction.
-		_, err := tx.Exec(ctx, s.q.sessionLock, id)
+		_, err = tx.Exec(ctx, s.q.sessionLock, id)
 		return err
 	})
 	return id, err
@@ -277,7 +284,7 @@ func listSessions(ctx context.Context, q queryer, sql string) ([]Session, error)
 	for rows.Next() {
 		var se Session
 		var since float64
-		if err := rows.Scan(&se.ID, &se.Host, &se.PID, &se.Mount, &se.Started, &since, &se.Locked); err != nil {
+		if err := rows.Scan(&se.ID, &se.Host, &se.PID, &se.Mount, &se.Alone, &se.Started, &since, &se.Locked); err != nil {
 			return nil, err
 		}
 		se.Since = time.Duration(since * float64(time.Second))
@@ -304,11 +311,11 @@ func sessionStmts(q func(string) string) (tableLock, reap, add, lock, beat, moun
 	return q(`SELECT pg_advisory_xact_lock(hashtext('doppel sessions ' || 'S'))`),
 		q(`DELETE FROM S.sessions s WHERE (now() - heartbeat > make_interval(secs => $1) AND NOT ` + held + `)
 			OR now() - heartbeat > make_interval(secs => $2)`),
-		q(`INSERT INTO S.sessions (host, pid, mount) VALUES ($1, $2, $3) RETURNING id`),
+		q(`INSERT INTO S.sessions (host, pid, mount, alone) VALUES ($1, $2, $3, $4) RETURNING id`),
 		q(`SELECT pg_advisory_lock(hashtext('doppel session ' || 'S'), $1::int)`),
 		q(`UPDATE S.sessions SET heartbeat = now() WHERE id = $1`),
 		q(`UPDATE S.sessions SET mount = $2 WHERE id = $1`),
 		q(`DELETE FROM S.sessions WHERE id = $1`),
-		q(`SELECT s.id, s.host, s.pid, s.mount, s.started, extract(epoch FROM now() - s.heartbeat)::float8, ` + held + `
+		q(`SELECT s.id, s.host, s.pid, s.mount, s.alone, s.started, extract(epoch FROM now() - s.heartbeat)::float8, ` + held + `
 			FROM S.sessions s ORDER BY s.id`)
 }

@@ -30,9 +30,9 @@ func testSessions(t *testing.T, e *env) {
 		return s
 	}
 	a, b, c := open(), open(), open()
-	ida, err := a.Register(pgstore.SessionInfo{Host: "ha", PID: 1, Mount: "/a"}, true)
+	ida, err := a.Register(pgstore.SessionInfo{Host: "ha", PID: 1, Mount: "/a", Alone: true})
 	must(t, err)
-	if _, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"}, true); !errors.Is(err, pgstore.ErrOtherSessions) {
+	if _, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b", Alone: true}); !errors.Is(err, pgstore.ErrOtherSessions) {
 		t.Fatalf("second session alone: %v, want ErrOtherSessions", err)
 	} else if want := fmt.Sprintf("session %d (host ha, pid 1, /a", ida); !strings.Contains(err.Error(), want) {
 		t.Fatalf("refusal %q does not name %q", err, want)
@@ -42,11 +42,19 @@ func testSessions(t *testing.T, e *env) {
 	other, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
 	must(t, err)
 	start := time.Now()
-	if _, err := other.Register(pgstore.SessionInfo{Host: "ho", PID: 9, Mount: "/o"}, true); err != nil || time.Since(start) > time.Second {
+	if _, err := other.Register(pgstore.SessionInfo{Host: "ho", PID: 9, Mount: "/o", Alone: true}); err != nil || time.Since(start) > time.Second {
 		t.Fatalf("a session of another volume: %v after %v", err, time.Since(start))
 	}
 	must(t, other.Close())
-	idb, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"}, false)
+	// A session alone keeps out those that are not, too.
+	if _, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"}); !errors.Is(err, pgstore.ErrOtherSessions) || !strings.Contains(err.Error(), "for one host only") {
+		t.Fatalf("a session beside one alone: %v, want ErrOtherSessions naming it", err)
+	}
+	// Sessions that are not alone live side by side.
+	must(t, a.Unregister())
+	ida, err = a.Register(pgstore.SessionInfo{Host: "ha", PID: 1, Mount: "/a"})
+	must(t, err)
+	idb, err := b.Register(pgstore.SessionInfo{Host: "hb", PID: 2, Mount: "/b"})
 	must(t, err)
 	must(t, b.SetSessionMount("/mnt/b"))
 	alive := func(s *pgstore.Store) map[int64]pgstore.Session {
@@ -78,12 +86,18 @@ func testSessions(t *testing.T, e *env) {
 		}
 	}
 	must(t, b.Unregister())
-	if _, err := c.Register(pgstore.SessionInfo{Host: "hc", PID: 3, Mount: "/c"}, true); err != nil {
+	if _, err := c.Register(pgstore.SessionInfo{Host: "hc", PID: 3, Mount: "/c", Alone: true}); err != nil {
 		t.Fatalf("alone with only a dead session left: %v", err)
 	}
 	time.Sleep(1500 * time.Millisecond) // a's heartbeat is now older than the grace
 	d := open()
-	_, err = d.Register(pgstore.SessionInfo{Host: "hd", PID: 4, Mount: "/d"}, false)
+	if _, err := d.Register(pgstore.SessionInfo{Host: "hd", PID: 4, Mount: "/d"}); !errors.Is(err, pgstore.ErrOtherSessions) {
+		t.Fatalf("a session beside one alone: %v, want ErrOtherSessions", err)
+	}
+	must(t, c.Unregister())
+	_, err = c.Register(pgstore.SessionInfo{Host: "hc", PID: 3, Mount: "/c"})
+	must(t, err)
+	_, err = d.Register(pgstore.SessionInfo{Host: "hd", PID: 4, Mount: "/d"})
 	must(t, err)
 	all, err := d.Sessions()
 	must(t, err)
@@ -136,9 +150,9 @@ func testLeases(t *testing.T, e *env) {
 		return s
 	}
 	a, b, none := open(), open(), open()
-	_, err := a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)
+	_, err := a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"})
 	must(t, err)
-	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"}, false)
+	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"})
 	must(t, err)
 	try := func(s *pgstore.Store, ttl time.Duration) bool {
 		t.Helper()
@@ -176,9 +190,9 @@ func testLeaseOfDeadSession(t *testing.T, e *env) {
 	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	must(t, err)
 	defer b.Close()
-	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"}, false)
+	_, err = a.Register(pgstore.SessionInfo{Host: "a", PID: 1, Mount: "/a"})
 	must(t, err)
-	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"}, false)
+	_, err = b.Register(pgstore.SessionInfo{Host: "b", PID: 2, Mount: "/b"})
 	must(t, err)
 	if got, err := a.TryLease("work", time.Hour); err != nil || !got {
 		t.Fatalf("a: %v %v", got, err)
