@@ -117,6 +117,7 @@ type volume struct {
 	logPath string // output of mount commands and, inherited, of the daemon
 	mounted bool
 	wrapper []string // a command that runs doppel mount, e.g. setpriv to drop capabilities
+	flags   []string // more doppel mount flags, e.g. --dedup background
 }
 
 // newVolume inits a volume with the given extra init flags and mounts it.
@@ -192,7 +193,7 @@ func (v *volume) mount(t testing.TB) {
 	defer cancel()
 	// A file rather than a pipe as output: the daemon inherits it, and a
 	// pipe would keep Wait blocked for as long as the daemon lives.
-	args := append(append([]string{}, v.wrapper...), doppelBin, "mount", "--store", v.Store, v.Mnt)
+	args := append(append(append([]string{}, v.wrapper...), doppelBin, "mount", "--store", v.Store), append(v.flags, v.Mnt)...)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {

@@ -307,8 +307,49 @@ func TestMultiHostDedup(t *testing.T) {
 		t.Fatal(err)
 	}
 	within(t, 30*time.Second, "the space back", func() bool { return hosts[0].df(t).PhysicalBytes <= before })
+
+	// Deferred dedup: host c, mounted with --dedup background, writes
+	// what a and b wrote. It stores all of it without asking, and its
+	// commit merges it: the volume does not grow, every copy reads back,
+	// and the bytes it stored are dead (compaction returns them).
+	parallel(t, hosts[:2], func(i int, h *volume) error {
+		return writeSynced(h.path(fmt.Sprintf("again-%d", i)), data)
+	})
+	c := hosts[2]
+	c.umount(t)
+	c.flags = []string{"--dedup", "background"}
+	c.mount(t)
+	if st := doppelStatus(t, c.Mnt)[0]; st.Daemon == nil || !st.Daemon.DedupBackground {
+		t.Fatalf("status of the host mounted with --dedup background: %+v", st.Daemon)
+	}
+	physical, dead := hosts[0].df(t).PhysicalBytes, deadBytes(hosts[0].df(t))
+	if err := writeSynced(c.path("again-2"), data); err != nil {
+		t.Fatal(err)
+	}
+	if st := doppelStatus(t, c.Mnt)[0]; st.Daemon.StoredBytes < int64(len(data))*9/10 {
+		t.Errorf("the background host stored %d bytes of the %d it wrote: it looked them up first", st.Daemon.StoredBytes, len(data))
+	}
+	after := hosts[0].df(t)
+	if grew := after.PhysicalBytes - physical; grew > int64(len(data))/10 {
+		t.Errorf("data the volume held, written with --dedup background, grew the volume by %d bytes", grew)
+	}
+	if d := deadBytes(after) - dead; d < int64(len(data))*9/10 {
+		t.Errorf("the background host's copy left %d dead bytes, want about %d", d, len(data))
+	}
+	for _, h := range hosts {
+		got, err := os.ReadFile(h.path("again-2"))
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("the background host's copy on %s: %d bytes, %v", h.Mnt, len(got), err)
+		}
+	}
 	for _, h := range hosts {
 		h.umount(t)
 	}
 	hosts[0].fsckStrict(t)
+}
+
+// deadBytes is df's count of stored bytes no chunk uses any more.
+func deadBytes(st dfStats) int64 {
+	d, _ := st.Raw["dead_bytes"].(float64)
+	return int64(d)
 }

@@ -70,7 +70,7 @@ func TestSharedJoin(t *testing.T) {
 			mounts[s.Mount] = s.Alive
 		}
 	}
-	if len(mounts) != 2 || !mounts[first.Mnt] || !mounts[second.Mnt] {
+	if len(mounts) != 2 || !mounts[first.Mnt] || !mounts[second.Mnt] || !e.Daemon.MultiHost {
 		t.Fatalf("status of the second store: %+v, want both hosts' sessions alive", e.Daemon)
 	}
 	first.umount(t)

@@ -27,18 +27,20 @@ type statusEntry struct {
 	Responding bool   `json:"responding"`
 	Error      string `json:"error"`
 	Daemon     *struct {
-		Store         string  `json:"store"`
-		Mountpoint    string  `json:"mountpoint"`
-		PID           int     `json:"pid"`
-		UptimeSeconds float64 `json:"uptime_seconds"`
-		Requests      uint64  `json:"fuse_requests"`
-		WrittenBytes  int64   `json:"written_bytes"`
-		DedupBytes    int64   `json:"deduplicated_bytes"`
-		StoredBytes   int64   `json:"stored_bytes"`
-		MetaURL       string  `json:"meta_url"`
-		MetaSchema    string  `json:"meta_schema"`
-		DataURL       string  `json:"data_url"`
-		Sessions      []struct {
+		Store           string  `json:"store"`
+		Mountpoint      string  `json:"mountpoint"`
+		PID             int     `json:"pid"`
+		UptimeSeconds   float64 `json:"uptime_seconds"`
+		Requests        uint64  `json:"fuse_requests"`
+		WrittenBytes    int64   `json:"written_bytes"`
+		DedupBytes      int64   `json:"deduplicated_bytes"`
+		StoredBytes     int64   `json:"stored_bytes"`
+		MetaURL         string  `json:"meta_url"`
+		MetaSchema      string  `json:"meta_schema"`
+		DataURL         string  `json:"data_url"`
+		MultiHost       bool    `json:"multi_host"`
+		DedupBackground bool    `json:"dedup_background"`
+		Sessions        []struct {
 			ID    int64  `json:"id"`
 			PID   int    `json:"pid"`
 			Mount string `json:"mount"`

@@ -42,7 +42,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		return err
 	}
 	defer stopProfiles()
-	vol, err := volume.Open(dir, log)
+	vol, err := volume.OpenHost(dir, log, volume.HostOptions{DeferDedup: mf.dedup == "background"})
 	if err != nil {
 		return err
 	}
@@ -138,8 +138,9 @@ func daemonStatus(vol *volume.Volume, mp string, started time.Time, fuseOps *met
 		// shared.json keeps the URL without its password; Redact again
 		// so that no status can ever show one.
 		MetaURL: pgstore.Redact(vol.MetaURL), MetaSchema: vol.MetaSchema, DataURL: vol.DataURL, MultiHost: vol.MultiHost,
-		UptimeSeconds: time.Since(started).Seconds(),
-		WrittenBytes:  n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
+		DedupBackground: vol.DeferDedup(),
+		UptimeSeconds:   time.Since(started).Seconds(),
+		WrittenBytes:    n.WrittenBytes, DedupBytes: c.DeduplicatedBytes, StoredBytes: c.StoredBytes,
 		ReclaimedBytes: c.ReclaimedBytes, DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles,
 		OpenFiles: n.OpenFiles, LogicalBytes: s.LogicalBytes, PhysicalBytes: s.PhysicalBytes,
 		Exports: vol.Exports.Status(),

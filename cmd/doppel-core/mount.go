@@ -21,10 +21,11 @@ type mountFlags struct {
 	logLevel   string
 	notifyFd   int
 	fuseDebug  bool
+	dedup      string
 }
 
 func runMount(args []string) error {
-	fs := newFlags("mount", "[--store DIR] [-f] MOUNTPOINT",
+	fs := newFlags("mount", "[--store DIR] [-f] [--dedup inline|background] MOUNTPOINT",
 		"Mount a volume on MOUNTPOINT, an existing empty directory. Returns once the\n"+
 			"mount is ready, with the daemon running in the background (its log goes to\n"+
 			"STORE/daemon.log); -f keeps it in the foreground.\n"+
@@ -35,12 +36,19 @@ func runMount(args []string) error {
 	logLevel := logFlag(fs, "info")
 	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log go-fuse's dump of every FUSE request (very verbose; at level info);\n"+
 		"--log-level debug logs each request's operation, inode and duration more briefly")
+	fs.StringVar(&mf.dedup, "dedup", "inline", "inline: look every new chunk up in the volume's chunk table before storing it;\n"+
+		"background: store new data first, without asking, and merge it into the chunk table as it\n"+
+		"commits (a write-heavy host of a shared volume waits for no lookup; a chunk the volume held\n"+
+		"is stored again and that copy returned later: the same final space, more bytes written)")
 	fs.IntVar(&mf.notifyFd, "notify-fd", 0, "internal: file descriptor on which to report readiness")
 	mp, err := parseMountpoint(fs, args)
 	if err != nil {
 		return err
 	}
 	mf.logLevel = *logLevel
+	if mf.dedup != "inline" && mf.dedup != "background" {
+		return usagef("--dedup %q: want inline or background", mf.dedup)
+	}
 	dir, err := storeDir(mf.store)
 	if err != nil {
 		return err
@@ -135,6 +143,9 @@ func spawnDaemon(dir, mp string, mf mountFlags) error {
 	}
 	defer logFile.Close()
 	args := []string{"mount", "-f", "--store", dir, "--log-level", mf.logLevel, "--notify-fd", "3"}
+	if mf.dedup != "inline" {
+		args = append(args, "--dedup", mf.dedup)
+	}
 	if mf.fuseDebug {
 		args = append(args, "--fuse-debug")
 	}

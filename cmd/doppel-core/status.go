@@ -146,6 +146,9 @@ func printStatus(w io.Writer, vols []volumeStatus) {
 		fmt.Fprintf(w, "  requests   %d FUSE requests; %d answered with an error, %d of them EIO\n", d.Requests, d.RequestErrors, d.RequestEIO)
 		fmt.Fprintf(w, "  written    %s: %s deduplicated, %s stored; %s reclaimed\n",
 			human(d.WrittenBytes), human(d.DedupBytes), human(d.StoredBytes), human(d.ReclaimedBytes))
+		if d.DedupBackground {
+			fmt.Fprintf(w, "  dedup      in the background: new data is stored first, duplicates are returned later\n")
+		}
 		fmt.Fprintf(w, "  flush      %s waiting in %d files; %d files open\n", human(d.DirtyBytes), d.DirtyFiles, d.OpenFiles)
 		fmt.Fprintf(w, "  space      %s logical, %s physical\n", human(d.LogicalBytes), human(d.PhysicalBytes))
 		printExports(w, d.Exports)

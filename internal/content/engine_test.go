@@ -13,6 +13,7 @@ import (
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/sharedtest"
 )
 
 // smallCDC keeps chunk counts high on small test data.
@@ -1070,4 +1071,40 @@ func TestOverlappingExtentsAreDamageNotAPanic(t *testing.T) {
 	if err := v.e.ReadAt(1, 0, make([]byte, len(data))); !errors.As(err, &re) || re.Ino != 1 {
 		t.Fatalf("ReadAt over overlapping extents: err = %v, want a RecordError for inode 1", err)
 	}
+}
+
+// Deferred dedup (DeferDedup, --dedup=background): a write of data the
+// volume holds stores it again without asking the chunk table; its commit
+// finds the chunks, counts the new references exactly and frees the new
+// copy, so the final space is what inline dedup gives.
+func TestDeferredDedup(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), DeferDedup: true})
+	data := testutil.RandBytes(rand.New(rand.NewPCG(29, 30)), 1<<20)
+	v.write(1, 0, data)
+	first := v.e.Stats()
+	stored := v.e.Counters().StoredBytes
+	v.write(2, 0, data)
+	if got := v.e.Counters().StoredBytes - stored; got < int64(len(data)) {
+		t.Errorf("the second write stored %d bytes; deferred dedup stores all %d before it merges", got, len(data))
+	}
+	if s := v.e.Stats(); s.Chunks != first.Chunks || s.PhysicalBytes != first.PhysicalBytes {
+		t.Errorf("after the merge the volume holds %+v, want the first write's %+v", s, first)
+	}
+	for _, c := range v.allChunks() {
+		if c.Refs != 2 {
+			t.Fatalf("chunk with %d refs, want 2", c.Refs)
+		}
+	}
+	if got := v.e.ReclaimedBytes(); got != int64(len(data)) {
+		t.Errorf("ReclaimedBytes = %d, want %d (the second copy)", got, len(data))
+	}
+	if !sharedtest.S3() {
+		// An S3 pack keeps the freed copy as a dead span until compaction.
+		if u, live := v.usage(), v.e.Stats().PhysicalBytes; u > live+64<<10 {
+			t.Errorf("blob store holds %d bytes for %d live", u, live)
+		}
+	}
+	v.checkContent(1, data)
+	v.checkContent(2, data)
+	v.checkInvariants()
 }

@@ -158,6 +158,10 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		}
 	}
 	many, batched := e.meta.(meta.MultiGetter)
+	// Deferred dedup asks the chunk table nothing here: missedAt stays 0
+	// ("not looked up"), so the commit reads every record and counts a
+	// held chunk's reference there, its new copy becoming dead.
+	ask := !e.cfg.DeferDedup
 	parallel(len(group), func(i int) {
 		p := group[i]
 		if p.Zero = isZero(p.data); p.Zero {
@@ -165,13 +169,13 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		}
 		p.Hash = schema.Sum(p.data)
 		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
-		if !batched {
+		if ask && !batched {
 			// Beside the hashing, on every core: on a stream of fresh
 			// 4 KiB blocks the lookups cost as much as the hashing.
 			lookup(i)
 		}
 	})
-	if batched {
+	if ask && batched {
 		// One statement for the group where a lookup is a round trip.
 		if err := e.lookupMany(many, group, held); err != nil {
 			return nil, 0, 0, err

@@ -23,23 +23,26 @@ type Status struct {
 	DataURL    string `json:"data_url,omitempty"`
 	// MultiHost says the daemon runs the shared volume for several hosts
 	// at once (`doppel join` marked it).
-	MultiHost      bool      `json:"multi_host,omitempty"`
-	Mountpoint     string    `json:"mountpoint"`
-	PID            int       `json:"pid"`
-	Started        time.Time `json:"started"`
-	UptimeSeconds  float64   `json:"uptime_seconds"`
-	Requests       uint64    `json:"fuse_requests"`
-	RequestErrors  uint64    `json:"fuse_request_errors"`
-	RequestEIO     uint64    `json:"fuse_request_eio"`
-	WrittenBytes   int64     `json:"written_bytes"`
-	DedupBytes     int64     `json:"deduplicated_bytes"`
-	StoredBytes    int64     `json:"stored_bytes"`
-	ReclaimedBytes int64     `json:"reclaimed_bytes"`
-	DirtyBytes     int64     `json:"dirty_bytes"`
-	DirtyFiles     int64     `json:"dirty_files"`
-	OpenFiles      int64     `json:"open_files"`
-	LogicalBytes   int64     `json:"logical_bytes"`
-	PhysicalBytes  int64     `json:"physical_bytes"`
+	MultiHost bool `json:"multi_host,omitempty"`
+	// DedupBackground says the daemon stores new data first and merges
+	// it into the chunk table at commit (`doppel mount --dedup=background`).
+	DedupBackground bool      `json:"dedup_background,omitempty"`
+	Mountpoint      string    `json:"mountpoint"`
+	PID             int       `json:"pid"`
+	Started         time.Time `json:"started"`
+	UptimeSeconds   float64   `json:"uptime_seconds"`
+	Requests        uint64    `json:"fuse_requests"`
+	RequestErrors   uint64    `json:"fuse_request_errors"`
+	RequestEIO      uint64    `json:"fuse_request_eio"`
+	WrittenBytes    int64     `json:"written_bytes"`
+	DedupBytes      int64     `json:"deduplicated_bytes"`
+	StoredBytes     int64     `json:"stored_bytes"`
+	ReclaimedBytes  int64     `json:"reclaimed_bytes"`
+	DirtyBytes      int64     `json:"dirty_bytes"`
+	DirtyFiles      int64     `json:"dirty_files"`
+	OpenFiles       int64     `json:"open_files"`
+	LogicalBytes    int64     `json:"logical_bytes"`
+	PhysicalBytes   int64     `json:"physical_bytes"`
 	// Exports are the NBD servers running on the volume (`doppel nbd`).
 	Exports []ExportStatus `json:"exports,omitempty"`
 	// Sessions are the processes that have a shared volume open, on

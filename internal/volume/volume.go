@@ -187,6 +187,7 @@ type Volume struct {
 	closed  bool
 	// stopWatch stops following other hosts' changes (shared volumes).
 	stopWatch func()
+	host      HostOptions
 }
 
 // Open opens the volume in dir for exclusive use by this process.
@@ -196,6 +197,26 @@ func Open(dir string, log *slog.Logger) (*Volume, error) {
 
 // OpenWith is Open with namespace tuning (tests use small thresholds).
 func OpenWith(dir string, log *slog.Logger, nsOpt namespace.Options) (*Volume, error) {
+	return openVolume(dir, log, nsOpt, HostOptions{})
+}
+
+// HostOptions are what one host (one mount) chooses for itself.
+type HostOptions struct {
+	// DeferDedup stores new data without looking it up first and merges
+	// it into the chunk table at commit (`doppel mount --dedup=background`;
+	// content.Config.DeferDedup).
+	DeferDedup bool
+}
+
+// DeferDedup says this host stores new data before looking it up.
+func (v *Volume) DeferDedup() bool { return v.host.DeferDedup }
+
+// OpenHost is Open with this host's choices.
+func OpenHost(dir string, log *slog.Logger, h HostOptions) (*Volume, error) {
+	return openVolume(dir, log, namespace.Options{}, h)
+}
+
+func openVolume(dir string, log *slog.Logger, nsOpt namespace.Options, h HostOptions) (*Volume, error) {
 	f, err := readFormat(dir)
 	if err != nil {
 		return nil, err
@@ -204,7 +225,7 @@ func OpenWith(dir string, log *slog.Logger, nsOpt namespace.Options) (*Volume, e
 	if err != nil {
 		return nil, err
 	}
-	v := &Volume{Dir: dir, lock: lock, Kind: f.Kind}
+	v := &Volume{Dir: dir, lock: lock, Kind: f.Kind, host: h}
 	if err := v.open(f, log, nsOpt); err != nil {
 		v.Close()
 		return nil, err
@@ -259,7 +280,8 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 	} else if room == nil {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
-	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room}
+	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room,
+		DeferDedup: v.host.DeferDedup}
 	compact, err := compactFromEnv()
 	if err != nil {
 		return err
