@@ -35,6 +35,9 @@ import (
 //   - space: 4 hosts writing the same data (DOPPEL_BENCH_SAME_MIB, default
 //     4096: the 4 GiB) at once.
 //
+// DOPPEL_BENCH_DEDUP=background mounts every doppel host with --dedup
+// background.
+//
 //     DOPPEL_MULTIHOST_BENCH=1 [DOPPEL_BENCH_JUICEFS=1] go test -run TestMultiHostFigures -v -timeout 60m ./tests
 func TestMultiHostFigures(t *testing.T) {
 	if os.Getenv("DOPPEL_MULTIHOST_BENCH") != "1" {
@@ -47,6 +50,9 @@ func TestMultiHostFigures(t *testing.T) {
 		sameMiB: testutil.EnvInt(t, "DOPPEL_BENCH_SAME_MIB", 4096),
 	}
 	a, s3srv, pg := s3Volume(t, "figures")
+	if mode := os.Getenv("DOPPEL_BENCH_DEDUP"); mode != "" {
+		a.flags = []string{"--dedup", mode} // every host, from the remount on
+	}
 	doppelHosts := append([]*volume{a}, joinHosts(t, a, "b", "c", "d")...)
 	hosts := make([]figureHost, len(doppelHosts))
 	for i, h := range doppelHosts {

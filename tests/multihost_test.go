@@ -27,7 +27,8 @@ func hostPair(t *testing.T, prefix string) (a, b *volume) {
 }
 
 // joinHosts mounts more hosts of a's volume: store directories made with
-// doppel join from a's metadata URL, as a user does it. The join marks
+// doppel join from a's metadata URL, as a user does it, mounted with a's
+// flags. The join marks
 // the volume for several hosts, so a, mounted before for one host, is
 // mounted again first (docs/SHARED.md, 9.1).
 func joinHosts(t *testing.T, a *volume, names ...string) []*volume {
@@ -42,7 +43,7 @@ func joinHosts(t *testing.T, a *volume, names ...string) []*volume {
 	}
 	var out []*volume
 	for _, name := range names {
-		v := &volume{Store: filepath.Join(realTempDir(t), name), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log")}
+		v := &volume{Store: filepath.Join(realTempDir(t), name), Mnt: realTempDir(t), logPath: filepath.Join(t.TempDir(), "doppel.log"), flags: a.flags}
 		t.Cleanup(func() { v.cleanup(t) })
 		if out, err := runDoppel(time.Minute, "join", "--store", v.Store, "--meta", shared.Meta); err != nil {
 			t.Fatalf("doppel join: %v\n%s", err, out)
