@@ -43,14 +43,33 @@ var (
 	KeyHosts = []byte("\x00hosts")
 )
 
-// deadPrefix starts the S3 data store's dead-span records: one per pack
-// (DeadKey), its merged dead spans as (start, end) pairs of big-endian
-// uint64s. They are a cache of what the chunk table implies: losing one
-// costs space until fsck --repair, never data.
+// deadPrefix starts the S3 data store's dead-span records: per pack, one
+// for each writer (DeadKeyOf: the session of the host that saved it; a
+// volume of one host, and older volumes, have one without, DeadKey), its
+// merged dead spans as (start, end) pairs of big-endian uint64s. A pack's
+// dead spans are the union of its records: spans only ever die, so each
+// host can save what it knows without reading, and no host's save
+// overwrites another's. They are a cache of what the chunk table implies:
+// losing one costs space until fsck --repair, never data.
 const deadPrefix = "\x00dead/"
 
-// DeadKey is the key of pack num's dead-span record.
+// DeadKey is the key of pack num's dead-span record of no writer.
 func DeadKey(num uint32) []byte { return binary.BigEndian.AppendUint32([]byte(deadPrefix), num) }
+
+// DeadKeyOf is the key of pack num's dead-span record saved by writer (0:
+// DeadKey).
+func DeadKeyOf(num uint32, writer uint64) []byte {
+	if writer == 0 {
+		return DeadKey(num)
+	}
+	return binary.BigEndian.AppendUint64(DeadKey(num), writer)
+}
+
+// DeadPackRange bounds the dead-span records of pack num, of every writer.
+func DeadPackRange(num uint32) (lower, upper []byte) {
+	lo := DeadKey(num)
+	return lo, append(slices.Clone(lo), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+}
 
 // DeadRange bounds the dead-span records.
 func DeadRange() (lower, upper []byte) {
@@ -59,7 +78,7 @@ func DeadRange() (lower, upper []byte) {
 
 // DecodeDeadKey returns the pack number of a dead-span record's key.
 func DecodeDeadKey(k []byte) (uint32, error) {
-	if len(k) != len(deadPrefix)+4 || string(k[:len(deadPrefix)]) != deadPrefix {
+	if (len(k) != len(deadPrefix)+4 && len(k) != len(deadPrefix)+12) || string(k[:len(deadPrefix)]) != deadPrefix {
 		return 0, ErrBadKey
 	}
 	return binary.BigEndian.Uint32(k[len(deadPrefix):]), nil

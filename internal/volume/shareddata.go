@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/blob/s3store"
 	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -88,7 +90,7 @@ func s3Config(dir string, s sharedInfo, m meta.Store) (s3store.Config, error) {
 	if !ok {
 		return cfg, fmt.Errorf("data in S3 needs a metadata store that reserves pack numbers atomically (%T does not)", m)
 	}
-	cfg.Allocator, cfg.Dead = packAllocator{c}, deadRecords{m}
+	cfg.Allocator, cfg.Dead = packAllocator{c}, deadRecords{m: m, writer: sessionOf(m)}
 	cfg.Dir = filepath.Join(dir, S3Dir)
 	switch {
 	case cacheBytes == 0:
@@ -168,13 +170,26 @@ func initSharedData(dir string, s sharedInfo, m meta.Store) error {
 }
 
 // deadRecords keeps the S3 store's dead-span ledger in the metadata store
-// (schema.DeadKey records), so that it outlives the store directory and
+// (schema.DeadKeyOf records), so that it outlives the store directory and
 // is the same for every host. Each save writes the complete merged spans
-// of the packs it names; with several hosts freeing chunks of one pack at
-// once, the last save wins and the other's spans are lost from the ledger
-// (space only: fsck --repair finds them again) until the records are
-// updated under a conflict check (docs/SHARED.md, section 8).
-type deadRecords struct{ m meta.Store }
+// this host knows of the packs it names, in records of its own session
+// (writer), and a load takes the union of every writer's: hosts freeing
+// chunks of one pack at once never overwrite each other's spans (before
+// 2026-11-26 they shared one record per pack and the last save won).
+type deadRecords struct {
+	m      meta.Store
+	writer func() uint64 // this process's session; 0: none
+}
+
+// sessionOf is the session id of m, 0 if it has none.
+func sessionOf(m meta.Store) func() uint64 {
+	return func() uint64 {
+		if pg, ok := m.(*pgstore.Store); ok && pg.SessionID() > 0 {
+			return uint64(pg.SessionID())
+		}
+		return 0
+	}
+}
 
 // LoadDead implements s3store.DeadStore.
 func (d deadRecords) LoadDead() (map[uint32][]blob.Span, error) {
@@ -212,14 +227,40 @@ func (d deadRecords) SaveDead(spans map[uint32][]blob.Span, gone []uint32) error
 		for i, s := range ss {
 			pairs[i] = [2]int64{s.Start, s.End}
 		}
-		if err := b.Set(schema.DeadKey(num), schema.EncodeSpans(pairs)); err != nil {
+		if err := b.Set(schema.DeadKeyOf(num, d.writer()), schema.EncodeSpans(pairs)); err != nil {
 			return err
 		}
 	}
 	for _, num := range gone {
-		if err := b.Delete(schema.DeadKey(num)); err != nil {
+		lo, hi := schema.DeadPackRange(num)
+		if err := deleteRange(d.m, b, lo, hi); err != nil {
 			return err
 		}
 	}
 	return b.Commit(true)
+}
+
+// deleteRange deletes the keys of [lo, hi) in b: with one range deletion
+// where the batch has it, else key by key as m holds them.
+func deleteRange(m meta.Store, b meta.Batch, lo, hi []byte) error {
+	if rd, ok := b.(meta.RangeDeleter); ok {
+		return rd.DeleteRange(lo, hi)
+	}
+	it, err := m.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	var keys [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, slices.Clone(it.Key()))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
