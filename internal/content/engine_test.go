@@ -1106,5 +1106,23 @@ func TestDeferredDedup(t *testing.T) {
 	}
 	v.checkContent(1, data)
 	v.checkContent(2, data)
+
+	// New data: looked up while it was being stored, so its commit knows
+	// the chunks are missing and reads no record under the lock.
+	fresh := testutil.RandBytes(rand.New(rand.NewPCG(31, 32)), 256<<10)
+	ps, _, err := v.e.Prepare(0, fresh, true)
+	testutil.Check(t, err)
+	tx := v.begin()
+	if _, err := tx.WriteChunks(3, ps); err != nil {
+		tx.Abort()
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if !tx.knownMissing(p.Hash) {
+			t.Fatalf("a new chunk stored with deferred dedup is looked up again at commit")
+		}
+	}
+	v.commit(tx)
+	v.checkContent(3, fresh)
 	v.checkInvariants()
 }

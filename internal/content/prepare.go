@@ -89,10 +89,10 @@ func (e *Engine) Store(out []*Prepared) error {
 			bytes += out[j].Len
 			j++
 		}
-		var toStore []*Prepared
+		var fresh, toStore []*Prepared
 		var d, z int64
-		if toStore, d, z, err = e.hashGroup(out[i:j], seen); err == nil {
-			toStore = e.keepInline(toStore)
+		if fresh, d, z, err = e.hashGroup(out[i:j], seen); err == nil {
+			toStore = e.keepInline(fresh)
 		}
 		if err == nil && len(toStore) > 0 {
 			var w *blob.Writing
@@ -100,6 +100,9 @@ func (e *Engine) Store(out []*Prepared) error {
 			if w, stored, err = e.startStore(toStore); err == nil {
 				started = append(started, startedWrite{w, toStore, stored})
 			}
+		}
+		if err == nil && e.cfg.DeferDedup {
+			e.markMissing(fresh) // while the write goes on
 		}
 		dedup, zero = dedup+d, zero+z
 		i = j
@@ -158,9 +161,8 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		}
 	}
 	many, batched := e.meta.(meta.MultiGetter)
-	// Deferred dedup asks the chunk table nothing here: missedAt stays 0
-	// ("not looked up"), so the commit reads every record and counts a
-	// held chunk's reference there, its new copy becoming dead.
+	// Deferred dedup asks the chunk table nothing before storing: Store
+	// asks once the write is under way (markMissing).
 	ask := !e.cfg.DeferDedup
 	parallel(len(group), func(i int) {
 		p := group[i]
@@ -201,6 +203,30 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		toStore = append(toStore, p)
 	}
 	return toStore, dedup, zero, nil
+}
+
+// markMissing looks up, for deferred dedup, the chunks being stored: those
+// the chunk table lacks are marked missed, so that their commit need not
+// read their records under the transaction lock; a chunk found (or a
+// failed lookup) stays "not looked up", and its commit reads its record,
+// counts the reference there and frees the new copy.
+func (e *Engine) markMissing(ps []*Prepared) {
+	held := make([]bool, len(ps))
+	if many, ok := e.meta.(meta.MultiGetter); ok {
+		if err := e.lookupMany(many, ps, held); err != nil {
+			for _, p := range ps {
+				p.missedAt = 0
+			}
+		}
+		return
+	}
+	parallel(len(ps), func(i int) {
+		p := ps[i]
+		gen := e.created.missGen()
+		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); errors.Is(err, meta.ErrNotFound) {
+			p.missedAt = gen + 1
+		}
+	})
 }
 
 // lookupMany looks up the chunk records of group's non-zero chunks with
