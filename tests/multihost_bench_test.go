@@ -38,7 +38,7 @@ import (
 // DOPPEL_BENCH_DEDUP=background mounts every doppel host with --dedup
 // background.
 //
-//     DOPPEL_MULTIHOST_BENCH=1 [DOPPEL_BENCH_JUICEFS=1] go test -run TestMultiHostFigures -v -timeout 60m ./tests
+//	DOPPEL_MULTIHOST_BENCH=1 [DOPPEL_BENCH_JUICEFS=1] go test -run TestMultiHostFigures -v -timeout 60m ./tests
 func TestMultiHostFigures(t *testing.T) {
 	if os.Getenv("DOPPEL_MULTIHOST_BENCH") != "1" {
 		t.Skip("a benchmark: DOPPEL_MULTIHOST_BENCH=1 runs it")

@@ -66,23 +66,8 @@ func (v *FS) deleteInode(tx *content.Tx, ino uint64) error {
 
 // deleteRange deletes every key in the range bounds(ino) gives.
 func deleteRange(b meta.Batch, bounds func(uint64) ([]byte, []byte), ino uint64) error {
-	it, err := b.NewIter(bounds(ino))
-	if err != nil {
-		return err
-	}
-	var keys [][]byte
-	for it.First(); it.Valid(); it.Next() {
-		keys = append(keys, append([]byte(nil), it.Key()...))
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	lo, hi := bounds(ino)
+	return meta.DeleteEach(b, lo, hi)
 }
 
 // toAttr converts a record to what stat shows.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/blob/s3store"
@@ -233,7 +232,7 @@ func (d deadRecords) SaveDead(spans map[uint32][]blob.Span, gone []uint32) error
 	}
 	for _, num := range gone {
 		lo, hi := schema.DeadPackRange(num)
-		if err := deleteRange(d.m, b, lo, hi); err != nil {
+		if err := deleteRange(b, lo, hi); err != nil {
 			return err
 		}
 	}
@@ -241,26 +240,10 @@ func (d deadRecords) SaveDead(spans map[uint32][]blob.Span, gone []uint32) error
 }
 
 // deleteRange deletes the keys of [lo, hi) in b: with one range deletion
-// where the batch has it, else key by key as m holds them.
-func deleteRange(m meta.Store, b meta.Batch, lo, hi []byte) error {
+// where the batch has it, else key by key.
+func deleteRange(b meta.Batch, lo, hi []byte) error {
 	if rd, ok := b.(meta.RangeDeleter); ok {
 		return rd.DeleteRange(lo, hi)
 	}
-	it, err := m.NewIter(lo, hi)
-	if err != nil {
-		return err
-	}
-	var keys [][]byte
-	for ok := it.First(); ok; ok = it.Next() {
-		keys = append(keys, slices.Clone(it.Key()))
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return meta.DeleteEach(b, lo, hi)
 }
