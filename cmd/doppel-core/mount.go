@@ -37,9 +37,10 @@ func runMount(args []string) error {
 	fs.BoolVar(&mf.fuseDebug, "fuse-debug", false, "log go-fuse's dump of every FUSE request (very verbose; at level info);\n"+
 		"--log-level debug logs each request's operation, inode and duration more briefly")
 	fs.StringVar(&mf.dedup, "dedup", "inline", "inline: look every new chunk up in the volume's chunk table before storing it;\n"+
-		"background: store new data first, without asking, and merge it into the chunk table as it\n"+
-		"commits (a write-heavy host of a shared volume waits for no lookup; a chunk the volume held\n"+
-		"is stored again and that copy returned later: the same final space, more bytes written)")
+		"background: store new data at once, look it up while it uploads, and merge it into the chunk\n"+
+		"table as it commits (a write-heavy host of a shared volume waits for no lookup; a chunk the\n"+
+		"volume held is stored again and that copy returned later: the same final space, more bytes\n"+
+		"written)")
 	fs.IntVar(&mf.notifyFd, "notify-fd", 0, "internal: file descriptor on which to report readiness")
 	mp, err := parseMountpoint(fs, args)
 	if err != nil {
