@@ -37,14 +37,14 @@ type Config struct {
 	// ReadaheadBytes is how far beyond a sequential reader chunks are
 	// looked up and prefetched; default DefaultReadahead.
 	ReadaheadBytes int64
-	// DeferDedup stores every new chunk of a write without waiting for the
-	// chunk table's answer, which is asked while the write goes on
+	// DeferDedup stores every new chunk of a write without waiting for
+	// the chunk table's answer, which is asked while the write goes on
 	// (`doppel mount --dedup=background`, DeDe's deferred mode;
-	// docs/SHARED.md, 9.7). Its commit still merges the write into the chunk table with
-	// exact reference counts, and a chunk the table already held leaves
-	// its new copy dead, returned by the reclaimer (segment files: at
-	// once) or by compaction (S3 packs): the same final space, more bytes
-	// written meanwhile.
+	// docs/SHARED.md, 9.7). Its commit still merges the write into the
+	// chunk table with exact reference counts, and a chunk the table
+	// already held leaves its new copy dead, returned by the reclaimer
+	// (segment files: at once) or by compaction (S3 packs): the same
+	// final space, more bytes written meanwhile.
 	DeferDedup bool
 }
 
