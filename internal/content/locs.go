@@ -85,25 +85,11 @@ func (e *Engine) recordsOf(hs []schema.Hash, found func(schema.Hash, schema.Chun
 	slices.SortFunc(hs, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
 	hs = slices.Compact(hs)
 	if mg, ok := e.meta.(meta.MultiGetter); ok {
-		for start := 0; start < len(hs); start += multiGetBatch {
-			batch := hs[start:min(start+multiGetBatch, len(hs))]
-			keys := make([][]byte, len(batch))
-			for i, h := range batch {
-				keys[i] = schema.ChunkKey(h)
+		getChunkRecords(mg, hs, func(h schema.Hash, rec []byte) {
+			if c, err := schema.DecodeChunk(rec); err == nil {
+				found(h, c)
 			}
-			vals, err := mg.GetMany(keys)
-			if err != nil {
-				return
-			}
-			for i, v := range vals {
-				if v == nil {
-					continue
-				}
-				if c, err := schema.DecodeChunk(v); err == nil {
-					found(batch[i], c)
-				}
-			}
-		}
+		})
 		return
 	}
 	lower, upper := schema.ChunkRange()
@@ -124,6 +110,29 @@ func (e *Engine) recordsOf(hs []schema.Hash, found func(schema.Hash, schema.Chun
 			found(h, c)
 		}
 	}
+}
+
+// getChunkRecords reads the records of chunks hs with GetMany,
+// multiGetBatch keys a request, and calls fn for each that exists. It
+// stops at the first failure, after the batches before it.
+func getChunkRecords(mg meta.MultiGetter, hs []schema.Hash, fn func(h schema.Hash, rec []byte)) error {
+	for start := 0; start < len(hs); start += multiGetBatch {
+		batch := hs[start:min(start+multiGetBatch, len(hs))]
+		keys := make([][]byte, len(batch))
+		for i, h := range batch {
+			keys[i] = schema.ChunkKey(h)
+		}
+		vals, err := mg.GetMany(keys)
+		if err != nil {
+			return err
+		}
+		for i, v := range vals {
+			if v != nil {
+				fn(batch[i], v)
+			}
+		}
+	}
+	return nil
 }
 
 func (e *Engine) cachedRecords(hs []schema.Hash) []schema.Chunk {

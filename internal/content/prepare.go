@@ -148,18 +148,6 @@ type startedWrite struct {
 func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (toStore []*Prepared, dedup, zero int64, err error) {
 	held := make([]bool, len(group))
 	errs := make([]error, len(group))
-	lookup := func(i int) {
-		p := group[i]
-		gen := e.created.missGen()
-		switch _, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
-		case err == nil:
-			held[i] = true
-		case errors.Is(err, meta.ErrNotFound):
-			p.missedAt = gen + 1
-		default:
-			errs[i] = err
-		}
-	}
 	many, batched := e.meta.(meta.MultiGetter)
 	// Deferred dedup asks the chunk table nothing before storing: Store
 	// asks once the write is under way (markMissing).
@@ -174,7 +162,7 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 		if ask && !batched {
 			// Beside the hashing, on every core: on a stream of fresh
 			// 4 KiB blocks the lookups cost as much as the hashing.
-			lookup(i)
+			held[i], errs[i] = e.lookupOne(p)
 		}
 	})
 	if ask && batched {
@@ -211,22 +199,27 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 // failed lookup) stays "not looked up", and its commit reads its record,
 // counts the reference there and frees the new copy.
 func (e *Engine) markMissing(ps []*Prepared) {
-	held := make([]bool, len(ps))
+	// A failed lookup marks nothing: the commit then looks.
 	if many, ok := e.meta.(meta.MultiGetter); ok {
-		if err := e.lookupMany(many, ps, held); err != nil {
-			for _, p := range ps {
-				p.missedAt = 0
-			}
-		}
+		_ = e.lookupMany(many, ps, make([]bool, len(ps)))
 		return
 	}
-	parallel(len(ps), func(i int) {
-		p := ps[i]
-		gen := e.created.missGen()
-		if _, err := e.meta.Get(schema.ChunkKey(p.Hash)); errors.Is(err, meta.ErrNotFound) {
-			p.missedAt = gen + 1
-		}
-	})
+	parallel(len(ps), func(i int) { e.lookupOne(ps[i]) })
+}
+
+// lookupOne looks chunk p up in the chunk table: held, or p is marked
+// missed at the current createdLog gen; an error if the store failed.
+func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
+	gen := e.created.missGen()
+	switch _, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, meta.ErrNotFound):
+		p.missedAt = gen + 1
+		return false, nil
+	default:
+		return false, err
+	}
 }
 
 // lookupMany looks up the chunk records of group's non-zero chunks with

@@ -257,30 +257,19 @@ func (t *Tx) applyRefs() error {
 }
 
 // recordsOf reads the chunk records of hashes not known missing with few
-// requests (multiGetBatch keys each) of a store where each lookup is a round trip (PostgreSQL), by
-// record key; an iterator seeking among scattered hashes there fetches a
-// page per chunk, under the volume's transaction lock.
+// requests (getChunkRecords) of a store where each lookup is a round trip
+// (PostgreSQL), by record key; an iterator seeking among scattered hashes
+// there fetches a page per chunk, under the volume's transaction lock.
 func (t *Tx) recordsOf(many meta.MultiGetter, hashes []schema.Hash, missing map[schema.Hash]bool) (map[string][]byte, error) {
-	keys := make([][]byte, 0, len(hashes)-len(missing))
+	ask := make([]schema.Hash, 0, len(hashes)-len(missing))
 	for _, h := range hashes {
 		if !missing[h] {
-			keys = append(keys, schema.ChunkKey(h))
+			ask = append(ask, h)
 		}
 	}
-	recs := make(map[string][]byte, len(keys))
-	for start := 0; start < len(keys); start += multiGetBatch {
-		part := keys[start:min(start+multiGetBatch, len(keys))]
-		vals, err := many.GetMany(part)
-		if err != nil {
-			return nil, err
-		}
-		for i, k := range part {
-			if vals[i] != nil {
-				recs[string(k)] = vals[i]
-			}
-		}
-	}
-	return recs, nil
+	recs := make(map[string][]byte, len(ask))
+	err := getChunkRecords(many, ask, func(h schema.Hash, rec []byte) { recs[string(schema.ChunkKey(h))] = rec })
+	return recs, err
 }
 
 // knownMissing reports whether chunk h has no record without looking: its
