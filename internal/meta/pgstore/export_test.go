@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // OpenCounting opens a store and returns its round-trip counter
@@ -47,3 +49,18 @@ func SetReapAfter(d time.Duration) func() {
 
 // ListenConns counts the connections s's listener made.
 func (s *Store) ListenConns() int64 { return s.listenConns.Load() }
+
+// OnConn runs fn on one of the pool's connections: set up as every
+// statement of the store finds it.
+func (s *Store) OnConn(ctx context.Context, fn func(*pgx.Conn) error) error {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Release()
+	return fn(c.Conn())
+}
+
+// LookupStatements are the store's statements that look keys up, each
+// taking one bytea[] of keys.
+func (s *Store) LookupStatements() []string { return []string{s.q.getMany, s.q.delKeys} }

@@ -74,6 +74,7 @@ func TestStore(t *testing.T) {
 		{"BatchSeesLaterCommits", testBatchSeesLaterCommits},
 		{"DeleteRange", testDeleteRange},
 		{"GetMany", testGetMany},
+		{"LookupsUseTheIndexAsTheTableGrows", testLookupsUseTheIndexAsTheTableGrows},
 		{"RecordCache", testRecordCache},
 		{"RecordCacheRaces", testRecordCacheRaces},
 		{"LockedBatches", testLockedBatches},
