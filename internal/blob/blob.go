@@ -74,6 +74,17 @@ type LocSyncer interface {
 	SyncLocs(locs []Loc) error
 }
 
+// StreamPrefetcher is implemented by stores that keep prefetched bytes in
+// a bounded cache of their own (the S3 store's read cache): told how far
+// the sequential reader it prefetches for has read, such a store can keep
+// a long scan from pushing everything else, and the scan's own beginning,
+// out of the cache.
+type StreamPrefetcher interface {
+	// PrefetchStream is Prefetch for a sequential reader that has read
+	// streamed bytes since its stream began.
+	PrefetchStream(locs []Loc, streamed int64)
+}
+
 // ErrCorrupt is wrapped by errors for stored bytes that are not all there
 // (a segment shorter than a location needs) and for impossible locations.
 var ErrCorrupt = errors.New("blob: corrupt or truncated segment")

@@ -31,6 +31,7 @@ type loads struct {
 type stream struct {
 	lastEnd, aheadTo int64
 	run              int
+	start            int64 // where the sequential run began
 }
 
 // readaheadAfter is how many reads in a row must continue the previous
@@ -112,7 +113,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	if sequential {
 		st.run++
 	} else {
-		st.run = 0
+		st.run, st.start = 0, off
 	}
 	start := st.run >= readaheadAfter && to-from >= window/2
 	st.lastEnd = end
@@ -122,6 +123,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 		st.aheadTo = 0
 	}
 	l.streams[ino] = st
+	streamed := from - st.start
 	l.mu.Unlock()
 	streaming = sequential && off >= window
 	if !start || !e.cfg.VerifyReads {
@@ -152,7 +154,11 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 				locs = append(locs, chunkLoc(c))
 			}
 		}
-		e.blobs.Prefetch(locs)
+		if sp, ok := e.blobs.(blob.StreamPrefetcher); ok {
+			sp.PrefetchStream(locs, streamed)
+		} else {
+			e.blobs.Prefetch(locs)
+		}
 	}()
 	return streaming
 }

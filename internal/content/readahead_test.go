@@ -3,8 +3,10 @@ package content
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
@@ -88,4 +90,61 @@ func TestReadsSurviveStaleLocations(t *testing.T) {
 			t.Fatalf("read of %d bytes kept the stale record cached", n)
 		}
 	}
+}
+
+// streamRecorder is a blob store that notes how far into its stream each
+// PrefetchStream said the reader was.
+type streamRecorder struct {
+	blob.Store
+	mu       sync.Mutex
+	streamed []int64
+}
+
+func (r *streamRecorder) PrefetchStream(locs []blob.Loc, streamed int64) {
+	r.mu.Lock()
+	r.streamed = append(r.streamed, streamed)
+	r.mu.Unlock()
+	r.Store.Prefetch(locs)
+}
+
+func (r *streamRecorder) take() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.streamed
+	r.streamed = nil
+	return s
+}
+
+// TestReadaheadSaysHowFarTheStreamIs: stores that cache prefetched bytes
+// learn how far the sequential reader has read since its stream began
+// (the S3 store caches only a stream's head), counted afresh after a jump.
+func TestReadaheadSaysHowFarTheStreamIs(t *testing.T) {
+	const step, size = 128 << 10, 32 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(10, 10)), size))
+	v.reopen()
+	rec := &streamRecorder{Store: v.e.blobs}
+	v.e.blobs = rec
+	window := v.e.loads.window
+	check := func(from, to int64) {
+		t.Helper()
+		for off := from; off < to; off += step {
+			v.read(2, off, step)
+		}
+		v.e.loads.running.Wait()
+		got := rec.take()
+		if len(got) == 0 {
+			t.Fatalf("reading [%d, %d) prefetched nothing", from, to)
+		}
+		for _, s := range got {
+			if s <= 0 || s > to-from+window {
+				t.Errorf("reading [%d, %d): PrefetchStream said %d bytes streamed (window %d)", from, to, s, window)
+			}
+		}
+		if last := got[len(got)-1]; last < (to-from)/2 {
+			t.Errorf("reading [%d, %d): the last PrefetchStream said %d bytes streamed", from, to, last)
+		}
+	}
+	check(0, 6<<20)
+	check(20<<20, 26<<20) // a jump: a new stream
 }

@@ -23,8 +23,9 @@
 //   - put.go: packs in memory, Put, PutMany, StartPutMany, sealing.
 //   - upload.go: uploads with retries, Sync.
 //   - read.go: Read, Forget.
-//   - prefetch.go: Prefetch: ranged GETs into memory (staging, bounded by
-//     Config.PrefetchBytes), read from there and written to the cache.
+//   - prefetch.go: Prefetch, PrefetchStream: ranged GETs into memory
+//     (staging, bounded by Config.PrefetchBytes), read from there and
+//     written to the cache (of a long sequential stream, only its head).
 //   - cache.go: the local read cache: its index, gets, puts, promotion of
 //     records read again (checked by an XXH3 per 64 KiB block).
 //   - cache_ring.go: the cache's ring of slab files on disk (layout, scan

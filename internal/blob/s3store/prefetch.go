@@ -27,6 +27,7 @@ type fetch struct {
 	unread     int64 // bytes of the chunks asked for that no read took yet
 	staged     bool  // findable by reads; guarded by staging.mu
 	refs       int   // holders of the budget: staging and the cache writer
+	uncached   bool  // read once by a long scan: not written to the cache
 }
 
 // staging is the prefetches in memory. Their bytes count against limit
@@ -139,7 +140,18 @@ func (st *staging) dropPack(num uint32) {
 // one ranged GET (at most Config.Fetches at once), into memory and from
 // there into the read cache. What does not fit the prefetch budget is
 // left for the reads.
-func (s *Store) Prefetch(locs []blob.Loc) {
+func (s *Store) Prefetch(locs []blob.Loc) { s.PrefetchStream(locs, 0) }
+
+// PrefetchStream implements blob.StreamPrefetcher. The ranges of a
+// sequential reader past the first quarter of the read cache (scanCached)
+// are served from memory but not written to the cache: a scan longer than
+// the cache would only replace everything in it, its own beginning
+// included, before anything read it again, while its writes compete with
+// the GETs for the disk and the CPU (BENCHMARKS.md, issue 14). Files up to
+// that size, and the head of every longer one, are still cached as they
+// are read.
+func (s *Store) PrefetchStream(locs []blob.Loc, streamed int64) {
+	uncached := s.cache != nil && streamed > s.scanCached()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -166,7 +178,7 @@ func (s *Store) Prefetch(locs []blob.Loc) {
 	todo = slices.CompactFunc(todo, func(a, b blob.Loc) bool { return a == b })
 	for i := 0; i < len(todo); {
 		f := &fetch{num: todo[i].Segment, start: todo[i].Offset, end: todo[i].Offset + uint64(todo[i].Length),
-			unread: int64(todo[i].Length), done: make(chan struct{})}
+			unread: int64(todo[i].Length), done: make(chan struct{}), uncached: uncached}
 		j := i + 1
 		for ; j < len(todo) && todo[j].Segment == f.num && todo[j].Offset <= f.end+prefetchGap; j++ {
 			f.end = max(f.end, todo[j].Offset+uint64(todo[j].Length))
@@ -203,10 +215,14 @@ func (s *Store) runFetch(f *fetch) {
 		s.staged.mu.Unlock()
 		return
 	}
-	if s.cache != nil {
+	if s.cache != nil && !f.uncached {
 		s.cache.putRecord(blob.Loc{Segment: f.num, Offset: f.start, Length: uint32(f.end - f.start)}, rb)
 	}
 	s.staged.mu.Lock()
 	s.staged.release(f)
 	s.staged.mu.Unlock()
 }
+
+// scanCached is how much of a sequential stream PrefetchStream writes to
+// the read cache.
+func (s *Store) scanCached() int64 { return s.cfg.CacheBytes / 4 }

@@ -130,3 +130,34 @@ func (st *staging) dropAll() {
 }
 
 // damageFile flips a bit of the file at path at off.
+
+// A sequential reader's ranges are written to the read cache while it is
+// within the first quarter of the cache's size, and only served from
+// memory past it (a long scan would replace the whole cache, itself
+// included); plain Prefetch is the start of a stream.
+func TestPrefetchStreamCachesOnlyTheHead(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "scan")
+	cfg.CacheBytes = 64 << 20
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(7, 7))
+	locs, data := putSome(t, s, r, 60)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	head, tail := locs[:30], locs[30:]
+	s.Prefetch(head[:10])
+	s.PrefetchStream(head[10:], s.scanCached())
+	s.PrefetchStream(tail, s.scanCached()+1)
+	s.prefetching.Wait()
+	for i, l := range locs {
+		if cached := s.cache.has(l); cached != (i < len(head)) {
+			t.Errorf("chunk %d of %d (head: %d): cached %v", i, len(locs), len(head), cached)
+		}
+	}
+	checkAll(t, s, locs, data) // the tail from memory
+	if n := s.staged.held(); n != 0 {
+		t.Fatalf("%d bytes still staged after every chunk was read", n)
+	}
+}

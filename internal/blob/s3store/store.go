@@ -43,8 +43,9 @@ type Store struct {
 }
 
 var (
-	_ blob.Store     = (*Store)(nil)
-	_ blob.LocSyncer = (*Store)(nil)
+	_ blob.Store            = (*Store)(nil)
+	_ blob.LocSyncer        = (*Store)(nil)
+	_ blob.StreamPrefetcher = (*Store)(nil)
 )
 
 // allocBlock is how many pack numbers the store reserves at once.
