@@ -26,7 +26,7 @@ func runInit(args []string) error {
 	metaURL := fs.String("meta", "", "shared volume: PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
 	metaFile := fs.String("meta-file", "", "shared volume: read the PostgreSQL URL from FILE (- for standard input)")
 	data := fs.String("data", "", "shared volume: chunk data in S3, s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (needs --meta; without it the data stays in the store directory)")
-	cacheSize := fs.String("cache-size", "1G", "with --data: bound of the local read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it)")
+	cacheSize := fs.String("cache-size", "1G", "with --data: bound of the local read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it; a long sequential read is cached up to a quarter of it)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ func runJoin(args []string) error {
 	metaURL := fs.String("meta", "", "PostgreSQL URL postgres://USER[:PASSWORD]@HOST:PORT/DB?sslmode=...[&schema=NAME] (a password here is visible in ps: prefer --meta-file, PGPASSWORD or ~/.pgpass)")
 	metaFile := fs.String("meta-file", "", "read the PostgreSQL URL from FILE (- for standard input)")
 	data := fs.String("data", "", "the volume's S3 URL, s3://BUCKET/PREFIX?endpoint=http://HOST:PORT&region=REGION (default: the one the volume records)")
-	cacheSize := fs.String("cache-size", "1G", "bound of this host's read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it)")
+	cacheSize := fs.String("cache-size", "1G", "bound of this host's read cache of S3 data in the store directory (e.g. 512M, 4G; 0 disables it; a long sequential read is cached up to a quarter of it)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
