@@ -166,13 +166,13 @@ func ListVolumes(ctx context.Context, conn string) ([]string, error) {
 
 // indexOnly turns off sequential scans for the connection's session. Every
 // statement on a volume's tables looks keys up or scans a key range, so its
-// index is always the right plan; but on a table of a few thousand rows the
-// planner prices one probe per key of a GetMany above reading the whole
-// table, and a prepared statement keeps that generic plan while the table
-// grows (nothing invalidates it before the next ANALYZE): a fresh volume's
-// chunk lookups were scanning tens of thousands of rows each, 15 ms apiece,
-// 59 s of the server's CPU for 4 GiB written. Set here rather than as a
-// startup parameter, which connection poolers refuse.
+// index is always the right plan. But while a young table's statistics say
+// a few hundred rows, the planner prices a probe per key of a GetMany above
+// reading the whole table, and a prepared statement keeps that generic plan
+// as the table grows (nothing re-plans it before the next ANALYZE): a fresh
+// volume's chunk lookups were scanning tens of thousands of rows each,
+// 15 ms apiece, 59 s of the server's CPU for 4 GiB written. Set here rather
+// than as a startup parameter, which connection poolers refuse.
 func indexOnly(ctx context.Context, c *pgx.Conn) error {
 	_, err := c.Exec(ctx, "SET enable_seqscan = off")
 	return err
