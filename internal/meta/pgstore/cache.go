@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"container/list"
 	"hash/maphash"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -231,14 +233,50 @@ func (c *recordCache) forgetLocked(key []byte) {
 // cache afterwards. c.mu is held.
 func (c *recordCache) dropRangesLocked(ranges []span) {
 	c.all++
+	if len(ranges) == 0 {
+		return
+	}
+	// One binary search per cached key instead of a pass over the ranges:
+	// a commit that frees many packs' dead-span records deletes a range
+	// per pack, and each entry against each range cost an unmount 0.9 s of
+	// CPU after a 4 GiB file was deleted.
+	merged := mergeSpans(ranges)
 	for k, el := range c.entries {
-		for _, r := range ranges {
-			if k >= string(r.lo) && (r.hi == nil || k < string(r.hi)) {
-				c.dropLocked(el)
-				break
-			}
+		i, _ := slices.BinarySearchFunc(merged, k, func(r span, k string) int {
+			return strings.Compare(string(r.lo), k)
+		})
+		// merged[i-1] is the last range starting at or before k, unless
+		// merged[i] starts at k itself.
+		if i < len(merged) && string(merged[i].lo) == k {
+			i++
+		}
+		if i > 0 && contains(merged[i-1], k) {
+			c.dropLocked(el)
 		}
 	}
+}
+
+// contains reports whether key k is in r ([lo, hi), hi nil: no bound).
+func contains(r span, k string) bool {
+	return k >= string(r.lo) && (r.hi == nil || k < string(r.hi))
+}
+
+// mergeSpans returns ranges sorted by start with overlapping and adjacent
+// ones joined, so that a key is in one of them exactly when it is in the
+// last one that starts at or before it.
+func mergeSpans(ranges []span) []span {
+	sorted := slices.SortedFunc(slices.Values(ranges), func(a, b span) int { return bytes.Compare(a.lo, b.lo) })
+	out := sorted[:1]
+	for _, r := range sorted[1:] {
+		last := &out[len(out)-1]
+		switch {
+		case last.hi != nil && bytes.Compare(r.lo, last.hi) > 0:
+			out = append(out, r)
+		case last.hi != nil && (r.hi == nil || bytes.Compare(r.hi, last.hi) > 0):
+			last.hi = r.hi
+		}
+	}
+	return out
 }
 
 // drop drops keys and the keys in ranges ([lo, hi), hi nil: no bound):
