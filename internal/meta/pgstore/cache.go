@@ -250,15 +250,10 @@ func (c *recordCache) dropRangesLocked(ranges []span) {
 		if i < len(merged) && string(merged[i].lo) == k {
 			i++
 		}
-		if i > 0 && contains(merged[i-1], k) {
+		if i > 0 && merged[i-1].holds(k) {
 			c.dropLocked(el)
 		}
 	}
-}
-
-// contains reports whether key k is in r ([lo, hi), hi nil: no bound).
-func contains(r span, k string) bool {
-	return k >= string(r.lo) && (r.hi == nil || k < string(r.hi))
 }
 
 // mergeSpans returns ranges sorted by start with overlapping and adjacent

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"bytes"
 	"slices"
 
 	"github.com/google/btree"
@@ -24,6 +23,11 @@ type point struct {
 
 // span is [lo, hi); hi nil is no upper bound.
 type span struct{ lo, hi []byte }
+
+// holds reports whether key k is in [lo, hi) (hi nil: no bound).
+func (r span) holds(k string) bool {
+	return k >= string(r.lo) && (r.hi == nil || k < string(r.hi))
+}
 
 func newOverlay() *overlay {
 	return &overlay{points: btree.NewG(16, func(a, b point) bool { return a.k < b.k })}
@@ -65,7 +69,7 @@ func (o *overlay) get(k []byte) (v []byte, found, deleted bool) {
 // covering returns a deleted range that holds k.
 func (o *overlay) covering(k []byte) (span, bool) {
 	for _, r := range o.ranges {
-		if bytes.Compare(k, r.lo) >= 0 && (r.hi == nil || bytes.Compare(k, r.hi) < 0) {
+		if r.holds(string(k)) {
 			return r, true
 		}
 	}
