@@ -5,7 +5,7 @@ import (
 	"container/list"
 	"hash/maphash"
 	"slices"
-	"strings"
+	"sort"
 	"sync"
 )
 
@@ -242,14 +242,8 @@ func (c *recordCache) dropRangesLocked(ranges []span) {
 	// CPU after a 4 GiB file was deleted.
 	merged := mergeSpans(ranges)
 	for k, el := range c.entries {
-		i, _ := slices.BinarySearchFunc(merged, k, func(r span, k string) int {
-			return strings.Compare(string(r.lo), k)
-		})
-		// merged[i-1] is the last range starting at or before k, unless
-		// merged[i] starts at k itself.
-		if i < len(merged) && string(merged[i].lo) == k {
-			i++
-		}
+		// merged[i-1] is the last range starting at or before k.
+		i := sort.Search(len(merged), func(i int) bool { return string(merged[i].lo) > k })
 		if i > 0 && merged[i-1].holds(k) {
 			c.dropLocked(el)
 		}
