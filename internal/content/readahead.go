@@ -115,7 +115,18 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	} else {
 		st.run, st.start = 0, off
 	}
-	start := st.run >= readaheadAfter && to-from >= window/2
+	start := st.run >= readaheadAfter && to-from >= window/2 && e.cfg.VerifyReads
+	if start {
+		// Without a free slot (readahead is behind: its lookups are slow)
+		// the window is not moved, so that a later read starts it from
+		// here: moved, its chunks would never be prefetched, and the
+		// reads would fetch them one by one.
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			start = false
+		}
+	}
 	st.lastEnd = end
 	if start {
 		st.aheadTo = to
@@ -126,13 +137,8 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	streamed := from - st.start
 	l.mu.Unlock()
 	streaming = sequential && off >= window
-	if !start || !e.cfg.VerifyReads {
+	if !start {
 		return streaming
-	}
-	select {
-	case l.slots <- struct{}{}:
-	default:
-		return streaming // readahead is behind already; the reads will wait anyway
 	}
 	l.running.Add(1)
 	go func() {

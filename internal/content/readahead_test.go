@@ -148,3 +148,56 @@ func TestReadaheadSaysHowFarTheStreamIs(t *testing.T) {
 	check(0, 6<<20)
 	check(20<<20, 26<<20) // a jump: a new stream
 }
+
+// gatedPrefetcher is a blob store whose prefetches wait at a gate (as
+// slow lookups or a slow store would keep readahead busy) and then note
+// what they were asked for.
+type gatedPrefetcher struct {
+	blob.Store
+	gate    chan struct{}
+	mu      sync.Mutex
+	fetched map[blob.Loc]bool
+}
+
+func (g *gatedPrefetcher) Prefetch(locs []blob.Loc) {
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range locs {
+		g.fetched[l] = true
+	}
+}
+
+// TestReadaheadCatchesUpAfterFallingBehind: while every readahead slot
+// is busy, a sequential reader's window does not move, so once readahead
+// is free again the chunks just ahead of the reader are prefetched; a
+// window moved without a slot would leave them to be read one by one.
+func TestReadaheadCatchesUpAfterFallingBehind(t *testing.T) {
+	const step, size = 128 << 10, 72 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 2048, VerifyReads: true})
+	data := testutil.RandBytes(rand.New(rand.NewPCG(11, 11)), size)
+	v.write(2, 0, data)
+	v.reopen()
+	g := &gatedPrefetcher{Store: v.e.blobs, gate: make(chan struct{}), fetched: map[blob.Loc]bool{}}
+	v.e.blobs = g
+	window := v.e.loads.window
+	// Far enough for every slot to block and then some windows more.
+	behind := int64(cap(v.e.loads.slots)+2) * window
+	off := int64(0)
+	for ; off < behind; off += step {
+		v.read(2, off, step)
+	}
+	close(g.gate)
+	v.e.loads.running.Wait()
+	v.read(2, off, step)
+	v.e.loads.running.Wait()
+	for at := off + step; at < off+window/2; at += 64 << 10 {
+		recs := v.e.lookupRecords([]schema.Hash{schema.Sum(data[at : at+64<<10])})
+		if len(recs) != 1 {
+			t.Fatalf("no record of the chunk at %d", at)
+		}
+		if !g.fetched[chunkLoc(recs[0])] {
+			t.Fatalf("the chunk at %d, just ahead of a reader at %d, was not prefetched once readahead was free", at, off)
+		}
+	}
+}
