@@ -17,7 +17,30 @@ import "github.com/doppelfs/doppel/internal/blob"
 // does not hold the transaction lock against everyone else, and one whose
 // next chunks are being stored meanwhile overlaps the two.
 func (e *Engine) CommitChunks(chunks []*Prepared, before func() error, fill func(tx *Tx) error) error {
-	if err := e.Store(chunks); err != nil {
+	return e.CommitChunksInTurn(chunks, StoreTurn{}, before, fill)
+}
+
+// StoreTurn puts the stores of successive commits of one writer in line,
+// while the rest of each commit (waiting for its uploads, the
+// transaction) overlaps the next one's store: a sequential writer's
+// chunks then lie in the blob store in file order, and a reader's ranged
+// reads of a pack (an S3 volume's prefetch) follow the file. Stored side
+// by side, two commits' groups of chunks would alternate in the packs.
+type StoreTurn struct {
+	After <-chan struct{} // closed once the commit before has stored its chunks; nil: none
+	Done  chan<- struct{} // closed once this commit's store ended, stored or not; nil: none
+}
+
+// CommitChunksInTurn is CommitChunks whose store waits for its turn.
+func (e *Engine) CommitChunksInTurn(chunks []*Prepared, turn StoreTurn, before func() error, fill func(tx *Tx) error) error {
+	if turn.After != nil {
+		<-turn.After
+	}
+	err := e.Store(chunks)
+	if turn.Done != nil {
+		close(turn.Done)
+	}
+	if err != nil {
 		return err
 	}
 	if e.durableCommits {

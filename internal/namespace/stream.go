@@ -17,10 +17,11 @@ import (
 // Up to streamDepth such commits of one file are in flight at once, a
 // pipeline: while one waits for its chunks to reach the store (an upload,
 // on a volume with data in S3) and commits, the next is being hashed and
-// stored. The next run is detached once it has grown to StreamFlush bytes
-// again and the previous stream has decided its last chunk boundary;
-// with streamDepth streams in flight the writer waits for the oldest
-// (backpressure). Commits happen in order: each waits for the one before
+// stored; the stores themselves take turns (content.StoreTurn), so that
+// the file's chunks reach the blob store in file order. The next run is
+// detached once it has grown to StreamFlush bytes again and the previous
+// stream has decided its last chunk boundary; with streamDepth streams in
+// flight the writer waits for the oldest (backpressure). Commits happen in order: each waits for the one before
 // and fails, committing nothing, if that one failed, so that the recorded
 // size never passes data that is not committed.
 //
@@ -41,6 +42,7 @@ import (
 type inflight struct {
 	done     chan struct{} // closed when the commit ended
 	decided  chan struct{} // closed when cut is known
+	stored   chan struct{} // closed when its chunks' store ended (the next stream's turn)
 	off      int64         // file offset of the bytes in flight
 	len      int           // len(data)
 	data     []byte        // the bytes in flight, no longer in the buffer
@@ -98,10 +100,13 @@ func (v *FS) startStream(f *openFile, r content.Run) {
 	ch := v.chunkerOf(f)
 	n := len(r.Data) - streamKeep
 	detached := f.buf.Detach(r.Off, streamKeep, v.runBufs.Get(), ch.MaxSize())
-	in := &inflight{done: make(chan struct{}), decided: make(chan struct{}), off: r.Off, len: n, data: r.Data[:n:n], buf: detached.Array()}
+	in := &inflight{done: make(chan struct{}), decided: make(chan struct{}), stored: make(chan struct{}),
+		off: r.Off, len: n, data: r.Data[:n:n], buf: detached.Array()}
 	var prev *inflight
+	turn := content.StoreTurn{Done: in.stored}
 	if k := len(f.inflight); k > 0 {
 		prev = f.inflight[k-1]
+		turn.After = prev.stored
 	}
 	f.inflight = append(f.inflight, in)
 	ino, size, mtime := f.ino, f.size, f.mtime
@@ -111,10 +116,11 @@ func (v *FS) startStream(f *openFile, r content.Run) {
 		in.cut = cut
 		close(in.decided)
 		if cut == 0 {
+			close(in.stored)
 			in.err = waitStream(prev) // nothing to commit, but an earlier failure still counts
 			return
 		}
-		in.err = v.commitStream(ino, chunks, in.off, cut, size, mtime, func() error { return waitStream(prev) })
+		in.err = v.commitStream(ino, chunks, in.off, cut, size, mtime, turn, func() error { return waitStream(prev) })
 		if in.err == nil {
 			in.committed = cut
 		}
@@ -133,8 +139,8 @@ func waitStream(in *inflight) error {
 // commitStream stores the chunks cut from the n bytes at off and commits
 // them once before (the previous stream's commit) succeeded. The recorded
 // size never exceeds the end of committed data.
-func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64, before func() error) error {
-	return v.eng.CommitChunks(chunks, before, func(tx *content.Tx) error {
+func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64, turn content.StoreTurn, before func() error) error {
+	return v.eng.CommitChunksInTurn(chunks, turn, before, func(tx *content.Tx) error {
 		node, err := loadInode(tx.Batch(), ino)
 		if err != nil {
 			return err
