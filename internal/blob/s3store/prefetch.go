@@ -13,21 +13,27 @@ import (
 const prefetchGap = 256 << 10
 
 // fetch is one prefetch: a ranged GET of [start, end) of pack num. Its
-// bytes stay in memory (staged) until the chunks it was asked for were
-// read once or room is needed; meanwhile they are written to the read
-// cache. A read of a chunk it holds waits for the GET if it is under way
+// bytes stay in memory (staged) until the chunks it was asked for (and
+// those later prefetches found it holds) were read once, and its last
+// chunk too, or until room is needed; meanwhile they are written to the
+// read cache. A read of a chunk it holds waits for the GET if it is under way
 // rather than sending one of its own, and then copies from memory: a
 // streaming reader never waits for the disk cache.
 type fetch struct {
 	num        uint32
 	start, end uint64
 	done       chan struct{} // closed when the GET ended
+	rb         *recBuf       // the buffer of the GET, pooled; nil once recycled
 	buf        []byte        // the range's bytes, once done and err is nil
 	err        error
-	unread     int64 // bytes of the chunks asked for that no read took yet
-	staged     bool  // findable by reads; guarded by staging.mu
-	refs       int   // holders of the budget: staging and the cache writer
-	uncached   bool  // read once by a long scan: not written to the cache
+	// wanted holds the offsets of the chunks asked for (or claimed by a
+	// later prefetch) that no read took yet, taken those of the chunks read.
+	wanted, taken map[uint64]bool
+	tailRead      bool // a read took the range's last chunk
+	staged        bool // findable by reads; guarded by staging.mu
+	refs          int  // holders of the budget: staging and the cache writer
+	readers       int  // reads that found f and may copy from buf; staging.mu
+	uncached      bool // read once by a long scan: not written to the cache
 }
 
 // staging is the prefetches in memory. Their bytes count against limit
@@ -61,29 +67,45 @@ func (st *staging) covering(l blob.Loc) *fetch {
 func (st *staging) read(l blob.Loc, buf []byte) bool {
 	st.mu.Lock()
 	f := st.covering(l)
+	if f != nil {
+		f.readers++ // f.buf is not recycled while we copy
+	}
 	st.mu.Unlock()
 	if f == nil {
 		return false
 	}
 	<-f.done
-	if f.err != nil {
-		return false
+	ok := f.err == nil
+	if ok {
+		copy(buf, f.buf[l.Offset-f.start:])
 	}
-	copy(buf, f.buf[l.Offset-f.start:])
 	st.mu.Lock()
-	if f.unread -= int64(l.Length); f.unread <= 0 {
+	defer st.mu.Unlock()
+	f.readers--
+	delete(f.wanted, l.Offset)
+	f.taken[l.Offset] = true
+	f.tailRead = f.tailRead || l.Offset+uint64(l.Length) >= f.end
+	if ok && len(f.wanted) == 0 && f.tailRead {
 		st.unstage(f) // read through: the cache has it for rereads
 	}
-	st.mu.Unlock()
-	return true
+	st.recycle(f)
+	return ok
 }
 
 // add stages f (its bytes counted) if the budget has room, making room by
 // unstaging the oldest fetches whose GET ended; false if it has none.
-func (st *staging) add(f *fetch) bool {
-	size := int64(f.end - f.start)
+// With extendTo past f.end, f goes on up to there (or to the first staged
+// range after it).
+func (st *staging) add(f *fetch, extendTo uint64) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	for _, g := range st.byPack[f.num] {
+		if g.end > f.end {
+			extendTo = min(extendTo, max(g.start, f.end))
+		}
+	}
+	f.end = max(f.end, extendTo)
+	size := int64(f.end - f.start)
 	for i := 0; st.bytes+size > st.limit && i < len(st.order); {
 		select {
 		case <-st.order[i].done:
@@ -122,7 +144,17 @@ func (st *staging) unstage(f *fetch) {
 // budget. st.mu is held.
 func (st *staging) release(f *fetch) {
 	if f.refs--; f.refs == 0 {
-		st.bytes -= int64(f.end - f.start) // a reader still copying keeps f.buf alive
+		st.bytes -= int64(f.end - f.start)
+		st.recycle(f)
+	}
+}
+
+// recycle returns f's buffer to the pool once neither staging, the cache
+// writer nor a read holds it. st.mu is held.
+func (st *staging) recycle(f *fetch) {
+	if f.refs == 0 && f.readers == 0 && f.rb != nil {
+		f.rb.recycle()
+		f.rb, f.buf = nil, nil
 	}
 }
 
@@ -140,7 +172,7 @@ func (st *staging) dropPack(num uint32) {
 // one ranged GET (at most Config.Fetches at once), into memory and from
 // there into the read cache. What does not fit the prefetch budget is
 // left for the reads.
-func (s *Store) Prefetch(locs []blob.Loc) { s.PrefetchStream(locs, 0) }
+func (s *Store) Prefetch(locs []blob.Loc) { s.prefetch(locs, 0, false) }
 
 // PrefetchStream implements blob.StreamPrefetcher. The ranges of a
 // sequential reader past the first quarter of the read cache (scanCached)
@@ -151,6 +183,17 @@ func (s *Store) Prefetch(locs []blob.Loc) { s.PrefetchStream(locs, 0) }
 // that size, and the head of every longer one, are still cached as they
 // are read.
 func (s *Store) PrefetchStream(locs []blob.Loc, streamed int64) {
+	s.prefetch(locs, streamed, true)
+}
+
+// prefetch is Prefetch, or PrefetchStream if stream: then the last range
+// fetched of each pack goes on to the pack's end. A sequential writer's
+// chunks lie in its packs in file order (content.StoreTurn), so the rest
+// of the pack is what the reader wants next; fetched now, the next
+// window's chunks of the pack are staged already, and a pack costs one
+// GET instead of one per readahead step that reaches into it (the S3
+// server's CPU goes mostly by request, BENCHMARKS.md).
+func (s *Store) prefetch(locs []blob.Loc, streamed int64, stream bool) {
 	uncached := s.cache != nil && streamed > s.scanCached()
 	s.mu.Lock()
 	if s.closed {
@@ -158,15 +201,25 @@ func (s *Store) PrefetchStream(locs []blob.Loc, streamed int64) {
 		return
 	}
 	var todo []blob.Loc
+	sizes := map[uint32]uint64{} // of listed packs
 	s.staged.mu.Lock()
 	for _, l := range locs {
 		o, listed := s.packs[l.Segment]
+		if listed {
+			sizes[l.Segment] = uint64(o.size)
+		}
 		// A pack this store has not listed may be another host's, newer
 		// than the listing (Grace set: others write): a range past its
 		// end fails its GET, and the read then gets the chunk itself.
 		known := listed && int64(l.Offset)+int64(l.Length) <= o.size || !listed && s.cfg.Grace > 0 && s.inMemory(l.Segment) == nil
-		if checkLoc(l) == nil && l.Length > 0 && known &&
-			s.staged.covering(l) == nil && (s.cache == nil || !s.cache.has(l)) {
+		if checkLoc(l) != nil || l.Length == 0 || !known {
+			continue
+		}
+		if f := s.staged.covering(l); f != nil {
+			if !f.taken[l.Offset] {
+				f.wanted[l.Offset] = true // a stream's range fetched already: kept until read
+			}
+		} else if s.cache == nil || !s.cache.has(l) {
 			todo = append(todo, l)
 		}
 	}
@@ -178,14 +231,19 @@ func (s *Store) PrefetchStream(locs []blob.Loc, streamed int64) {
 	todo = slices.CompactFunc(todo, func(a, b blob.Loc) bool { return a == b })
 	for i := 0; i < len(todo); {
 		f := &fetch{num: todo[i].Segment, start: todo[i].Offset, end: todo[i].Offset + uint64(todo[i].Length),
-			unread: int64(todo[i].Length), done: make(chan struct{}), uncached: uncached}
+			wanted: map[uint64]bool{todo[i].Offset: true}, taken: map[uint64]bool{},
+			done: make(chan struct{}), uncached: uncached}
 		j := i + 1
 		for ; j < len(todo) && todo[j].Segment == f.num && todo[j].Offset <= f.end+prefetchGap; j++ {
 			f.end = max(f.end, todo[j].Offset+uint64(todo[j].Length))
-			f.unread += int64(todo[j].Length)
+			f.wanted[todo[j].Offset] = true
 		}
 		i = j
-		if !s.staged.add(f) {
+		extendTo := f.end
+		if lastOfPack := i == len(todo) || todo[i].Segment != f.num; stream && lastOfPack {
+			extendTo = max(extendTo, sizes[f.num])
+		}
+		if !s.staged.add(f, extendTo) {
 			return // the budget is full of ranges not read yet; the reads fetch the rest
 		}
 		s.prefetching.Add(1)
@@ -200,9 +258,10 @@ func (s *Store) PrefetchStream(locs []blob.Loc, streamed int64) {
 // writes it to the read cache.
 func (s *Store) runFetch(f *fetch) {
 	s.fetchSlots <- struct{}{}
-	rb := recordBuf(int(f.end - f.start)) // the cache writes it without a copy
+	rb := pooledRecordBuf(int(f.end - f.start)) // the cache writes it without a copy
 	err := s.objs.get(f.num, int64(f.start), rb.data)
 	<-s.fetchSlots
+	f.rb = rb
 	if err == nil {
 		f.buf = rb.data
 	}

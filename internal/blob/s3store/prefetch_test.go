@@ -129,12 +129,10 @@ func (st *staging) dropAll() {
 	}
 }
 
-// damageFile flips a bit of the file at path at off.
-
 // A sequential reader's ranges are written to the read cache while it is
 // within the first quarter of the cache's size, and only served from
 // memory past it (a long scan would replace the whole cache, itself
-// included); plain Prefetch is the start of a stream.
+// included); plain Prefetch caches what it fetches.
 func TestPrefetchStreamCachesOnlyTheHead(t *testing.T) {
 	srv := s3test.Start(t)
 	cfg := testConfig(t, srv, "scan")
@@ -151,13 +149,60 @@ func TestPrefetchStreamCachesOnlyTheHead(t *testing.T) {
 	s.PrefetchStream(head[10:], s.scanCached())
 	s.PrefetchStream(tail, s.scanCached()+1)
 	s.prefetching.Wait()
+	// The head's last range goes on to its pack's end (a stream's next
+	// chunks): tail chunks in a pack of the head may be cached with it.
+	headPacks := map[uint32]bool{}
+	for _, l := range head {
+		headPacks[l.Segment] = true
+	}
 	for i, l := range locs {
-		if cached := s.cache.has(l); cached != (i < len(head)) {
+		if cached := s.cache.has(l); cached != (i < len(head)) && !headPacks[l.Segment] {
 			t.Errorf("chunk %d of %d (head: %d): cached %v", i, len(locs), len(head), cached)
 		}
 	}
 	checkAll(t, s, locs, data) // the tail from memory
 	if n := s.staged.held(); n != 0 {
 		t.Fatalf("%d bytes still staged after every chunk was read", n)
+	}
+}
+
+// A stream's last range in a pack goes on to the pack's end: with the
+// server stopped, the pack's later chunks read from memory, and the range
+// is let go once they all were read. A plain Prefetch fetches only what
+// it was asked for.
+func TestStreamFetchGoesOnToThePackEnd(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "packend")
+	cfg.CacheBytes = -1
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(8, 8))
+	locs, data := putSome(t, s, r, 40)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0 // chunks of the first pack
+	for n < len(locs) && locs[n].Segment == locs[0].Segment {
+		n++
+	}
+	if n < 3 {
+		t.Fatalf("the first pack holds %d chunks; the test needs 3", n)
+	}
+	s.Prefetch(locs[:1])
+	s.prefetching.Wait()
+	srv.Stop()
+	checkAll(t, s, locs[:1], data[:1])
+	if _, err := s.Read(locs[1], nil); err == nil {
+		t.Fatal("a plain prefetch fetched past what it was asked for")
+	}
+	srv.Restart(t)
+
+	s.PrefetchStream(locs[n-3:n-2], 1)
+	s.prefetching.Wait()
+	srv.Stop()
+	defer srv.Restart(t)
+	checkAll(t, s, locs[n-3:n], data[n-3:n])
+	if held := s.staged.held(); held != 0 {
+		t.Fatalf("%d bytes still staged after the pack's last chunk was read", held)
 	}
 }
