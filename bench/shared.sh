@@ -116,12 +116,15 @@ LOGF=$RUN/log
 : >"$LOGF"
 log "work directory $RUN (logs in $LOGF)"
 
-# free_port: a TCP port nothing listens on (a random one, checked with ss).
+# free_port: a TCP port no socket uses (a random one, checked with ss).
+# Below the kernel's ephemeral range (32768-60999 by default): a port
+# picked there can be taken by an outgoing connection before the server
+# binds it.
 free_port() {
 	local p
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		[ -n "$(ss -Hltn "sport = :$p")" ] || { echo "$p"; return; }
+		p=$((20000 + RANDOM % 12000))
+		[ -n "$(ss -Htan "sport = :$p")" ] || { echo "$p"; return; }
 	done
 	die "no free port found"
 }
