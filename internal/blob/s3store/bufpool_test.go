@@ -48,10 +48,7 @@ func TestPrefetchedBuffersRecycledOnlyWhenFree(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := testutil.Rand(t)
-	locs, data := putSome(t, s, r, 400) // about 8 MiB in 8 packs
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 400) // about 8 MiB in 8 packs
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
 	for g := range 4 {

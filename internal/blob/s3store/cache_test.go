@@ -18,10 +18,7 @@ func TestCacheServesRereads(t *testing.T) {
 	cfg := testConfig(t, srv, "cache")
 	s := mustOpen(t, cfg)
 	r := rand.New(rand.NewPCG(1, 1))
-	locs, data := putSome(t, s, r, 30)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 30)
 	checkAll(t, s, locs, data) // from S3, into the cache
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -49,10 +46,7 @@ func TestCacheDamagedFileIsMiss(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(2, 2))
-	locs, data := putSome(t, s, r, 5)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 5)
 	checkAll(t, s, locs, data)
 	before := s.cache.recordOf(t, locs[2])
 	s.cache.damage(t, locs[2], int64(locs[2].Length)/2)
@@ -104,10 +98,7 @@ func TestCacheBounded(t *testing.T) {
 	cfg.CacheBytes = 200 << 10
 	s := mustOpen(t, cfg)
 	r := rand.New(rand.NewPCG(3, 3))
-	locs, data := putSome(t, s, r, 40) // about 800 KiB
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 40) // about 800 KiB
 	checkAll(t, s, locs[:1], data[:1])
 	for i := 1; i < len(locs); i++ {
 		checkAll(t, s, locs[i:i+1], data[i:i+1])
@@ -140,10 +131,7 @@ func TestPrefetchFillsCache(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(4, 4))
-	locs, data := putSome(t, s, r, 20)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 20)
 	for len(locs) > 0 { // Prefetch drops what exceeds its concurrency
 		s.Prefetch(locs)
 		s.prefetching.Wait()

@@ -17,10 +17,7 @@ import (
 // the chunks of that first pack.
 func livePack(t *testing.T, s *Store, r *rand.Rand) ([]blob.Loc, [][]byte) {
 	t.Helper()
-	locs, data := putSome(t, s, r, 40) // about 800 KiB: several 256 KiB packs
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 40) // about 800 KiB: several 256 KiB packs
 	var l []blob.Loc
 	var d [][]byte
 	for i, loc := range locs {

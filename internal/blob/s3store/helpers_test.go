@@ -46,6 +46,16 @@ func putSome(t testing.TB, s *Store, r *rand.Rand, n int) ([]blob.Loc, [][]byte)
 	return locs, data
 }
 
+// putSynced is putSome, then Sync: the chunks are in the object store.
+func putSynced(t testing.TB, s *Store, r *rand.Rand, n int) ([]blob.Loc, [][]byte) {
+	t.Helper()
+	locs, data := putSome(t, s, r, n)
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return locs, data
+}
+
 func checkAll(t testing.TB, s *Store, locs []blob.Loc, data [][]byte) {
 	t.Helper()
 	for i, loc := range locs {

@@ -21,10 +21,7 @@ func TestPrefetchServesFromMemory(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(5, 5))
-	locs, data := putSome(t, s, r, 20)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 20)
 	s.Prefetch(locs)
 	s.prefetching.Wait()
 	srv.Stop()
@@ -48,10 +45,7 @@ func TestPrefetchBounded(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(6, 6))
-	locs, data := putSome(t, s, r, 60) // about 1.2 MiB in 5 packs
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 60) // about 1.2 MiB in 5 packs
 	staged := false
 	for i := 0; i < len(locs); i += 10 {
 		s.Prefetch(locs[i:])
@@ -81,10 +75,7 @@ func TestCacheRangeBlocks(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(7, 7))
-	locs, data := putSome(t, s, r, 12) // in one or two packs
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 12) // in one or two packs
 	s.Prefetch(locs)
 	s.prefetching.Wait()
 	s.staged.dropAll()
@@ -140,10 +131,7 @@ func TestPrefetchStreamCachesOnlyTheHead(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(7, 7))
-	locs, data := putSome(t, s, r, 60)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 60)
 	head, tail := locs[:30], locs[30:]
 	s.Prefetch(head[:10])
 	s.PrefetchStream(head[10:], s.scanCached())
@@ -177,10 +165,7 @@ func TestStreamFetchGoesOnToThePackEnd(t *testing.T) {
 	s := mustOpen(t, cfg)
 	defer s.Close()
 	r := rand.New(rand.NewPCG(8, 8))
-	locs, data := putSome(t, s, r, 40)
-	if err := s.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	locs, data := putSynced(t, s, r, 40)
 	n := 0 // chunks of the first pack
 	for n < len(locs) && locs[n].Segment == locs[0].Segment {
 		n++
