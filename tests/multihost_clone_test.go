@@ -70,7 +70,7 @@ func TestMultiHostCloneWhileWriting(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, content(n)) && (i < len(nums)-1 || len(got) != 0) {
-				t.Fatalf("%s on %s: file %d holds %d bytes, want it whole (%d)", dst, h.Mnt, n, len(got), len(content(n)))
+				t.Fatalf("%s on %s: file %d holds %d bytes starting %q, want it whole (%d bytes of %q)", dst, h.Mnt, n, len(got), got[:min(len(got), 14)], len(content(n)), content(n)[:14])
 			}
 		}
 		return len(nums) - 1
