@@ -21,9 +21,10 @@ import (
 // the file's chunks reach the blob store in file order. The next run is
 // detached once it has grown to StreamFlush bytes again and the previous
 // stream has decided its last chunk boundary; with streamDepth streams in
-// flight the writer waits for the oldest (backpressure). Commits happen in order: each waits for the one before
-// and fails, committing nothing, if that one failed, so that the recorded
-// size never passes data that is not committed.
+// flight the writer waits for the oldest (backpressure). Commits happen in
+// order: each waits for the one before and fails, committing nothing, if
+// that one failed, so that the recorded size never passes data that is
+// not committed.
 //
 // The bytes after the last chunk boundary a stream could decide (less
 // than one chunk) are not committed; as soon as that boundary is known
@@ -116,6 +117,9 @@ func (v *FS) startStream(f *openFile, r content.Run) {
 		in.cut = cut
 		close(in.decided)
 		if cut == 0 {
+			if turn.After != nil {
+				<-turn.After // the turn passes on in order: the next store waits for the one before
+			}
 			close(in.stored)
 			in.err = waitStream(prev) // nothing to commit, but an earlier failure still counts
 			return
