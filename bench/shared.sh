@@ -61,6 +61,8 @@
 #                       DOPPEL_TRACE); unset: none
 #   BENCH_PG_OPTS       extra postgres options, e.g. "-c log_min_duration_statement=20"
 #                       (the server log, RUN/pg.log, stays after the run)
+#   BENCH_SHARED_INIT_OPTS  extra doppel init options of the doppel-shared volumes,
+#                       e.g. "--chunking cdc:64K:256K:1M"
 #   BENCH_VGW_OPTS      extra versitygw options, e.g. "--access-log /tmp/s3.log"
 #   BENCH_DIR           work directory on a real disk [/var/tmp/doppel-bench-shared]
 #   BENCH_OUT           report file [BENCH_DIR/report.md]
@@ -219,7 +221,8 @@ new_volume() {
 	case $sys in
 	doppel-shared)
 		VOL_KIND=doppel VOL_STORE=$RUN/vol/$VOLN VOL_SPACE=$RUN/s3/$BUCKET/v$VOLN
-		"$DOPPEL" init --store "$VOL_STORE" \
+		# shellcheck disable=SC2086 # options, split on purpose
+		"$DOPPEL" init --store "$VOL_STORE" ${BENCH_SHARED_INIT_OPTS:-} \
 			--meta "postgres://bench@127.0.0.1:$PG_PORT/doppel?sslmode=disable" \
 			--data "s3://$BUCKET/v$VOLN?endpoint=$S3_URL&region=us-east-1" >>"$LOGF" 2>&1 ||
 			die "doppel init (shared) failed (see $LOGF)"

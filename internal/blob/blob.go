@@ -74,6 +74,16 @@ type LocSyncer interface {
 	SyncLocs(locs []Loc) error
 }
 
+// MemoryPutter is implemented by stores whose StartPutMany only copies the
+// bytes into memory (the S3 store's open packs, uploaded in the
+// background): a writer gains no overlap by handing a batch over in
+// groups, and handing it over whole lets the store cut it into full packs
+// instead of leaving a partly filled one at its end.
+type MemoryPutter interface {
+	// PutsToMemory marks the store; it does nothing.
+	PutsToMemory()
+}
+
 // StreamPrefetcher is implemented by stores that keep prefetched bytes in
 // a bounded cache of their own (the S3 store's read cache): told how far
 // the sequential reader it prefetches for has read, such a store can keep

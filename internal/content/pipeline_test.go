@@ -257,3 +257,56 @@ func TestStoreTurnKeepsFileOrder(t *testing.T) {
 		t.Fatal("the file reads back differently")
 	}
 }
+
+// countingPutter counts StartPutMany calls; with memory set it is a
+// blob.MemoryPutter.
+type countingPutter struct {
+	blob.Store
+	starts atomic.Int64
+}
+
+func (c *countingPutter) StartPutMany(data [][]byte) (*blob.Writing, error) {
+	c.starts.Add(1)
+	return c.Store.StartPutMany(data)
+}
+
+type memoryPutter struct{ *countingPutter }
+
+func (memoryPutter) PutsToMemory() {}
+
+// Store hands a blob.MemoryPutter a batch's new chunks in one
+// StartPutMany (so that the S3 store can cut them into full packs), and
+// another store one per group of about storeGroupBytes; either way every
+// chunk reads back from the location it got.
+func TestStoreHandsMemoryPutterTheWholeBatch(t *testing.T) {
+	data := testutil.RandBytes(rand.New(rand.NewPCG(5, 5)), 4*storeGroupBytes+12345)
+	for _, memory := range []bool{false, true} {
+		v := newEnv(t, Config{Chunking: policy(t, "cdc:4K:16K:64K")})
+		v.e.Close()
+		counting := &countingPutter{Store: v.blobs}
+		var blobs blob.Store = counting
+		if memory {
+			blobs = memoryPutter{counting}
+		}
+		e, err := New(v.meta, blobs, v.cfg, v.e.log)
+		testutil.Check(t, err)
+		v.e = e
+		chunks, n := Cut(e.Chunker(), 0, data, true)
+		if n != len(data) {
+			t.Fatalf("cut %d of %d bytes", n, len(data))
+		}
+		testutil.Check(t, e.Store(chunks))
+		starts := counting.starts.Load()
+		if memory && starts != 1 || !memory && starts < 4 {
+			t.Errorf("memory putter %v: %d StartPutMany calls for %d bytes", memory, starts, len(data))
+		}
+		for _, p := range chunks {
+			got, err := blobs.Read(p.loc, make([]byte, p.loc.Length))
+			testutil.Check(t, err)
+			if !bytes.Equal(got, data[p.Off:p.Off+int64(p.Len)]) {
+				t.Fatalf("memory putter %v: chunk at %d reads back wrong", memory, p.Off)
+			}
+		}
+		e.Discard(chunks)
+	}
+}

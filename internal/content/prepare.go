@@ -75,7 +75,8 @@ func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, i
 //
 // It goes through the chunks in groups of about storeGroupBytes: while
 // the blob store writes one group's new chunks (a direct write waits for
-// the disk), the next group is hashed. The chunks count as stored only
+// the disk), the next group is hashed. A blob.MemoryPutter gets all of
+// them in one write after the last group. The chunks count as stored only
 // once every write is done, so that no commit references bytes still in
 // flight.
 func (e *Engine) Store(out []*Prepared) error {
@@ -83,6 +84,9 @@ func (e *Engine) Store(out []*Prepared) error {
 	var started []startedWrite
 	var dedup, zero int64
 	var err error
+	// A store that writes to memory gets the batch whole, after the last group.
+	_, whole := e.blobs.(blob.MemoryPutter)
+	var unstarted []*Prepared
 	for i := 0; i < len(out) && err == nil; {
 		j, bytes := i, 0
 		for j < len(out) && (j == i || bytes+out[j].Len <= storeGroupBytes) {
@@ -95,10 +99,10 @@ func (e *Engine) Store(out []*Prepared) error {
 			toStore = e.keepInline(fresh)
 		}
 		if err == nil && len(toStore) > 0 {
-			var w *blob.Writing
-			var stored int64
-			if w, stored, err = e.startStore(toStore); err == nil {
-				started = append(started, startedWrite{w, toStore, stored})
+			if whole {
+				unstarted = append(unstarted, toStore...)
+			} else {
+				err = e.startStoreOf(toStore, &started)
 			}
 		}
 		if err == nil && e.cfg.DeferDedup {
@@ -106,6 +110,9 @@ func (e *Engine) Store(out []*Prepared) error {
 		}
 		dedup, zero = dedup+d, zero+z
 		i = j
+	}
+	if err == nil && len(unstarted) > 0 {
+		err = e.startStoreOf(unstarted, &started)
 	}
 	for _, s := range started {
 		if werr := s.w.Wait(); werr != nil {
@@ -129,6 +136,15 @@ func (e *Engine) Store(out []*Prepared) error {
 	e.counters.dedup.Add(dedup)
 	e.counters.zero.Add(zero)
 	return nil
+}
+
+// startStoreOf starts writing ps (startStore) and adds the write to started.
+func (e *Engine) startStoreOf(ps []*Prepared, started *[]startedWrite) error {
+	w, stored, err := e.startStore(ps)
+	if err == nil {
+		*started = append(*started, startedWrite{w, ps, stored})
+	}
+	return err
 }
 
 // storeGroupBytes is about the bytes of chunks Store hashes before it

@@ -24,7 +24,7 @@ type Config struct {
 	// Dead keeps the dead-span ledger; nil means the file "dead" in Dir.
 	Dead DeadStore
 
-	PackSize   int64 // seal a pack when the next chunk would pass it; default 4 MiB
+	PackSize   int64 // seal a pack when the next chunk would pass it (but see PutMany); default 4 MiB
 	Uploads    int   // uploads at once; default 8
 	MaxPending int   // sealed packs waiting for upload before Put blocks; default 8
 	Fetches    int   // prefetch GETs at once; default 16

@@ -44,14 +44,25 @@ func (s *Store) StartPutMany(data [][]byte) (*blob.Writing, error) {
 	return &blob.Writing{Locs: locs}, nil
 }
 
+// PutsToMemory implements blob.MemoryPutter: PutMany copies into packs in
+// memory.
+func (s *Store) PutsToMemory() {}
+
 // PutMany implements blob.Store: each chunk is copied into the open pack
 // at the next Align boundary; a chunk that would take the pack past
-// PackSize seals it and opens the next. On error nothing is kept.
+// PackSize seals it and opens the next, unless the chunks left of data
+// (this one included) fit in the pack's slack: then the pack grows past
+// PackSize to hold them. A writer's commit seals the pack its batch ends
+// in (ordered mode), so without the slack a batch of twice PackSize left
+// a pack holding only its last chunk or two, one more PUT each time. On
+// error nothing is kept.
 func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
+	var left int64 // of data, rounded as they will be stored
 	for _, p := range data {
 		if uint64(len(p)) > math.MaxUint32 {
 			return nil, fmt.Errorf("s3: chunk of %d bytes is too large", len(p))
 		}
+		left += roundUp(int64(len(p)))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,7 +72,8 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 	locs := make([]blob.Loc, 0, len(data))
 	for _, p := range data {
 		size := roundUp(int64(len(p)))
-		if o := s.open; o == nil || (len(o.buf) > 0 && o.end()+size > s.cfg.PackSize) {
+		if o := s.open; o == nil || (len(o.buf) > 0 && o.end()+size > s.cfg.PackSize &&
+			o.end()+left > s.cfg.PackSize+s.slack()) {
 			if err := s.rotate(); err != nil {
 				for _, l := range locs {
 					s.ledger.add(l.Segment, blob.LiveSpan(l))
@@ -74,6 +86,7 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 		o.buf = append(o.buf, make([]byte, off-int64(len(o.buf)))...)
 		o.buf = append(o.buf, p...)
 		locs = append(locs, blob.Loc{Segment: o.num, Offset: uint64(off), Length: uint32(len(p))})
+		left -= size
 	}
 	return locs, nil
 }
@@ -124,14 +137,21 @@ func (s *Store) seal(p *pack) {
 	s.startRound(p)
 }
 
-// packBuf returns an empty buffer of PackSize capacity, recycled when one
+// slack is how far past PackSize a pack may grow to take the end of a
+// PutMany: a quarter of PackSize.
+func (s *Store) slack() int64 { return s.cfg.PackSize / 4 }
+
+// packCap is the capacity of a pack's buffer: PackSize and its slack.
+func (s *Store) packCap() int { return int(s.cfg.PackSize + s.slack()) }
+
+// packBuf returns an empty buffer of packCap capacity, recycled when one
 // is free: a fresh one costs the allocator's zeroing of 4 MiB and the
 // kernel's faulting in of its pages, for every pack.
 func (s *Store) packBuf() []byte {
-	if b, ok := s.packBufs.Get().(*[]byte); ok && cap(*b) == int(s.cfg.PackSize) {
+	if b, ok := s.packBufs.Get().(*[]byte); ok && cap(*b) == s.packCap() {
 		return (*b)[:0]
 	}
-	return make([]byte, 0, s.cfg.PackSize)
+	return make([]byte, 0, s.packCap())
 }
 
 // recycle gives p's buffer back once p is uploaded and no Read copies
@@ -140,7 +160,7 @@ func (s *Store) recycle(p *pack) {
 	if !p.uploaded || p.readers > 0 || p.buf == nil {
 		return
 	}
-	if cap(p.buf) == int(s.cfg.PackSize) {
+	if cap(p.buf) == s.packCap() {
 		b := p.buf[:0]
 		s.packBufs.Put(&b)
 	}

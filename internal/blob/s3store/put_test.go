@@ -1,0 +1,52 @@
+package s3store
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/testutil/s3test"
+)
+
+// A PutMany's last chunks go into the pack before them when they fit its
+// slack: a batch a little over twice PackSize fills two packs (the second
+// one past PackSize), not two and a tiny third; a batch whose tail is too
+// big for the slack still gets a third pack, and no pack grows past
+// PackSize and its slack. Every chunk reads back from a fresh store.
+func TestPutManyLeavesNoTinyTailPack(t *testing.T) {
+	srv := s3test.Start(t)
+	cfg := testConfig(t, srv, "slack")
+	s := mustOpen(t, cfg)
+	defer s.Close()
+	r := rand.New(rand.NewPCG(3, 3))
+	const chunk = 8 << 10 // a multiple of blob.Align: no padding between chunks
+	for _, c := range []struct {
+		bytes int64
+		packs int
+	}{
+		{2*cfg.PackSize + 2*chunk, 2},
+		{2*cfg.PackSize + cfg.PackSize/4, 2},
+		{2*cfg.PackSize + cfg.PackSize/2, 3},
+	} {
+		var data [][]byte
+		for n := int64(0); n < c.bytes; n += chunk {
+			data = append(data, testutil.RandBytes(r, chunk))
+		}
+		locs, err := s.PutMany(data)
+		testutil.Check(t, err)
+		testutil.Check(t, s.SyncLocs(locs))
+		ends := map[uint32]int64{}
+		for _, l := range locs {
+			ends[l.Segment] = max(ends[l.Segment], int64(l.Offset)+int64(l.Length))
+		}
+		if len(ends) != c.packs {
+			t.Errorf("%d bytes in chunks of %d went into %d packs %v; want %d", c.bytes, chunk, len(ends), ends, c.packs)
+		}
+		for num, end := range ends {
+			if end > cfg.PackSize+cfg.PackSize/4 {
+				t.Errorf("pack %d holds %d bytes, past PackSize %d and its slack", num, end, cfg.PackSize)
+			}
+		}
+		verifyFresh(t, cfg, locs, data)
+	}
+}
