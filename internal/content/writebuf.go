@@ -1,6 +1,10 @@
 package content
 
-import "github.com/google/btree"
+import (
+	"slices"
+
+	"github.com/google/btree"
+)
 
 // Buffer holds a file's written but not yet chunked data as sorted,
 // non-overlapping, non-adjacent runs. Contiguous writes grow one run, so
@@ -113,7 +117,11 @@ func (b *Buffer) Write(off int64, p []byte) {
 	if len(rs) == 1 && rs[0].End() == off {
 		r := rs[0]
 		if len(r.Data)+len(p) > cap(r.Data) {
-			r.arr = nil // append moves the run to a new array
+			// The run moves to a new array with room for as much again:
+			// append's own growth, a quarter for large slices, copied a
+			// run that grows to 8 MiB in 256 KiB writes about five times.
+			r.arr = nil
+			r.Data = slices.Grow(r.Data, max(len(r.Data), len(p)))
 		}
 		r.Data = append(r.Data, p...) // sequential append
 		t.ReplaceOrInsert(r)
