@@ -121,7 +121,7 @@ func (b *Buffer) Write(off int64, p []byte) {
 			// append's own growth, a quarter for large slices, copied a
 			// run that grows to 8 MiB in 256 KiB writes about five times.
 			r.arr = nil
-			r.Data = slices.Grow(r.Data, max(len(r.Data), len(p)))
+			r.Data = roomFor(r.Data, len(r.Data)+len(p))
 		}
 		r.Data = append(r.Data, p...) // sequential append
 		t.ReplaceOrInsert(r)
@@ -143,15 +143,36 @@ func (b *Buffer) Write(off int64, p []byte) {
 		start = min(start, rs[0].Off)
 		stop = max(stop, rs[len(rs)-1].End())
 	}
-	merged := make([]byte, stop-start)
-	for _, r := range rs {
-		copy(merged[r.Off-start:], r.Data)
+	merged := Run{Off: start}
+	if len(rs) > 0 && rs[0].Off == start {
+		// The runs merge into the first one's array, grown if need be:
+		// requests that arrive out of order (an NBD client's) fill a gap
+		// behind a long run again and again, and copying that run into a
+		// new array each time cost as much as the run.
+		merged = rs[0]
+		if need := int(stop - start); need > cap(merged.Data) {
+			merged.arr = nil
+			merged.Data = roomFor(merged.Data, need)
+		}
+		merged.Data = merged.Data[:stop-start]
+	} else {
+		merged.Data = make([]byte, stop-start)
+	}
+	for i, r := range rs {
+		if i > 0 || r.Off != start {
+			copy(merged.Data[r.Off-start:], r.Data)
+		}
 		b.bytes -= int64(len(r.Data))
 		t.Delete(r)
 	}
-	copy(merged[off-start:], p)
-	b.bytes += int64(len(merged))
-	t.ReplaceOrInsert(Run{Off: start, Data: merged})
+	copy(merged.Data[off-start:], p)
+	b.bytes += int64(len(merged.Data))
+	t.ReplaceOrInsert(merged)
+}
+
+// roomFor returns data in an array of twice n bytes, n > cap(data).
+func roomFor(data []byte, n int) []byte {
+	return slices.Grow(data, 2*n-len(data))
 }
 
 // Overlay copies buffered bytes over dst, which holds file data at off.

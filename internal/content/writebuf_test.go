@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/testutil"
@@ -264,6 +265,30 @@ func TestBufferWriteCases(t *testing.T) {
 	}
 }
 
+// A write that fills the gap behind a run (out-of-order requests) merges
+// into that run's array when it has room, rather than copying the run into
+// a new one; a run that grows by appends gets room for as much again.
+func TestBufferGapFillKeepsTheRunsArray(t *testing.T) {
+	var b Buffer
+	block := func(c byte) []byte { return bytes.Repeat([]byte{c}, 4<<10) }
+	b.Write(0, block('a'))
+	b.Write(4<<10, block('b')) // grows: room for as much again
+	first := &b.Runs()[0].Data[0]
+	b.Write(12<<10, block('d')) // a run of its own, behind a gap
+	b.Write(8<<10, block('c'))  // fills the gap: one run of 16 KiB
+	rs := b.Runs()
+	if len(rs) != 1 || rs[0].Off != 0 {
+		t.Fatalf("%d runs, the first at %d; want one at 0", len(rs), rs[0].Off)
+	}
+	want := slices.Concat(block('a'), block('b'), block('c'), block('d'))
+	if !bytes.Equal(rs[0].Data, want) || b.Bytes() != int64(len(want)) {
+		t.Fatalf("run of %d bytes (Bytes %d), want %d bytes of a, b, c, d", len(rs[0].Data), b.Bytes(), len(want))
+	}
+	if &rs[0].Data[0] != first {
+		t.Error("the merge copied the first run into a new array though it had room")
+	}
+}
+
 func TestBufferDiscardCases(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -428,6 +453,22 @@ func BenchmarkBufferAppend(b *testing.B) {
 	for b.Loop() {
 		var buf Buffer
 		for off := int64(0); off < size; off += int64(len(p)) {
+			buf.Write(off, p)
+		}
+	}
+}
+
+// BenchmarkBufferOutOfOrder builds an 8 MiB run from 256 KiB writes that
+// arrive in swapped pairs, each second one filling the gap behind the run.
+func BenchmarkBufferOutOfOrder(b *testing.B) {
+	p := make([]byte, 256<<10)
+	const size = 8 << 20
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		var buf Buffer
+		for off := int64(0); off < size; off += 2 * int64(len(p)) {
+			buf.Write(off+int64(len(p)), p)
 			buf.Write(off, p)
 		}
 	}
