@@ -144,7 +144,8 @@ func (b *Buffer) Write(off int64, p []byte) {
 		stop = max(stop, rs[len(rs)-1].End())
 	}
 	merged := Run{Off: start}
-	if len(rs) > 0 && rs[0].Off == start {
+	inFirst := len(rs) > 0 && rs[0].Off == start
+	if inFirst {
 		// The runs merge into the first one's array, grown if need be:
 		// requests that arrive out of order (an NBD client's) fill a gap
 		// behind a long run again and again, and copying that run into a
@@ -159,7 +160,7 @@ func (b *Buffer) Write(off int64, p []byte) {
 		merged.Data = make([]byte, stop-start)
 	}
 	for i, r := range rs {
-		if i > 0 || r.Off != start {
+		if i > 0 || !inFirst { // the first run's bytes are in place already
 			copy(merged.Data[r.Off-start:], r.Data)
 		}
 		b.bytes -= int64(len(r.Data))

@@ -16,8 +16,8 @@ import (
 // Buffers come in size classes a quarter power of two apart, each with
 // room for a record's header and block sums (classSlack) on top, so that
 // a whole pack's range (4 MiB by default, up to a quarter more with the
-// slack of PutMany) fits a class no more than about a fifth larger. Smaller and larger
-// requests are allocated as before.
+// slack of PutMany) fits a class no more than about a fifth larger.
+// Smaller and larger requests are allocated as before.
 const (
 	minPooled  = 64 << 10
 	classSlack = 64 << 10
