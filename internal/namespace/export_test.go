@@ -31,3 +31,10 @@ func CheckTreeCache(t testing.TB) {
 	checkTreeCache.Store(true)
 	t.Cleanup(func() { checkTreeCache.Store(false) })
 }
+
+// OnMaterialized makes fn run once each clone's tree is materialized,
+// before the transaction that ends its materialization, until t ends.
+func OnMaterialized(t testing.TB, fn func(c uint64)) {
+	materializedHook.Store(&fn)
+	t.Cleanup(func() { materializedHook.Store(nil) })
+}

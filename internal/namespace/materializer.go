@@ -2,6 +2,8 @@ package namespace
 
 import (
 	"errors"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
@@ -138,18 +140,45 @@ func (v *FS) materializeClone(c uint64, rec schema.Clone) error {
 	if err := v.materializeStray(c); err != nil {
 		return err
 	}
+	if hook := materializedHook.Load(); hook != nil {
+		(*hook)(c)
+	}
+	return v.endMaterialization(c)
+}
+
+// materializedHook, when tests set it, runs once a clone's tree is
+// materialized, before the transaction that ends its materialization.
+var materializedHook atomic.Pointer[func(c uint64)]
+
+// endMaterialization lets the pin of clone c go once its tree is
+// materialized; if rmclone removed the clone meanwhile and the reaper
+// has deleted its root, it drops the clone. A removed clone whose root
+// is still there is left to the reaper: its record is what marks the
+// tree to free until the root goes (forgetClone), so dropping it here
+// would leave the tree unreachable for good once the reaper stops (a
+// crash, an unmount) or if it had not listed the clone yet.
+func (v *FS) endMaterialization(c uint64) error {
 	tx, err := v.begin()
 	if err != nil {
 		return err
 	}
-	if rec, err = loadClone(tx.Batch(), c); err == nil {
-		if rec.Removed {
+	b := tx.Batch()
+	rec, err := loadClone(b, c)
+	switch {
+	case err != nil:
+	case !rec.Removed:
+		rec.Stubs = 0
+		if err = saveClone(b, c, rec); err == nil {
+			err = v.unholdPin(tx, rec.Pin)
+		}
+	default:
+		if _, err = loadInode(b, c); err == nil {
+			tx.Abort()
+			v.wakeReaper()
+			return nil
+		}
+		if errors.Is(err, syscall.ENOENT) {
 			err = v.dropClone(tx, c, rec)
-		} else {
-			rec.Stubs = 0
-			if err = saveClone(tx.Batch(), c, rec); err == nil {
-				err = v.unholdPin(tx, rec.Pin)
-			}
 		}
 	}
 	if err != nil {

@@ -1,0 +1,52 @@
+package namespace_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/vfs"
+)
+
+// TestRemoveCloneWhileMaterializing removes a clone after the
+// materializer has copied its tree and before it lets the clone go, then
+// closes the volume at once (an unmount or a crash stops the reaper).
+// The removed tree must stay marked for the reaper, which frees it after
+// the reopen: the materializer dropping the clone's record under the
+// reaper's feet left it unreachable for good (found by TestCloneCrashLoop
+// on PostgreSQL + S3).
+func TestRemoveCloneWhileMaterializing(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	for i := range 8 {
+		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
+	}
+	var once sync.Once
+	removed := make(chan error, 1)
+	namespace.OnMaterialized(t, func(uint64) {
+		once.Do(func() { removed <- fs.RemoveClone("/c") })
+	})
+	testutil.Must(fs.ClonePath("/src", "/c", namespace.CloneOptions{}))
+	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
+	if err := <-removed; err != nil {
+		t.Fatal(err)
+	}
+	v = reopen(t, v, dir)
+	wantFsckClean(t, v)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := v.NS.GetAttr(c)
+		if errors.Is(err, syscall.ENOENT) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed clone's root %d is still there a minute after the reopen (getattr: %v)", c, err)
+		}
+	}
+	wantFsckClean(t, v)
+}
