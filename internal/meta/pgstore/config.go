@@ -173,7 +173,12 @@ func ListVolumes(ctx context.Context, conn string) ([]string, error) {
 // volume's chunk lookups were scanning tens of thousands of rows each,
 // 15 ms apiece, 59 s of the server's CPU for 4 GiB written. Set here rather
 // than as a startup parameter, which connection poolers refuse.
+//
+// It also keeps prepared statements on their generic plan: with custom
+// plans the server planned every range scan and GetMany again at each
+// bind (BENCHMARKS.md, issue 14), and with sequential scans off the
+// generic plan is the index's anyway.
 func indexOnly(ctx context.Context, c *pgx.Conn) error {
-	_, err := c.Exec(ctx, "SET enable_seqscan = off")
+	_, err := c.Exec(ctx, "SET enable_seqscan = off; SET plan_cache_mode = force_generic_plan")
 	return err
 }
