@@ -62,6 +62,30 @@ func BenchmarkSequentialRead(b *testing.B) {
 	}
 }
 
+// BenchmarkRandomRead reads 4 KiB blocks at random offsets of an exported
+// file of fixed 4 KiB blocks, written and flushed beforehand, one at a
+// time, as fio's random read job at iodepth 1 does over NBD.
+func BenchmarkRandomRead(b *testing.B) {
+	const size = 256 << 20
+	f := newExport(b, "fixed:4K")
+	rng := rand.NewChaCha8([32]byte{3})
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		rng.Read(buf)
+		testutil.Check(b, f.WriteAt(buf, off, false))
+	}
+	testutil.Check(b, f.Flush())
+	offsets := rand.New(rand.NewPCG(3, 4))
+	block := make([]byte, 4<<10)
+	b.SetBytes(int64(len(block)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.ReadAt(block, offsets.Int64N(size/int64(len(block)))*int64(len(block))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // newExport opens a fresh volume holding one empty file cut by policy
 // ("": the volume's default) and opens the file as an export; both are
 // closed when the benchmark ends.
