@@ -26,8 +26,10 @@ import (
 // read began is dropped. Commits that overlap in time and in keys drop
 // those keys instead (begin). A commit whose outcome is unknown (the
 // connection was lost after it was sent) empties the cache. Other writers
-// (hosts mounting the volume at once, issue 16) must invalidate it, or
-// it must be off (Options.CacheBytes < 0).
+// (hosts mounting the volume at once, issue 16) must invalidate it (drop,
+// or an emptying), or it must be off (Options.CacheBytes < 0); an
+// invalidation also keeps the commits under way from writing the keys
+// it names through (another host may have written them after them).
 type recordCache struct {
 	limit int64
 	seed  maphash.Seed
@@ -208,6 +210,7 @@ func (c *recordCache) end(w commitWrites, err error) {
 // resetLocked empties the cache. c.mu is held.
 func (c *recordCache) resetLocked() {
 	c.all++
+	c.contendAllLocked()
 	c.entries = map[string]*list.Element{}
 	c.lru.Init()
 	c.size = 0
@@ -268,15 +271,31 @@ func mergeSpans(ranges []span) []span {
 	return out
 }
 
+// contendAllLocked makes every commit under way drop its keys at its end
+// instead of writing them through. c.mu is held.
+func (c *recordCache) contendAllLocked() {
+	for _, f := range c.flying {
+		f.contended = true
+	}
+}
+
 // drop drops keys and the keys in ranges ([lo, hi), hi nil: no bound):
-// other hosts changed them. Reads under way do not fill them afterwards.
+// other hosts changed them. Reads under way do not fill them afterwards,
+// and commits of this host under way that write them do not write them
+// through: the lock is free once a COMMIT ran on the server, before the
+// commit's writes reach the cache (end), so another host may have
+// written them since, and its value is the one the server keeps.
 func (c *recordCache) drop(keys [][]byte, ranges [][2][]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
 		c.forgetLocked(k)
+		if f := c.flying[string(k)]; f != nil {
+			f.contended = true
+		}
 	}
 	if len(ranges) > 0 {
+		c.contendAllLocked()
 		spans := make([]span, len(ranges))
 		for i, r := range ranges {
 			spans[i] = span{r[0], r[1]}

@@ -107,3 +107,55 @@ func testChangeLog(t *testing.T, e *env) {
 	}
 	storetest.WantValue(t, b, "k2", "2c")
 }
+
+// Another host's commit that lands, and is heard of (the listener's
+// DropCaches), between this host's COMMIT and the moment its writes reach
+// its record cache: the lock is free as soon as COMMIT ran on the server,
+// so the other host may write the same key at once. The cache must not
+// then take this host's older value; it did, and with the change log the
+// next transaction read it (the inode counter, which both hosts write,
+// handed out a number twice: volume.TestForeignCommitDuringOwnCommit).
+// With the log the key is dropped; without it (or when the log is lost)
+// the whole cache is.
+func testForeignCommitDuringOwnCommit(t *testing.T, e *env) {
+	ctx := context.Background()
+	for _, logged := range []bool{true, false} {
+		a := e.open(t)
+		b, err := pgstore.Open(ctx, pgstore.Options{URL: e.dsn, Schema: a.Schema()})
+		must(t, err)
+		defer b.Close()
+		for _, s := range []*pgstore.Store{a, b} {
+			_, err := s.Register(pgstore.SessionInfo{Host: "test"})
+			must(t, err)
+			defer s.Unregister()
+			if logged {
+				must(t, s.TrackChanges())
+			}
+		}
+		storetest.Commit(t, a, map[string][]byte{"n": []byte("1")})
+		foreignOf(t, a)
+		foreignOf(t, b)
+		storetest.WantValue(t, a, "n", "1") // cached
+		a.OnCommitted(func() {
+			a.OnCommitted(nil)
+			lb, _, err := b.LockedBatch()
+			must(t, err)
+			must(t, lb.Set([]byte("n"), []byte("3")))
+			must(t, lb.Commit(false))
+			a.DropCaches() // the listener hears of b's commit
+		})
+		la, _, err := a.LockedBatch()
+		must(t, err)
+		must(t, la.Set([]byte("n"), []byte("2")))
+		must(t, la.Commit(false))
+		next, _, err := a.LockedBatch()
+		must(t, err)
+		got, err := next.Get([]byte("n"))
+		must(t, err)
+		must(t, next.Close())
+		if string(got) != "3" {
+			t.Fatalf("change log %v: after b's later commit, a's locked batch reads n = %q, want b's %q", logged, got, "3")
+		}
+		storetest.WantValue(t, a, "n", "3")
+	}
+}

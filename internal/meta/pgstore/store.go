@@ -29,6 +29,8 @@ type Store struct {
 	trips       atomic.Int64 // requests sent and waited on (RoundTrips)
 	lockWait    atomic.Int64 // nanoseconds spent in LockedBatch (TxLockWait)
 	ch          changeLog    // several hosts: what the others changed (changes.go)
+
+	committed atomic.Pointer[func()] // tests: runs once a locked batch's COMMIT returned, before its writes reach the cache (OnCommitted)
 }
 
 var (

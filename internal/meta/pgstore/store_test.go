@@ -79,6 +79,7 @@ func TestStore(t *testing.T) {
 		{"RecordCacheRaces", testRecordCacheRaces},
 		{"LockedBatches", testLockedBatches},
 		{"ChangeLog", testChangeLog},
+		{"ForeignCommitDuringOwnCommit", testForeignCommitDuringOwnCommit},
 		{"Listen", testListen},
 		{"Leases", testLeases},
 		{"LeaseOfDeadSession", testLeaseOfDeadSession},
