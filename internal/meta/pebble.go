@@ -28,9 +28,10 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	wal := newSoftWAL(fs)
 	p := &Pebble{wal: wal}
 	opts := &pebble.Options{
-		FS:     wal,
-		Cache:  pebble.NewCache(64 << 20),
-		Logger: slogLogger{},
+		FS:       wal,
+		Comparer: wholeKeys,
+		Cache:    pebble.NewCache(64 << 20),
+		Logger:   slogLogger{},
 		// The WAL is preallocated at 110% of the memtable and one old WAL is
 		// kept for recycling; Pebble's 4 MiB default keeps that overhead of
 		// an idle volume near 9 MiB.
