@@ -1,7 +1,6 @@
 package content
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
@@ -55,19 +54,13 @@ func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) err
 		return err
 	}
 	defer it.Close()
-	// The extent starting before start may reach into the range, unless
-	// one starts at start (extents do not overlap): reads at chunk
-	// boundaries, every read of fixed-size blocks, need not look back,
-	// which costs Pebble a backward seek and a change of direction.
-	startKey := schema.ExtentKey(ino, start)
-	if atStart := it.SeekGE(startKey) && bytes.Equal(it.Key(), startKey); !atStart {
-		if !it.SeekLT(startKey) {
-			it.First()
-		} else if p, err := piece(it); err != nil {
-			return &RecordError{Ino: ino, Record: "extent", Err: err}
-		} else if p.End() <= start {
-			it.Next()
-		}
+	// The extent starting before start may reach into the range.
+	if !it.SeekLT(schema.ExtentKey(ino, start)) {
+		it.First()
+	} else if p, err := piece(it); err != nil {
+		return &RecordError{Ino: ino, Record: "extent", Err: err}
+	} else if p.End() <= start {
+		it.Next()
 	}
 	for ; it.Valid(); it.Next() {
 		p, err := piece(it)
