@@ -53,15 +53,16 @@ var ErrCorrupt = errors.New("content: stored chunk is damaged")
 
 // Engine is the content layer of one volume.
 type Engine struct {
-	meta  meta.Store
-	blobs blob.Store
-	cfg   Config
-	chunk chunker.Chunker
-	comp  *compressor
-	cache *chunkCache
-	locs  *locCache
-	loads *loads
-	log   *slog.Logger
+	meta      meta.Store
+	blobs     blob.Store
+	cfg       Config
+	chunk     chunker.Chunker
+	comp      *compressor
+	cache     *chunkCache
+	locs      *locCache
+	loads     *loads
+	log       *slog.Logger
+	hostCache hostCache // files whose host page cache reads leave alone (hostcache.go)
 	reclaimer
 	counters counters
 

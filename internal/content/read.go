@@ -50,10 +50,10 @@ func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) er
 	if err != nil {
 		return fmt.Errorf("read inode %d: %w", ino, err)
 	}
-	if e.noteRead(r, ino, off, end) && len(direct) > 0 {
+	if e.noteRead(r, ino, off, end) && len(direct) > 0 && !e.keepsHostCache(ino) {
 		// A streaming reader: the kernel keeps these bytes as the file's
 		// own pages (across opens), so the host's copy of the segment
-		// bytes would only cache them twice.
+		// bytes would only cache them twice (hostcache.go).
 		e.blobs.Forget(direct)
 	}
 	return nil

@@ -212,6 +212,9 @@ func (v *FS) stillThere(ino uint64) error {
 	return err
 }
 
+// KeepHostCache implements vfs.HostCacheKeeper.
+func (v *FS) KeepHostCache(ino uint64) (release func()) { return v.eng.KeepHostCache(ino) }
+
 // Read implements vfs.FS.
 func (v *FS) Read(h vfs.Handle, off int64, buf []byte) (int, error) {
 	hd, err := v.handle(h)

@@ -186,3 +186,15 @@ type Locker interface {
 	// close for fcntl locks, the last close of a file for flock locks).
 	ReleaseLocks(ino, owner uint64, flock bool) error
 }
+
+// HostCacheKeeper is an optional capability: a frontend with no kernel
+// page cache above it (a block export) asks the volume to leave the
+// host's page cache of a file's stored bytes alone, so that what it read
+// once is read again from memory. Reads through a FUSE mount drop what a
+// streaming reader read instead, since the kernel keeps those pages as
+// the file's own.
+type HostCacheKeeper interface {
+	// KeepHostCache keeps ino's stored bytes cached until release is
+	// called.
+	KeepHostCache(ino uint64) (release func())
+}

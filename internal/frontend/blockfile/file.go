@@ -21,6 +21,7 @@ type File struct {
 	size     int64
 	readOnly bool
 	changed  Changed
+	release  func() // of the host page cache kept for the export (vfs.HostCacheKeeper)
 }
 
 var (
@@ -45,7 +46,12 @@ func Open(fs vfs.FS, ino uint64, readOnly bool, changed Changed) (*File, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &File{fs: fs, h: h, ino: ino, size: a.Size, readOnly: readOnly, changed: changed}, nil
+	f := &File{fs: fs, h: h, ino: ino, size: a.Size, readOnly: readOnly, changed: changed, release: func() {}}
+	if k, ok := fs.(vfs.HostCacheKeeper); ok {
+		// No kernel page cache above an export: reads keep the host's.
+		f.release = k.KeepHostCache(ino)
+	}
+	return f, nil
 }
 
 // Ino is the inode of the file.
@@ -60,6 +66,7 @@ func (f *File) Close() error {
 	if !f.readOnly {
 		err = f.fs.Fsync(f.h, false)
 	}
+	f.release()
 	return errors.Join(err, f.fs.Release(f.h))
 }
 
