@@ -23,7 +23,7 @@ func (v *FS) SetJournalCursor(name string, from uint64) error {
 	}
 	v.journalMu.Lock() // the floor cannot rise while the cursor is set
 	defer v.journalMu.Unlock()
-	floor, err := readU64(v.meta, schema.KeyJournalFloor, 0)
+	floor, err := v.JournalFloor()
 	if err != nil {
 		return err
 	}
@@ -72,8 +72,12 @@ func (v *FS) JournalCursors() (map[string]uint64, error) {
 }
 
 // JournalFloor is the oldest version whose journal entries are all kept.
+// It is read past any record cache: on a volume of several hosts the
+// pruner of another host raises it outside the volume lock, unlogged
+// (pgstore's batches without the lock), so a cached copy may be lower
+// than the floor, and entries it promises may be gone.
 func (v *FS) JournalFloor() (uint64, error) {
-	return readU64(v.meta, schema.KeyJournalFloor, 0)
+	return readU64(v.fresh(), schema.KeyJournalFloor, 0)
 }
 
 // startTreeJournal records, on a volume made before the per-clone

@@ -92,7 +92,7 @@ func (v *FS) raiseFloor() (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	old, err := readU64(v.meta, schema.KeyJournalFloor, 0)
+	old, err := v.JournalFloor() // never below another host's raise
 	if err != nil || f <= old {
 		return old, err
 	}
