@@ -45,14 +45,8 @@ func BenchmarkSequentialWrite(b *testing.B) {
 // as fio's sequential read job does over NBD.
 func BenchmarkSequentialRead(b *testing.B) {
 	const size = 256 << 20
-	f := newExport(b, "fixed:4K")
-	rng := rand.NewChaCha8([32]byte{2})
+	f := writtenExport(b, size, 2)
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		rng.Read(buf)
-		testutil.Check(b, f.WriteAt(buf, off, false))
-	}
-	testutil.Check(b, f.Flush())
 	b.SetBytes(int64(len(buf)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -67,14 +61,7 @@ func BenchmarkSequentialRead(b *testing.B) {
 // time, as fio's random read job at iodepth 1 does over NBD.
 func BenchmarkRandomRead(b *testing.B) {
 	const size = 256 << 20
-	f := newExport(b, "fixed:4K")
-	rng := rand.NewChaCha8([32]byte{3})
-	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; off += int64(len(buf)) {
-		rng.Read(buf)
-		testutil.Check(b, f.WriteAt(buf, off, false))
-	}
-	testutil.Check(b, f.Flush())
+	f := writtenExport(b, size, 3)
 	offsets := rand.New(rand.NewPCG(3, 4))
 	block := make([]byte, 4<<10)
 	b.SetBytes(int64(len(block)))
@@ -84,6 +71,20 @@ func BenchmarkRandomRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// writtenExport is a fresh export of fixed 4 KiB blocks holding size
+// bytes of random data (from seed), written in 1 MiB requests and flushed.
+func writtenExport(b *testing.B, size int64, seed byte) *blockfile.File {
+	f := newExport(b, "fixed:4K")
+	rng := rand.NewChaCha8([32]byte{seed})
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		rng.Read(buf)
+		testutil.Check(b, f.WriteAt(buf, off, false))
+	}
+	testutil.Check(b, f.Flush())
+	return f
 }
 
 // newExport opens a fresh volume holding one empty file cut by policy
