@@ -30,16 +30,7 @@ func foreignOf(t *testing.T, s *pgstore.Store) meta.Changes {
 // not wait for it.
 func testChangeLog(t *testing.T, e *env) {
 	ctx := context.Background()
-	a := e.open(t)
-	b, err := pgstore.Open(ctx, pgstore.Options{URL: e.dsn, Schema: a.Schema()})
-	must(t, err)
-	defer b.Close()
-	for _, s := range []*pgstore.Store{a, b} {
-		_, err := s.Register(pgstore.SessionInfo{Host: "test"})
-		must(t, err)
-		defer s.Unregister()
-		must(t, s.TrackChanges())
-	}
+	a, b := twoSessions(t, e, true)
 	storetest.Commit(t, a, map[string][]byte{"k1": []byte("1"), "k2": []byte("2"), "r/1": []byte("x"), "r/2": []byte("y")})
 	for _, s := range []*pgstore.Store{a, b} {
 		if ch := foreignOf(t, s); !ch.All {
@@ -118,20 +109,8 @@ func testChangeLog(t *testing.T, e *env) {
 // With the log the key is dropped; without it (or when the log is lost)
 // the whole cache is.
 func testForeignCommitDuringOwnCommit(t *testing.T, e *env) {
-	ctx := context.Background()
 	for _, logged := range []bool{true, false} {
-		a := e.open(t)
-		b, err := pgstore.Open(ctx, pgstore.Options{URL: e.dsn, Schema: a.Schema()})
-		must(t, err)
-		defer b.Close()
-		for _, s := range []*pgstore.Store{a, b} {
-			_, err := s.Register(pgstore.SessionInfo{Host: "test"})
-			must(t, err)
-			defer s.Unregister()
-			if logged {
-				must(t, s.TrackChanges())
-			}
-		}
+		a, b := twoSessions(t, e, logged)
 		storetest.Commit(t, a, map[string][]byte{"n": []byte("1")})
 		foreignOf(t, a)
 		foreignOf(t, b)
@@ -158,4 +137,23 @@ func testForeignCommitDuringOwnCommit(t *testing.T, e *env) {
 		}
 		storetest.WantValue(t, a, "n", "3")
 	}
+}
+
+// twoSessions opens a volume and a second store on it, as two hosts:
+// both registered as sessions, both following the change log if logged.
+// They are closed and unregistered when t ends.
+func twoSessions(t *testing.T, e *env, logged bool) (a, b *pgstore.Store) {
+	a = e.open(t)
+	b, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: a.Schema()})
+	must(t, err)
+	t.Cleanup(func() { b.Close() })
+	for _, s := range []*pgstore.Store{a, b} {
+		_, err := s.Register(pgstore.SessionInfo{Host: "test"})
+		must(t, err)
+		t.Cleanup(func() { s.Unregister() })
+		if logged {
+			must(t, s.TrackChanges())
+		}
+	}
+	return a, b
 }
