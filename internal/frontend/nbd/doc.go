@@ -16,6 +16,7 @@
 //	negotiate.go      option haggling: EXPORT_NAME, INFO/GO, LIST, ABORT,
 //	                  STRUCTURED_REPLY, LIST/SET_META_CONTEXT
 //	transmission.go   request reader loop, concurrency and memory bounds, request validation
+//	workers.go        goroutines that run a connection's requests, reused
 //	commands.go       execution of each command and its reply; extent normalisation
 //	reply_writer.go   serialised, whole-message reply output
 //	budget.go         byte semaphore bounding buffered payloads per connection

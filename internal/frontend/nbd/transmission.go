@@ -3,7 +3,6 @@ package nbd
 import (
 	"errors"
 	"io"
-	"sync"
 )
 
 // request is one decoded request handed to a worker.
@@ -25,10 +24,14 @@ func (s *session) transmit() error {
 	rw := &replyWriter{w: s.w, conn: s.conn}
 	budget := newByteBudget(s.limits.MaxBufferBytes)
 	slots := make(chan struct{}, s.limits.MaxInFlight)
-	var workers sync.WaitGroup
+	pool := newWorkerPool(s.limits.MaxInFlight, func(req *request) {
+		s.execute(rw, req)
+		budget.release(req.granted)
+		<-slots
+	})
 
-	err := s.readRequests(rw, budget, slots, &workers)
-	workers.Wait()
+	err := s.readRequests(rw, budget, slots, pool)
+	pool.close()
 	if !s.export.ReadOnly {
 		// Closing is a flush point, so that a client that hangs up without
 		// NBD_CMD_FLUSH, or a server shutdown, loses no acknowledged write.
@@ -44,7 +47,7 @@ func (s *session) transmit() error {
 
 // readRequests is the reader loop. It returns on NBD_CMD_DISC (nil), on
 // shutdown, or on a read or protocol error.
-func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan struct{}, workers *sync.WaitGroup) error {
+func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan struct{}, pool *workerPool) error {
 	var hb [requestHeaderLen]byte
 	for {
 		if _, err := io.ReadFull(s.r, hb[:]); err != nil {
@@ -95,13 +98,7 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			return err
 		}
 		slots <- struct{}{}
-		workers.Add(1)
-		go func() {
-			defer workers.Done()
-			defer func() { <-slots }()
-			defer budget.release(req.granted)
-			s.execute(rw, req)
-		}()
+		pool.dispatch(req)
 	}
 }
 
