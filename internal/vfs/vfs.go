@@ -198,3 +198,11 @@ type HostCacheKeeper interface {
 	// called.
 	KeepHostCache(ino uint64) (release func())
 }
+
+// BlockReader is an optional capability for a frontend that serves a file
+// at a fixed size (a block export): ReadBlock fills all of buf with the
+// file's bytes at off, zeros past the file's end. It can skip what Read
+// pays to learn the size: a file holds no data past its end.
+type BlockReader interface {
+	ReadBlock(h Handle, off int64, buf []byte) error
+}

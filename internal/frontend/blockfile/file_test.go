@@ -102,3 +102,25 @@ func TestPurge(t *testing.T) {
 	wantStatus(t, f, fmt.Sprintf("[{%d %d} {%d 0} {%d %d}]", 3*mib, hole, 4096, 13*mib-4096, hole))
 	testutil.Check(t, f.Close())
 }
+
+// TestReadPastShorteningWithBufferedWrites: a file shortened while writes
+// to it (some past the new end) are still buffered reads as zeros past its
+// new end, before and after the buffer commits.
+func TestReadPastShorteningWithBufferedWrites(t *testing.T) {
+	v, f := openFile(t, nil)
+	data := testutil.SeededBytes(2, 2*mib)
+	testutil.Check(t, f.WriteAt(data, 0, true)) // committed extents
+	testutil.Check(t, f.WriteAt(data[:4096], 4*mib, false))
+	_, err := v.NS.SetAttr(vfs.Caller{}, f.Ino(), vfs.SetAttr{SetSize: true, Size: mib})
+	testutil.Check(t, err)
+	for _, flush := range []bool{false, true} {
+		got := make([]byte, 2*mib)
+		n, err := f.ReadAt(got, 0)
+		testutil.Check(t, err)
+		if n != len(got) || !bytes.Equal(got[:mib], data[:mib]) || !bytes.Equal(got[mib:], make([]byte, mib)) {
+			t.Fatalf("flushed %v: read across the shortened end returned stale bytes", flush)
+		}
+		testutil.Check(t, f.Flush())
+	}
+	testutil.Check(t, f.Close())
+}

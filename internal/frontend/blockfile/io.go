@@ -1,11 +1,21 @@
 package blockfile
 
-import "io"
+import (
+	"io"
+
+	"github.com/doppelfs/doppel/internal/vfs"
+)
 
 // ReadAt implements nbd.ReaderAt. The export keeps the size it had when it
 // was opened: if the file was shortened since, the bytes past its end read
 // as zeros.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if br, ok := f.fs.(vfs.BlockReader); ok {
+		if err := br.ReadBlock(f.h, off, p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	n := 0
 	for n < len(p) {
 		m, err := f.fs.Read(f.h, off+int64(n), p[n:])
