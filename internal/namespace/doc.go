@@ -44,6 +44,8 @@
 //
 // The write path
 //   - file.go: open, read, write, flush, fsync, release.
+//   - file_block.go: what a block export asks beyond that: reads at a fixed
+//     size, the host's page cache kept.
 //   - flush.go: committing buffered writes (content.Engine.CommitChunks),
 //     the background flusher.
 //   - stream.go: a large sequential run cut and committed in the
