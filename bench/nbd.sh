@@ -18,7 +18,8 @@
 # Environment: BENCH_REPS [3], BENCH_SIZE_MIB [2048], BENCH_COPY_MIB [4096],
 # BENCH_RUNTIME [15], BENCH_DIR [/var/tmp/doppel-bench-nbd] (on the disk to
 # measure: needs BENCH_SIZE_MIB + 2 * BENCH_COPY_MIB free), BENCH_PORT
-# [10909]. Needs fio (with its nbd engine), qemu-nbd, nbdkit, nbdcopy:
+# [10909], BENCH_BASE_BIN=BINDIR (an older doppel as a fourth server, in
+# the same turns: a before/after of a change next to the peers). Needs fio (with its nbd engine), qemu-nbd, nbdkit, nbdcopy:
 # scripts/ensure-deps.sh --bench installs them.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
@@ -26,6 +27,7 @@ set -euo pipefail
 CMDLINE=$(bench_cmdline bench/nbd.sh "$@")
 
 BIN=${1:-$DOPPEL_REPO_ROOT/bin}
+BASE_BIN=${BENCH_BASE_BIN:-}
 REPS=${BENCH_REPS:-3}
 SIZE_MIB=${BENCH_SIZE_MIB:-2048}
 COPY_MIB=${BENCH_COPY_MIB:-4096}
@@ -72,9 +74,11 @@ wait_port() {
 start_server() {
 	rm -rf "$STORE" "$RAW"
 	case $1 in
-	doppel)
-		"$BIN/doppel" init --store "$STORE" >>"$LOGF" 2>&1
-		"$BIN/doppel" nbd --store "$STORE" --listen "tcp:127.0.0.1:$PORT" \
+	doppel | doppel-base)
+		local bin=$BIN
+		[ "$1" = doppel ] || bin=$BASE_BIN
+		"$bin/doppel" init --store "$STORE" >>"$LOGF" 2>&1
+		"$bin/doppel" nbd --store "$STORE" --listen "tcp:127.0.0.1:$PORT" \
 			--create "${SIZE_MIB}M" --name disk /disk.img >>"$LOGF" 2>&1 &
 		;;
 	qemu-nbd)
@@ -131,6 +135,10 @@ copy_secs() {
 }
 
 SERVERS=(doppel qemu-nbd nbdkit)
+if [ -n "$BASE_BIN" ]; then
+	[ -x "$BASE_BIN/doppel" ] || die "$BASE_BIN/doppel is missing"
+	SERVERS=(doppel-base "${SERVERS[@]}")
+fi
 TESTS=(seqwrite seqread randwrite1 randwrite16 randread1 randread16 copyin copyout)
 declare -A RES
 bench_start
@@ -159,8 +167,21 @@ rm -f "$DIR/out.bin" "$RAW"
 rm -rf "$STORE"
 
 echo
-echo "| test | unit | doppel nbd | qemu-nbd | nbdkit file | doppel / qemu-nbd |"
-echo "|---|---|---|---|---|---|"
+if [ -n "$BASE_BIN" ]; then
+	echo "| test | unit | doppel nbd (base) | doppel nbd | qemu-nbd | nbdkit file | base / qemu-nbd | doppel / qemu-nbd |"
+	echo "|---|---|---|---|---|---|---|---|"
+else
+	echo "| test | unit | doppel nbd | qemu-nbd | nbdkit file | doppel / qemu-nbd |"
+	echo "|---|---|---|---|---|---|"
+fi
+# ratio D Q T: D against qemu-nbd's Q, above 1 when D is ahead.
+ratio() {
+	if [[ $3 == copy* ]]; then
+		awk -v d="$1" -v q="$2" 'BEGIN { printf "%.2f", q / d }'
+	else
+		awk -v d="$1" -v q="$2" 'BEGIN { printf "%.2f", d / q }'
+	fi
+}
 for t in "${TESTS[@]}"; do
 	case $t in
 	seq*) unit="MiB/s" ;;
@@ -170,12 +191,12 @@ for t in "${TESTS[@]}"; do
 	d=$(median "${RES[doppel,$t]}") q=$(median "${RES[qemu-nbd,$t]}") k=$(median "${RES[nbdkit,$t]}")
 	# Higher is better for rates; for seconds the ratio is inverted so
 	# that above 1 always means doppel is ahead.
-	if [[ $t == copy* ]]; then
-		r=$(awk -v d="$d" -v q="$q" 'BEGIN { printf "%.2f", q / d }')
+	if [ -n "$BASE_BIN" ]; then
+		b=$(median "${RES[doppel-base,$t]}")
+		echo "| $t | $unit | $b | $d | $q | $k | $(ratio "$b" "$q" "$t") | $(ratio "$d" "$q" "$t") |"
 	else
-		r=$(awk -v d="$d" -v q="$q" 'BEGIN { printf "%.2f", d / q }')
+		echo "| $t | $unit | $d | $q | $k | $(ratio "$d" "$q" "$t") |"
 	fi
-	echo "| $t | $unit | $d | $q | $k | $r |"
 done
 echo
 machine_section "$DIR" "$CMDLINE" "as root" "| Repetitions | $REPS, servers in turn, medians |"
