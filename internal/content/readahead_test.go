@@ -201,3 +201,42 @@ func TestReadaheadCatchesUpAfterFallingBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestReadaheadLeavesReadsInFlightAlone: a reader whose queue of
+// sequential reads runs past the readahead window (16 reads of 1 MiB, as
+// fio or nbdcopy keep in flight) looks up its own chunks; readahead
+// looking them up again only doubled the work. With a shallower queue it
+// reads ahead of the furthest read begun.
+func TestReadaheadLeavesReadsInFlightAlone(t *testing.T) {
+	const step, size = 1 << 20, 48 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(12, 12)), size))
+	v.reopen()
+	rec := &streamRecorder{Store: v.e.blobs}
+	v.e.blobs = rec
+	window := v.e.loads.window
+	for _, depth := range []int64{16, 2} {
+		start := int64(0)
+		if depth == 2 {
+			start = 24 << 20 // a jump: a new stream
+		}
+		issued := start
+		for off := start; off < start+16<<20; off += step {
+			for ; issued < min(off+depth*step, size); issued += step {
+				v.e.loads.noteIssued(2, issued, issued+step)
+			}
+			buf := make([]byte, step)
+			if err := v.e.readBegun(v.e.meta, 2, off, buf); err != nil {
+				t.Fatal(err)
+			}
+			v.e.loads.running.Wait()
+		}
+		got := rec.take()
+		if depth*step > window && len(got) != 0 {
+			t.Errorf("%d reads of %d bytes in flight (window %d): readahead prefetched %d times", depth, step, window, len(got))
+		}
+		if depth*step < window && len(got) == 0 {
+			t.Errorf("%d reads of %d bytes in flight (window %d): no readahead", depth, step, window)
+		}
+	}
+}
