@@ -92,6 +92,19 @@ func TestReadsSurviveStaleLocations(t *testing.T) {
 	}
 }
 
+// recordedStreams makes a volume whose inode 2 holds size random bytes
+// (from seed) in 64 KiB chunks, reopened cold, with a streamRecorder
+// around its blob store.
+func recordedStreams(t *testing.T, size int, seed uint64) (*env, *streamRecorder) {
+	t.Helper()
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(seed, seed)), size))
+	v.reopen()
+	rec := &streamRecorder{Store: v.e.blobs}
+	v.e.blobs = rec
+	return v, rec
+}
+
 // streamRecorder is a blob store that notes how far into its stream each
 // PrefetchStream said the reader was.
 type streamRecorder struct {
@@ -120,11 +133,7 @@ func (r *streamRecorder) take() []int64 {
 // (the S3 store caches only a stream's head), counted afresh after a jump.
 func TestReadaheadSaysHowFarTheStreamIs(t *testing.T) {
 	const step, size = 128 << 10, 32 << 20
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
-	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(10, 10)), size))
-	v.reopen()
-	rec := &streamRecorder{Store: v.e.blobs}
-	v.e.blobs = rec
+	v, rec := recordedStreams(t, size, 10)
 	window := v.e.loads.window
 	check := func(from, to int64) {
 		t.Helper()
@@ -209,11 +218,7 @@ func TestReadaheadCatchesUpAfterFallingBehind(t *testing.T) {
 // reads ahead of the furthest read begun.
 func TestReadaheadLeavesReadsInFlightAlone(t *testing.T) {
 	const step, size = 1 << 20, 48 << 20
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
-	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(12, 12)), size))
-	v.reopen()
-	rec := &streamRecorder{Store: v.e.blobs}
-	v.e.blobs = rec
+	v, rec := recordedStreams(t, size, 12)
 	window := v.e.loads.window
 	for _, depth := range []int64{16, 2} {
 		start := int64(0)
