@@ -18,7 +18,8 @@
 //	transmission.go   request reader loop, concurrency and memory bounds, request validation
 //	workers.go        goroutines that run a connection's requests, reused
 //	commands.go       execution of each command and its reply; extent normalisation
-//	reply_writer.go   serialised, whole-message reply output
+//	reply_writer.go   serialised, whole-message reply output; replies queued
+//	                  behind each other leave in one write
 //	budget.go         byte semaphore bounding buffered payloads per connection
 //	errno.go          mapping of backend errors to NBD error values
 //	wire_constants.go protocol numbers, Errno, size constraints
@@ -28,10 +29,11 @@
 //
 // Tests: memory_backend_test.go (reference backend with an allocation map),
 // client_test.go (a minimal, strict client), helpers_test.go (servers on
-// pipes and Unix sockets), server_test.go and budget_test.go (unit tests),
-// model_test.go (randomised comparison with a reference model, replayable
-// with -nbd.seed), fuzz_test.go (decoders, handshakes and whole sessions),
-// conformance_test.go (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).
+// pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go
+// and reply_writer_test.go (unit tests), model_test.go (randomised
+// comparison with a reference model, replayable with -nbd.seed),
+// fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
+// (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).
 //
 // Not implemented: TLS (STARTTLS is answered NBD_REP_ERR_UNSUP), oldstyle
 // negotiation, extended headers, resize, metadata contexts other than
