@@ -19,10 +19,10 @@ type loads struct {
 	// already started.
 	streams map[uint64]stream
 	// issuedTo is, per inode, the end of the furthest read begun of the
-	// sequence of reads that each began within a window of it: a client
-	// with a deep queue (fio, nbdcopy, a VM) has reads in flight well
-	// past the last one that ended, and readahead of what they look up
-	// themselves doubled the lookups of a sequential read of an export.
+	// current sequence (noteIssued): a client with a deep queue (fio,
+	// nbdcopy, a VM) has reads in flight well past the last one that
+	// ended, and readahead of what they look up themselves doubled the
+	// lookups of a sequential read of an export.
 	issuedTo map[uint64]int64
 	slots    chan struct{} // bounds readahead goroutines
 	window   int64         // how far beyond a sequential read chunks are prepared
@@ -93,7 +93,11 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 	return c.data, c.err
 }
 
-// noteIssued records that a read of [off, end) of ino begins.
+// noteIssued records that a read of [off, end) of ino begins. A read that
+// begins more than a window past the furthest one, or more than four
+// behind it, starts a new sequence: reads in flight begin a little out of
+// order (several workers on few cores), a reader that starts over does
+// not.
 func (l *loads) noteIssued(ino uint64, off, end int64) {
 	l.mu.Lock()
 	to, ok := l.issuedTo[ino]
