@@ -29,12 +29,6 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 // an export's 4 KiB blocks thus costs a few reads instead of 256, and one
 // walk of the chunk table instead of 256 point lookups.
 func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
-	e.loads.noteIssued(ino, off, off+int64(len(buf)))
-	return e.readBegun(r, ino, off, buf)
-}
-
-// readBegun is ReadAtFrom once noteIssued knows of the read.
-func (e *Engine) readBegun(r meta.Reader, ino uint64, off int64, buf []byte) error {
 	end := off + int64(len(buf))
 	pos := off // bytes before pos are filled or found to be a hole
 	var pieces []Piece

@@ -18,14 +18,8 @@ type loads struct {
 	// sequential readers worth reading ahead for) and how far readahead was
 	// already started.
 	streams map[uint64]stream
-	// issuedTo is, per inode, the end of the furthest read begun of the
-	// current sequence (noteIssued): a client with a deep queue (fio,
-	// nbdcopy, a VM) has reads in flight well past the last one that
-	// ended, and readahead of what they look up themselves doubled the
-	// lookups of a sequential read of an export.
-	issuedTo map[uint64]int64
-	slots    chan struct{} // bounds readahead goroutines
-	window   int64         // how far beyond a sequential read chunks are prepared
+	slots   chan struct{} // bounds readahead goroutines
+	window  int64         // how far beyond a sequential read chunks are prepared
 	// running counts readahead goroutines, which Close waits for: they
 	// read the metadata store, which closes after the engine.
 	running sync.WaitGroup
@@ -61,7 +55,7 @@ type load struct {
 const DefaultReadahead = 8 << 20
 
 func newLoads(window int64) *loads {
-	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, issuedTo: map[uint64]int64{}, slots: make(chan struct{}, 4), window: window}
+	return &loads{inflight: map[schema.Hash]*load{}, streams: map[uint64]stream{}, slots: make(chan struct{}, 4), window: window}
 }
 
 // chunkData returns a chunk's raw bytes, from the cache, from a load in
@@ -93,21 +87,6 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 	return c.data, c.err
 }
 
-// noteIssued records that a read of [off, end) of ino begins. A read that
-// begins more than a window past the furthest one, or more than four
-// behind it, starts a new sequence: reads in flight begin a little out of
-// order (several workers on few cores), a reader that starts over does
-// not.
-func (l *loads) noteIssued(ino uint64, off, end int64) {
-	l.mu.Lock()
-	to, ok := l.issuedTo[ino]
-	if !ok || off > to+l.window || off < to-4*l.window {
-		to = end // a jump: a new sequence
-	}
-	l.issuedTo[ino] = max(to, end)
-	l.mu.Unlock()
-}
-
 // noteRead records a read of [off, end) of ino and, when it continues the
 // previous one, prepares the chunks just beyond it in the background:
 // their records are looked up (one iterator for the window, kept in the
@@ -123,7 +102,6 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	st, seen := l.streams[ino]
 	if len(l.streams) > 4096 {
 		clear(l.streams) // a bound, not an LRU: losing hints only costs readahead
-		clear(l.issuedTo)
 	}
 	window := l.window
 	sequential := seen && off >= st.lastEnd-window && off <= st.lastEnd+window
@@ -132,9 +110,6 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 		from = end // a new stream, or one that jumped: start the window afresh
 	}
 	to := min(end+window, math.MaxInt64)
-	if issued := l.issuedTo[ino]; sequential && issued > from {
-		from = min(issued, to) // reads in flight look those up
-	}
 	if sequential {
 		st.run++
 	} else {

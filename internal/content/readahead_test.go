@@ -92,19 +92,6 @@ func TestReadsSurviveStaleLocations(t *testing.T) {
 	}
 }
 
-// recordedStreams makes a volume whose inode 2 holds size random bytes
-// (from seed) in 64 KiB chunks, reopened cold, with a streamRecorder
-// around its blob store.
-func recordedStreams(t *testing.T, size int, seed uint64) (*env, *streamRecorder) {
-	t.Helper()
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
-	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(seed, seed)), size))
-	v.reopen()
-	rec := &streamRecorder{Store: v.e.blobs}
-	v.e.blobs = rec
-	return v, rec
-}
-
 // streamRecorder is a blob store that notes how far into its stream each
 // PrefetchStream said the reader was.
 type streamRecorder struct {
@@ -133,7 +120,11 @@ func (r *streamRecorder) take() []int64 {
 // (the S3 store caches only a stream's head), counted afresh after a jump.
 func TestReadaheadSaysHowFarTheStreamIs(t *testing.T) {
 	const step, size = 128 << 10, 32 << 20
-	v, rec := recordedStreams(t, size, 10)
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
+	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(10, 10)), size))
+	v.reopen()
+	rec := &streamRecorder{Store: v.e.blobs}
+	v.e.blobs = rec
 	window := v.e.loads.window
 	check := func(from, to int64) {
 		t.Helper()
@@ -207,41 +198,6 @@ func TestReadaheadCatchesUpAfterFallingBehind(t *testing.T) {
 		}
 		if !g.fetched[chunkLoc(recs[0])] {
 			t.Fatalf("the chunk at %d, just ahead of a reader at %d, was not prefetched once readahead was free", at, off)
-		}
-	}
-}
-
-// TestReadaheadLeavesReadsInFlightAlone: a reader whose queue of
-// sequential reads runs past the readahead window (16 reads of 1 MiB, as
-// fio or nbdcopy keep in flight) looks up its own chunks; readahead
-// looking them up again only doubled the work. With a shallower queue it
-// reads ahead of the furthest read begun.
-func TestReadaheadLeavesReadsInFlightAlone(t *testing.T) {
-	const step, size = 1 << 20, 48 << 20
-	v, rec := recordedStreams(t, size, 12)
-	window := v.e.loads.window
-	for _, depth := range []int64{16, 2} {
-		start := int64(0)
-		if depth == 2 {
-			start = 24 << 20 // a jump: a new stream
-		}
-		issued := start
-		for off := start; off < start+16<<20; off += step {
-			for ; issued < min(off+depth*step, size); issued += step {
-				v.e.loads.noteIssued(2, issued, issued+step)
-			}
-			buf := make([]byte, step)
-			if err := v.e.readBegun(v.e.meta, 2, off, buf); err != nil {
-				t.Fatal(err)
-			}
-			v.e.loads.running.Wait()
-		}
-		got := rec.take()
-		if depth*step > window && len(got) != 0 {
-			t.Errorf("%d reads of %d bytes in flight (window %d): readahead prefetched %d times", depth, step, window, len(got))
-		}
-		if depth*step < window && len(got) == 0 {
-			t.Errorf("%d reads of %d bytes in flight (window %d): no readahead", depth, step, window)
 		}
 	}
 }
