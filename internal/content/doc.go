@@ -9,6 +9,11 @@
 // to zero is freed: after the batch that dropped it is durable, its bytes are
 // punched out of the segment file by the reclaimer.
 //
+// An extent over a whole uncompressed chunk also carries the chunk's
+// location and check as its write found them (hints.go): verified reads
+// of such extents skip the chunk record, and fall back to it when the
+// hint has gone stale.
+//
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
 // its background loop; compact_move.go: moving live chunks without racing

@@ -63,6 +63,7 @@ type Engine struct {
 	loads     *loads
 	log       *slog.Logger
 	hostCache hostCache // files whose host page cache reads leave alone (hostcache.go)
+	hints     bool      // extents carry location hints (hints.go)
 	reclaimer
 	counters counters
 
@@ -120,7 +121,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		cfg.ReadaheadBytes = DefaultReadahead
 	}
 	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(),
-		loads: newLoads(cfg.ReadaheadBytes), log: log}
+		loads: newLoads(cfg.ReadaheadBytes), log: log, hints: usesHints(b, cfg)}
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

@@ -18,8 +18,12 @@ type Piece struct {
 // End is the file offset just past the piece.
 func (p Piece) End() int64 { return p.Off + int64(p.Length) }
 
-// clip narrows p to [start, end), which must overlap it.
+// clip narrows p to [start, end), which must overlap it. A narrowed
+// piece is no longer its whole chunk and loses its location hint.
 func (p Piece) clip(start, end int64) Piece {
+	if start > p.Off || p.End() > end {
+		p.Hint = schema.Hint{}
+	}
 	if start > p.Off {
 		d := start - p.Off
 		p.ChunkOff += uint32(d)
@@ -136,7 +140,11 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.hasBytes() && c.hasBytes()) {
 			t.fresh[c.Hash] = c
 		}
-		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len)}}); err != nil {
+		hint := t.e.hintOf(t.fresh[c.Hash]) // the copy this commit keeps
+		if !hint.Has() {
+			hint = t.e.hintOf(c)
+		}
+		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len), Hint: hint}}); err != nil {
 			return 0, err
 		}
 		mapped += int64(c.Len)

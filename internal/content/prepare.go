@@ -24,9 +24,10 @@ type Prepared struct {
 	data    []byte // raw bytes; valid until the Tx commits
 	loc     blob.Loc
 	comp    uint8
-	written bool   // this Prepare stored the bytes
-	inline  []byte // the stored bytes, for a record that holds them (Engine.inlines)
-	check   uint64 // schema.CheckSum of data, for a new chunk's record
+	written bool        // this Prepare stored the bytes
+	inline  []byte      // the stored bytes, for a record that holds them (Engine.inlines)
+	check   uint64      // schema.CheckSum of data, for a new chunk's record
+	held    schema.Hint // where the record a dedup lookup found keeps the bytes (hints.go)
 	// missedAt is 1 + the createdLog gen at which the chunk table lookup
 	// found no record (0: not looked up, or found): the commit then looks
 	// again only if a record may have been created since.
@@ -227,8 +228,9 @@ func (e *Engine) markMissing(ps []*Prepared) {
 // missed at the current createdLog gen; an error if the store failed.
 func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
 	gen := e.created.missGen()
-	switch _, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
+	switch rec, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
 	case err == nil:
+		e.noteHeld(p, rec)
 		return true, nil
 	case errors.Is(err, meta.ErrNotFound):
 		p.missedAt = gen + 1
@@ -259,6 +261,7 @@ func (e *Engine) lookupMany(m meta.MultiGetter, group []*Prepared, held []bool) 
 	for j, i := range at {
 		if vals[j] != nil {
 			held[i] = true
+			e.noteHeld(group[i], vals[j])
 		} else {
 			group[i].missedAt = gen + 1
 		}

@@ -66,10 +66,11 @@ const maxRunRead = 4 << 20
 // pieces, in file order, and returns the locations read straight from the
 // blob store.
 func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, error) {
-	// Whole chunks not in the cache: their records, looked up together.
+	// Whole chunks not in the cache and without a hint: their records,
+	// looked up together.
 	var want []schema.Hash
 	for _, p := range pieces {
-		if p.ChunkOff == 0 && !e.cache.c.Contains(p.Hash) {
+		if _, hinted := e.hintedLoc(p); !hinted && p.ChunkOff == 0 && !e.cache.c.Contains(p.Hash) {
 			want = append(want, p.Hash)
 		}
 	}
@@ -80,8 +81,8 @@ func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, 
 	var direct []blob.Loc
 	for i := 0; i < len(pieces); {
 		p := pieces[i]
-		rf, ok := recs[p.Hash]
-		if !ok || !readsDirect(p, rf.c) {
+		run, ok := e.directLoc(p, recs)
+		if !ok {
 			loc, err := e.readPiece(p, buf[p.Off-off:p.End()-off])
 			if err != nil {
 				return nil, fmt.Errorf("at %d: %w", p.Off, err)
@@ -94,23 +95,22 @@ func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, 
 		}
 		// A run of whole uncompressed chunks adjacent in the file and in
 		// one segment.
-		run := chunkLoc(rf.c)
 		j := i + 1
 		for ; j < len(pieces); j++ {
 			q := pieces[j]
-			qf, ok := recs[q.Hash]
-			if !ok || !readsDirect(q, qf.c) || q.Off != pieces[j-1].End() {
+			l, ok := e.directLoc(q, recs)
+			if !ok || q.Off != pieces[j-1].End() {
 				break
 			}
-			l := chunkLoc(qf.c)
 			if l.Segment != run.Segment || l.Offset != run.Offset+uint64(run.Length) || run.Length+l.Length > maxRunRead {
 				break
 			}
 			run.Length += l.Length
 		}
 		if err := e.readRun(pieces[i:j], recs, run, buf[p.Off-off:pieces[j-1].End()-off]); err != nil {
-			// Retry chunk by chunk, which asks the store again for records
-			// that were cached and went stale.
+			// Retry chunk by chunk by their records: this asks the store
+			// again for records that were cached and went stale, and
+			// passes over stale hints.
 			for _, q := range pieces[i:j] {
 				if _, err := e.readPiece(q, buf[q.Off-off:q.End()-off]); err != nil {
 					return nil, fmt.Errorf("at %d: %w", q.Off, err)
@@ -123,6 +123,21 @@ func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, 
 	return direct, nil
 }
 
+// directLoc returns where piece p's bytes lie whole and uncompressed in
+// the blob store, by its hint or by its record in recs, if either says:
+// such bytes can be read in place and verified there. A cached chunk is
+// copied from the cache instead.
+func (e *Engine) directLoc(p Piece, recs map[schema.Hash]recordFound) (blob.Loc, bool) {
+	if loc, ok := e.hintedLoc(p); ok {
+		return loc, !e.cache.c.Contains(p.Hash)
+	}
+	rf, ok := recs[p.Hash]
+	if !ok || !readsDirect(p, rf.c) {
+		return blob.Loc{}, false
+	}
+	return chunkLoc(rf.c), true
+}
+
 // readsDirect reports whether piece p is the whole of its chunk, stored
 // uncompressed in the blob store as c says: its bytes can be read from
 // the store in place.
@@ -131,7 +146,8 @@ func readsDirect(p Piece, c schema.Chunk) bool {
 }
 
 // readRun reads run, the stored bytes of the chunks of pieces one after
-// the other, into dst and verifies every chunk.
+// the other, into dst and verifies every chunk: by its hint's check, or
+// by its record in recs.
 func (e *Engine) readRun(pieces []Piece, recs map[schema.Hash]recordFound, run blob.Loc, dst []byte) error {
 	e.counters.cacheMiss.Add(int64(len(pieces)))
 	if _, err := e.blobs.Read(run, dst); err != nil {
@@ -144,7 +160,11 @@ func (e *Engine) readRun(pieces []Piece, recs map[schema.Hash]recordFound, run b
 	parallelIf(len(pieces) >= 16, len(pieces), func(k int) {
 		q := pieces[k]
 		d := dst[q.Off-pieces[0].Off : q.End()-pieces[0].Off]
-		if !intact(q.Hash, recs[q.Hash].c, d) {
+		if _, hinted := e.hintedLoc(q); hinted {
+			if schema.CheckSum(d) != q.Hint.Check {
+				bad.Store(true)
+			}
+		} else if !intact(q.Hash, recs[q.Hash].c, d) {
 			bad.Store(true)
 		}
 	})

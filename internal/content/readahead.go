@@ -90,9 +90,10 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 // noteRead records a read of [off, end) of ino and, when it continues the
 // previous one, prepares the chunks just beyond it in the background:
 // their records are looked up (one iterator for the window, kept in the
-// location cache for the reads to come) and the host is asked to bring
-// their stored bytes into its page cache. The reads then copy and verify
-// them without waiting for the disk. The window is advanced in steps of
+// location cache for the reads to come) unless their extents carry
+// location hints (hints.go), and the host is asked to bring their stored
+// bytes into its page cache. The reads then copy and verify them without
+// waiting for the disk. The window is advanced in steps of
 // half its size, so the extents are looked up about once per MiB read
 // rather than on every read. It reports whether the read belongs to a
 // sequential stream past its first readahead window.
@@ -148,13 +149,18 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 			return
 		}
 		hs := make([]schema.Hash, 0, len(pieces))
+		locs := make([]blob.Loc, 0, len(pieces))
 		for _, p := range pieces {
-			if !e.cache.c.Contains(p.Hash) {
+			if e.cache.c.Contains(p.Hash) {
+				continue
+			}
+			if loc, ok := e.hintedLoc(p); ok {
+				locs = append(locs, loc) // no record to look up
+			} else {
 				hs = append(hs, p.Hash)
 			}
 		}
 		recs := e.lookupRecords(hs)
-		locs := make([]blob.Loc, 0, len(recs))
 		for _, c := range recs {
 			if !c.IsInline() { // its bytes came with its record
 				locs = append(locs, chunkLoc(c))

@@ -72,7 +72,9 @@ func TestWriteRangesMatchesWriteChunks(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(a, b) {
+				// Each file stored its own copy (both Prepares ran before
+				// either commit), so only the hints may differ.
+				if !slices.EqualFunc(a, b, func(x, y Piece) bool { return x.Off == y.Off && x.SameChunk(y.Extent) }) {
 					t.Fatalf("extents differ: %d pieces from WriteRanges, %d from WriteChunks", len(a), len(b))
 				}
 				if got := v.read(2, 0, len(want)); !bytes.Equal(got, want) {

@@ -285,7 +285,7 @@ func sameContent(a, b *vnode) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return slices.EqualFunc(pa, pb, func(x, y content.Piece) bool { return x == y }), nil
+	return slices.EqualFunc(pa, pb, func(x, y content.Piece) bool { return x.Off == y.Off && x.SameChunk(y.Extent) }), nil
 }
 
 func pathErr(p string, err error) error {

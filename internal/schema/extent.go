@@ -23,28 +23,81 @@ type Extent struct {
 	Hash     Hash
 	ChunkOff uint32
 	Length   uint32
+	// Hint, when set, says where the write that made this extent found
+	// the chunk stored, whole and uncompressed (Length bytes from
+	// ChunkOff 0), and the chunk's check: a verified read can go there
+	// without looking up the chunk's record (docs/BLOCK.md, "Location
+	// hints"). The chunk record stays the truth: a hint can go stale, and
+	// only a read whose bytes pass the check may trust it. It is not part
+	// of the extent's identity (SameChunk).
+	Hint Hint
 }
 
-const extentFormat = 1
+// Hint is a chunk's location and check as an extent remembers them.
+// Segment 0 means no hint.
+type Hint struct {
+	Segment uint32
+	Offset  uint64
+	Check   uint64
+}
 
-// Encode returns the record bytes.
+// Has reports whether the hint is set.
+func (h Hint) Has() bool { return h.Segment != 0 }
+
+// SameChunk reports whether x and y map the same bytes of the same chunk,
+// whatever their hints say.
+func (x Extent) SameChunk(y Extent) bool {
+	return x.Hash == y.Hash && x.ChunkOff == y.ChunkOff && x.Length == y.Length
+}
+
+// Extent record formats: 1 plain, 2 with a hint.
+const (
+	extentFormat       = 1
+	extentFormatHinted = 2
+)
+
+// Encode returns the record bytes. A hint is kept only on an extent
+// that maps its whole chunk from the start (ChunkOff 0), as hints are.
 func (x *Extent) Encode() []byte {
-	e := enc{b: make([]byte, 0, 1+HashSize+10)}
-	e.raw([]byte{extentFormat})
+	e := enc{b: make([]byte, 0, 1+HashSize+10+22)}
+	hinted := x.Hint.Has() && x.ChunkOff == 0
+	if hinted {
+		e.raw([]byte{extentFormatHinted})
+	} else {
+		e.raw([]byte{extentFormat})
+	}
 	e.raw(x.Hash[:])
 	e.u(uint64(x.ChunkOff))
 	e.u(uint64(x.Length))
+	if hinted {
+		e.u(uint64(x.Hint.Segment))
+		e.u(x.Hint.Offset)
+		e.b = binary.LittleEndian.AppendUint64(e.b, x.Hint.Check)
+	}
 	return e.b
 }
 
 // DecodeExtent parses an extent record.
 func DecodeExtent(b []byte) (Extent, error) {
 	d := dec{b: b}
-	d.format(extentFormat)
+	format := d.raw(1)
+	if d.err != nil || (format[0] != extentFormat && format[0] != extentFormatHinted) {
+		return Extent{}, ErrBadRecord
+	}
 	var x Extent
 	copy(x.Hash[:], d.raw(HashSize))
 	x.ChunkOff = d.u32()
 	x.Length = d.u32()
+	if format[0] == extentFormatHinted {
+		x.Hint.Segment = d.u32()
+		x.Hint.Offset = d.u()
+		if p := d.raw(8); d.err == nil {
+			x.Hint.Check = binary.LittleEndian.Uint64(p)
+		}
+		if d.err == nil && (x.Hint.Segment == 0 || x.ChunkOff != 0) {
+			return Extent{}, ErrBadRecord // not canonical: Encode never writes it
+		}
+	}
 	if d.err == nil && x.Length == 0 {
 		return Extent{}, ErrBadRecord
 	}

@@ -67,6 +67,7 @@ func FuzzDecodeExtent(f *testing.F) {
 		{Hash: testHash(1), Length: 1},
 		{Hash: Sum([]byte("seed")), ChunkOff: 4096, Length: 65536},
 		{Hash: testHash(0xff), ChunkOff: math.MaxUint32, Length: math.MaxUint32},
+		{Hash: testHash(2), Length: 4096, Hint: Hint{Segment: 12, Offset: 1 << 30, Check: 0xfeed}},
 	} {
 		f.Add(x.Encode())
 	}
@@ -77,6 +78,9 @@ func FuzzDecodeExtent(f *testing.F) {
 		}
 		if x.Length == 0 {
 			t.Fatalf("DecodeExtent(%x) accepted a zero-length extent", b)
+		}
+		if x.Hint.Has() && x.ChunkOff != 0 {
+			t.Fatalf("DecodeExtent(%x) accepted a hint into the middle of a chunk", b)
 		}
 		enc := x.Encode()
 		x2, err := DecodeExtent(enc)

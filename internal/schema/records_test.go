@@ -168,6 +168,8 @@ func TestExtentRoundTrip(t *testing.T) {
 		{Hash: testHash(1), Length: 1},
 		{Hash: testHash(0xab), ChunkOff: 4096, Length: 65536},
 		{Hash: Sum([]byte("chunk")), ChunkOff: math.MaxUint32, Length: math.MaxUint32},
+		{Hash: testHash(2), Length: 4096, Hint: Hint{Segment: 1, Offset: 0, Check: 7}},
+		{Hash: testHash(4), Length: math.MaxUint32, Hint: Hint{Segment: math.MaxUint32, Offset: math.MaxUint64, Check: math.MaxUint64}},
 	} {
 		enc := x.Encode()
 		got, err := DecodeExtent(enc)
@@ -175,6 +177,37 @@ func TestExtentRoundTrip(t *testing.T) {
 			t.Errorf("DecodeExtent(Encode(%+v)) = %+v, %v", x, got, err)
 		}
 		rejectsDamaged(t, "extent", enc, func(b []byte) error { _, err := DecodeExtent(b); return err })
+	}
+}
+
+func TestExtentHintOnlyOnWholeChunks(t *testing.T) {
+	// A hint locates a chunk from its start: an extent into the middle
+	// of one is written without it.
+	x := Extent{Hash: testHash(5), ChunkOff: 512, Length: 512, Hint: Hint{Segment: 3, Offset: 4096, Check: 9}}
+	got, err := DecodeExtent(x.Encode())
+	if want := (Extent{Hash: x.Hash, ChunkOff: 512, Length: 512}); err != nil || got != want {
+		t.Errorf("DecodeExtent(Encode(%+v)) = %+v, %v; want %+v", x, got, err, want)
+	}
+	if !got.SameChunk(x) {
+		t.Errorf("SameChunk says the hint is part of the extent's identity")
+	}
+	// Hinted records that Encode never writes: a hint into the middle of
+	// a chunk, a hint of segment 0.
+	for _, bad := range []Extent{
+		{Hash: testHash(6), Length: 10, Hint: Hint{Segment: 0, Offset: 5, Check: 1}},
+		{Hash: testHash(6), ChunkOff: 1, Length: 10, Hint: Hint{Segment: 2, Offset: 5, Check: 1}},
+	} {
+		e := enc{}
+		e.raw([]byte{extentFormatHinted})
+		e.raw(bad.Hash[:])
+		e.u(uint64(bad.ChunkOff))
+		e.u(uint64(bad.Length))
+		e.u(uint64(bad.Hint.Segment))
+		e.u(bad.Hint.Offset)
+		e.raw(make([]byte, 8))
+		if _, err := DecodeExtent(e.b); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("DecodeExtent(%+v) = %v; want ErrBadRecord", bad, err)
+		}
 	}
 }
 
