@@ -135,8 +135,11 @@ func printFsck(w io.Writer, dir string, r *fsck.Report, verified bool) {
 	if r.Online {
 		how = "checked online"
 	}
-	fmt.Fprintf(w, "%s %s: %d inodes (%d directories, %d files), %d extents, %d chunks in %d segments",
-		how, dir, r.Inodes, r.Directories, r.Files, r.Extents, r.Chunks, r.Segments)
+	fmt.Fprintf(w, "%s %s: %d inodes (%d directories, %d files), %d extents", how, dir, r.Inodes, r.Directories, r.Files, r.Extents)
+	if r.HintedExtents > 0 {
+		fmt.Fprintf(w, " (%d with location hints, %d of them stale)", r.HintedExtents, r.StaleHints)
+	}
+	fmt.Fprintf(w, ", %d chunks in %d segments", r.Chunks, r.Segments)
 	if verified {
 		fmt.Fprintf(w, ", %s of chunk data verified", human(r.BytesVerified))
 	}

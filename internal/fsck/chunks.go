@@ -126,6 +126,12 @@ func (c *checker) extent(r *extentRun, off int64, x schema.Extent) {
 		ch.refs++
 		d.counted = true
 	}
+	if x.Hint.Has() {
+		c.rep.HintedExtents++
+		if ch != nil && !ch.bad && staleHint(x.Hint, ch.rec) {
+			c.rep.StaleHints++
+		}
+	}
 	if r.dropAll {
 		d.kind, d.lost = r.dropKind, "" // no file's data
 		c.dropExtent(r.ino, d)
@@ -232,4 +238,10 @@ func (c *checker) reportDamage(users map[schema.Hash][]uint64) {
 			c.report(k.kind, k.ino, "%s", first[k])
 		}
 	}
+}
+
+// staleHint reports whether hint h names another place or check than the
+// chunk's record rec.
+func staleHint(h schema.Hint, rec schema.Chunk) bool {
+	return h.Segment != rec.Segment || h.Offset != rec.Offset || (rec.HasCheck && h.Check != rec.Check)
 }

@@ -1,6 +1,7 @@
 package fsck_test
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"math"
@@ -274,5 +275,40 @@ func TestMetadataDamage(t *testing.T) {
 				t.Fatal("damaged volume reported clean")
 			}
 		})
+	}
+}
+
+// TestStaleHintsAreNoDamage: fsck counts the extents that carry location
+// hints and those whose hint names another place than the chunk's record;
+// a stale hint is not a problem (reads verify hints and fall back).
+func TestStaleHintsAreNoDamage(t *testing.T) {
+	if voltest.S3() {
+		t.Skip("skipping: volumes with chunks in S3 keep no hints")
+	}
+	e := newEnv(t, volume.InitOptions{})
+	r := e.check(false)
+	if r.HintedExtents == 0 || r.StaleHints != 0 {
+		t.Fatalf("fresh volume: %d hinted extents, %d stale; want some, none stale", r.HintedExtents, r.StaleHints)
+	}
+	var x content.Piece
+	for _, p := range e.extents("/solo") {
+		if p.Hint.Has() {
+			x = p
+			break
+		}
+	}
+	if !x.Hint.Has() {
+		t.Fatal("/solo has no hinted extent")
+	}
+	before := testutil.Must(e.read("/solo"))
+	x.Hint.Offset++
+	e.commit(schema.ExtentKey(e.ino["/solo"], x.Off), x.Extent.Encode())
+	e.reopen()
+	r = e.check(true)
+	if !r.Clean() || r.StaleHints != 1 {
+		t.Fatalf("one stale hint: clean %v, %d stale; want clean, 1", r.Clean(), r.StaleHints)
+	}
+	if got := testutil.Must(e.read("/solo")); !bytes.Equal(got, before) {
+		t.Fatal("/solo reads back differently through a stale hint")
 	}
 }

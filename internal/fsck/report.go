@@ -67,15 +67,20 @@ func (p Problem) String() string { return p.Kind + "\t" + p.Path + "\t" + p.Deta
 
 // Report is the result of a check.
 type Report struct {
-	Problems      []Problem `json:"problems"`
-	Inodes        int64     `json:"inodes"`
-	Directories   int64     `json:"directories"`
-	Files         int64     `json:"files"`
-	Extents       int64     `json:"extents"`
-	Retained      int64     `json:"retained_versions"`
-	Chunks        int64     `json:"chunks"`
-	Segments      int64     `json:"segments"`
-	BytesVerified int64     `json:"bytes_verified"` // stored chunk bytes read and hashed
+	Problems    []Problem `json:"problems"`
+	Inodes      int64     `json:"inodes"`
+	Directories int64     `json:"directories"`
+	Files       int64     `json:"files"`
+	Extents     int64     `json:"extents"`
+	// HintedExtents carry their chunk's location as a hint; StaleHints of
+	// them name another place than the chunk's record. A stale hint is no
+	// damage: reads verify it and fall back to the record.
+	HintedExtents int64 `json:"hinted_extents"`
+	StaleHints    int64 `json:"stale_hints"`
+	Retained      int64 `json:"retained_versions"`
+	Chunks        int64 `json:"chunks"`
+	Segments      int64 `json:"segments"`
+	BytesVerified int64 `json:"bytes_verified"` // stored chunk bytes read and hashed
 	// ReclaimableBytes is segment space holding data that no chunk uses.
 	ReclaimableBytes int64 `json:"reclaimable_bytes"`
 	// Online: the volume was in use. Orphan space is then looked for only
