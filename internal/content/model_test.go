@@ -344,6 +344,10 @@ func TestEngineModel(t *testing.T) {
 	}{
 		{"cdc", func(t *testing.T) Config { return Config{Chunking: policy(t, smallCDC)} }, 192 << 10},
 		{"fixed", func(t *testing.T) Config { return Config{Chunking: policy(t, "fixed:4K")} }, 160 << 10},
+		// Verified reads of whole 4 KiB chunks go by the extents' hints.
+		{"fixed-verify", func(t *testing.T) Config {
+			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8}
+		}, 160 << 10},
 		{"cdc-zstd-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
 		}, 128 << 10},
