@@ -87,6 +87,17 @@ func (d *Dir) PutMany(data [][]byte) ([]Loc, error) {
 // as often. Buffered writes are done when it returns; direct ones go on
 // in the background (see direct.go).
 func (d *Dir) StartPutMany(data [][]byte) (*Writing, error) {
+	return d.startPutMany(data, true)
+}
+
+// StartPutManyCached implements CachedPutter: StartPutMany through the
+// page cache only.
+func (d *Dir) StartPutManyCached(data [][]byte) (*Writing, error) {
+	return d.startPutMany(data, false)
+}
+
+// startPutMany is StartPutMany; large writes go direct only if direct.
+func (d *Dir) startPutMany(data [][]byte, direct bool) (*Writing, error) {
 	w := &Writing{d: d, Locs: make([]Loc, 0, len(data))}
 	for len(data) > 0 {
 		batch := data[:batchLen(data)]
@@ -103,7 +114,7 @@ func (d *Dir) StartPutMany(data [][]byte) (*Writing, error) {
 		}
 		var end int64
 		w.Locs, end = appendLocs(w.Locs, s.num, off, data[:n])
-		if s.direct != nil && end-off >= directMinBytes {
+		if direct && s.direct != nil && end-off >= directMinBytes {
 			w.flights = append(w.flights, d.startDirect(s, data[:n], off, end))
 		} else if err := d.writeBuffered(s, data[:n], off, end); err != nil {
 			w.Locs = w.Locs[:len(w.Locs)-n] // punched out already

@@ -74,6 +74,16 @@ type LocSyncer interface {
 	SyncLocs(locs []Loc) error
 }
 
+// CachedPutter is implemented by stores that write around the host's
+// page cache (direct writes, see direct.go) but can also write through
+// it, for bytes that will be read again soon with no cache above doppel
+// to hold them (a block export's file, as qemu-nbd's writeback cache
+// keeps its image's).
+type CachedPutter interface {
+	// StartPutManyCached is StartPutMany through the host's page cache.
+	StartPutManyCached(data [][]byte) (*Writing, error)
+}
+
 // MemoryPutter is implemented by stores whose StartPutMany only copies the
 // bytes into memory (the S3 store's open packs, uploaded in the
 // background): a writer gains no overlap by handing a batch over in

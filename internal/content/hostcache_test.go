@@ -58,3 +58,50 @@ func TestStreamingReadsForgetUnlessKept(t *testing.T) {
 		t.Error("after the release a streaming read forgot nothing")
 	}
 }
+
+// cachedPutCounter is a blob store that counts the batches written
+// through the host's page cache (StartPutManyCached) and around it.
+type cachedPutCounter struct {
+	blob.Store
+	cached, other atomic.Int64
+}
+
+func (c *cachedPutCounter) StartPutMany(data [][]byte) (*blob.Writing, error) {
+	c.other.Add(1)
+	return c.Store.StartPutMany(data)
+}
+
+func (c *cachedPutCounter) StartPutManyCached(data [][]byte) (*blob.Writing, error) {
+	c.cached.Add(1)
+	return c.Store.(blob.CachedPutter).StartPutManyCached(data)
+}
+
+// TestKeptFilesWriteThroughTheHostCache: the chunks of a file whose host
+// page cache is kept (a block export's) are written through it, where
+// other files' large writes go around it.
+func TestKeptFilesWriteThroughTheHostCache(t *testing.T) {
+	needSegmentFiles(t, "only segment files are written around the page cache")
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	counter := &cachedPutCounter{Store: v.blobs}
+	v.e.blobs = counter
+	rng := rand.New(rand.NewPCG(6, 6))
+	write := func(ino uint64) []byte {
+		data := testutil.RandBytes(rng, 1<<20)
+		ps, _ := Cut(v.e.chunk, 0, data, true)
+		v.e.MarkHostCached(ino, ps)
+		testutil.Check(t, v.e.CommitChunks(ps, nil, func(tx *Tx) error { _, err := tx.WriteChunks(ino, ps); return err }))
+		return data
+	}
+	write(2)
+	if counter.cached.Load() != 0 || counter.other.Load() == 0 {
+		t.Fatalf("a file not kept: %d cached writes, %d others; want none, some", counter.cached.Load(), counter.other.Load())
+	}
+	release := v.e.KeepHostCache(3)
+	defer release()
+	before := counter.other.Load()
+	data := write(3)
+	if counter.cached.Load() == 0 || counter.other.Load() != before {
+		t.Fatalf("a kept file: %d cached writes, %d others; want some, none", counter.cached.Load(), counter.other.Load()-before)
+	}
+	v.checkContent(3, data)
+}

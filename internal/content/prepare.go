@@ -28,6 +28,9 @@ type Prepared struct {
 	inline  []byte      // the stored bytes, for a record that holds them (Engine.inlines)
 	check   uint64      // schema.CheckSum of data, for a new chunk's record
 	held    schema.Hint // where the record a dedup lookup found keeps the bytes (hints.go)
+	// hostCached: the chunk belongs to a file whose host page cache is
+	// kept (KeepHostCache), so it is written through that cache.
+	hostCached bool
 	// missedAt is 1 + the createdLog gen at which the chunk table lookup
 	// found no record (0: not looked up, or found): the commit then looks
 	// again only if a record may have been created since.
@@ -347,7 +350,7 @@ func (e *Engine) startStore(ps []*Prepared) (*blob.Writing, int64, error) {
 	if err := e.cfg.Headroom.ForData(total); err != nil {
 		return nil, 0, err
 	}
-	w, err := e.blobs.StartPutMany(stored)
+	w, err := e.startPutMany(ps, stored)
 	if err != nil {
 		return nil, 0, err
 	}
