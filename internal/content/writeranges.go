@@ -1,13 +1,16 @@
 package content
 
-import "github.com/doppelfs/doppel/internal/schema"
+import (
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
 
 // WriteRanges is WriteChunks for several groups of chunks, each group
 // covering one contiguous range; the ranges are in file order and do not
 // overlap. The result is that of WriteChunks on each group in turn, but
-// the extents the groups replace are found with one scan of the extent
-// map instead of one per group: a flush of a random writer's thousands of
-// small runs would otherwise open an iterator per run.
+// the extents the groups replace are found with one iterator over the
+// extent map instead of one per group: a flush of a random writer's
+// thousands of small runs would otherwise open an iterator per run.
 func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 	var ranges [][2]int64
 	for _, g := range groups {
@@ -19,11 +22,8 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 	if len(ranges) == 0 {
 		return 0, nil
 	}
-	var old []Piece
-	if err := scanExtents(t.b, ino, ranges[0][0], ranges[len(ranges)-1][1], func(p Piece) error {
-		old = append(old, p)
-		return nil
-	}); err != nil {
+	old, err := extentsOverlapping(t.b, ino, ranges)
+	if err != nil {
 		return 0, err
 	}
 	var mapped int64
@@ -87,4 +87,52 @@ func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **P
 	}
 	t.delta.LogicalBytes += mapped
 	return mapped, nil
+}
+
+// seekGap is the distance between two ranges past which
+// extentsOverlapping seeks rather than steps over the extents between
+// them: a seek costs about what a dozen steps do.
+const seekGap = 64 << 10
+
+// extentsOverlapping returns the whole extents of ino that overlap any of
+// ranges (in file order, disjoint), in file order and each once. One
+// iterator serves all ranges; it seeks across wide gaps between them, so
+// that a random writer's scattered runs do not cost a walk of every
+// extent of a large file between the first and the last.
+func extentsOverlapping(r meta.Reader, ino uint64, ranges [][2]int64) ([]Piece, error) {
+	lower, _ := schema.ExtentRange(ino)
+	it, err := r.NewIter(lower, schema.ExtentKey(ino, ranges[len(ranges)-1][1]))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []Piece
+	var prevEnd int64
+	for i, rg := range ranges {
+		start, end := rg[0], rg[1]
+		if i == 0 || !it.Valid() || start-prevEnd > seekGap {
+			// The extent starting before start may reach into the range.
+			if !it.SeekLT(schema.ExtentKey(ino, start)) && it.Error() == nil {
+				it.First()
+			}
+		}
+		prevEnd = end
+		for ; it.Valid(); it.Next() {
+			p, err := piece(it)
+			if err != nil {
+				return nil, &RecordError{Ino: ino, Record: "extent", Err: err}
+			}
+			if p.Off >= end {
+				break
+			}
+			if p.End() <= start || (len(out) > 0 && p.Off <= out[len(out)-1].Off) {
+				continue // before the range, or found for the range before
+			}
+			out = append(out, p)
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -13,9 +13,10 @@ import (
 
 // TestWriteRangesMatchesWriteChunks: writing many ranges in one call leaves
 // the same extents, content and counts as WriteChunks on each in turn,
-// including ranges that split one old extent several times.
+// including ranges that split one old extent several times and gaps
+// between ranges that the scan of old extents seeks across.
 func TestWriteRangesMatchesWriteChunks(t *testing.T) {
-	for _, pol := range []string{"fixed:4K", "cdc:1K:4K:16K"} {
+	for _, pol := range []string{"fixed:4K", "cdc:1K:4K:16K", "fixed:256K"} {
 		for seed := uint64(1); seed <= 8; seed++ {
 			t.Run(fmt.Sprint(pol, "/", seed), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 77))
@@ -30,6 +31,9 @@ func TestWriteRangesMatchesWriteChunks(t *testing.T) {
 					n := 1 + r.IntN(20000)
 					ranges = append(ranges, [2]int{pos, n})
 					pos += n
+					if r.IntN(5) == 0 {
+						pos += seekGap // the scan seeks across this gap
+					}
 				}
 				var many, each [][]*Prepared
 				for _, rg := range ranges {
