@@ -12,12 +12,14 @@ type Sizer interface {
 
 // ReaderAt reads len(p) bytes at off. The server only asks for ranges inside
 // the export; fewer bytes than asked for is reported to the client as EIO.
+// p comes from a pool and holds old bytes: a hole must be written as zeros.
 type ReaderAt interface {
 	ReadAt(p []byte, off int64) (n int, err error)
 }
 
 // WriterAt writes p at off. With fua set, the data must be durable before
-// WriteAt returns (NBD_CMD_FLAG_FUA).
+// WriteAt returns (NBD_CMD_FLAG_FUA). It must not keep p: the server
+// reuses the buffer for later requests.
 type WriterAt interface {
 	WriteAt(p []byte, off int64, fua bool) error
 }

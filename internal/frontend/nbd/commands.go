@@ -62,7 +62,8 @@ func (s *session) execute(rw *replyWriter, req *request) {
 // header goes out, so a backend error can still be reported cleanly (a
 // simple reply cannot signal an error once its header is sent).
 func (s *session) read(rw *replyWriter, req *request) {
-	buf := make([]byte, req.Length)
+	buf := getPayload(int(req.Length))
+	defer putPayload(buf) // send has written or copied it when it returns
 	n, err := s.export.Backend.ReadAt(buf, int64(req.Offset))
 	if n == len(buf) && errors.Is(err, io.EOF) {
 		err = nil

@@ -21,6 +21,7 @@
 //	reply_writer.go   serialised, whole-message reply output; replies queued
 //	                  behind each other leave in one write
 //	budget.go         byte semaphore bounding buffered payloads per connection
+//	buffers.go        pooled payload buffers by power-of-two size class
 //	errno.go          mapping of backend errors to NBD error values
 //	wire_constants.go protocol numbers, Errno, size constraints
 //	wire_handshake.go encode/decode of greeting, options and option replies

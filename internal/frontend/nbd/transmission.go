@@ -26,6 +26,9 @@ func (s *session) transmit() error {
 	slots := make(chan struct{}, s.limits.MaxInFlight)
 	pool := newWorkerPool(s.limits.MaxInFlight, func(req *request) {
 		s.execute(rw, req)
+		if req.payload != nil {
+			putPayload(req.payload) // backends do not keep what WriteAt got
+		}
 		budget.release(req.granted)
 		<-slots
 	})
@@ -87,8 +90,9 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			req.granted = budget.acquire(int64(h.Length))
 		}
 		if h.Type == cmdWrite {
-			req.payload = make([]byte, h.Length)
+			req.payload = getPayload(int(h.Length))
 			if _, err := io.ReadFull(s.r, req.payload); err != nil {
+				putPayload(req.payload)
 				budget.release(req.granted)
 				return err
 			}
