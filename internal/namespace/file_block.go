@@ -28,28 +28,12 @@ func (v *FS) ReadBlock(h vfs.Handle, off int64, buf []byte) error {
 	l.RLock()
 	if hd.f.pending || hd.f.stub.Load() {
 		l.RUnlock()
-		return v.readBlockSized(h, off, buf)
+		return vfs.ReadBlockVia(v, h, off, buf)
 	}
 	defer l.RUnlock()
 	if err := v.readStored(hd.f, off, buf); err != nil {
 		return v.readFailed(hd.ino, off, len(buf), err)
 	}
 	hd.f.buf.Overlay(off, buf)
-	return nil
-}
-
-// readBlockSized is ReadBlock through Read, which stops at the file's end.
-func (v *FS) readBlockSized(h vfs.Handle, off int64, buf []byte) error {
-	for n := 0; n < len(buf); {
-		m, err := v.Read(h, off+int64(n), buf[n:])
-		if err != nil {
-			return err
-		}
-		if m == 0 {
-			clear(buf[n:])
-			break
-		}
-		n += m
-	}
 	return nil
 }

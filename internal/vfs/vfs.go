@@ -206,3 +206,26 @@ type HostCacheKeeper interface {
 type BlockReader interface {
 	ReadBlock(h Handle, off int64, buf []byte) error
 }
+
+// Reader is the Read method of FS.
+type Reader interface {
+	Read(h Handle, off int64, buf []byte) (int, error)
+}
+
+// ReadBlockVia is ReadBlock for a file system without the capability: it
+// reads through Read, which stops at the file's end, and zero-fills the
+// rest of buf.
+func ReadBlockVia(r Reader, h Handle, off int64, buf []byte) error {
+	for n := 0; n < len(buf); {
+		m, err := r.Read(h, off+int64(n), buf[n:])
+		if err != nil {
+			return err
+		}
+		if m == 0 {
+			clear(buf[n:])
+			break
+		}
+		n += m
+	}
+	return nil
+}

@@ -16,17 +16,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		}
 		return len(p), nil
 	}
-	n := 0
-	for n < len(p) {
-		m, err := f.fs.Read(f.h, off+int64(n), p[n:])
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			clear(p[n:])
-			break
-		}
-		n += m
+	if err := vfs.ReadBlockVia(f.fs, f.h, off, p); err != nil {
+		return 0, err
 	}
 	return len(p), nil
 }
