@@ -58,13 +58,8 @@ func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) err
 		return err
 	}
 	defer it.Close()
-	// The extent starting before start may reach into the range.
-	if !it.SeekLT(schema.ExtentKey(ino, start)) {
-		it.First()
-	} else if p, err := piece(it); err != nil {
-		return &RecordError{Ino: ino, Record: "extent", Err: err}
-	} else if p.End() <= start {
-		it.Next()
+	if err := seekExtent(it, ino, start); err != nil {
+		return err
 	}
 	for ; it.Valid(); it.Next() {
 		p, err := piece(it)
@@ -79,6 +74,27 @@ func scanExtents(r meta.Reader, ino uint64, start, end int64, fn func(Piece) err
 		}
 	}
 	return it.Error() // a failed move ends the loop like the last extent
+}
+
+// seekExtent moves it, an iterator over ino's extents, to the first
+// extent that ends past off: the one starting before off if it reaches
+// past it (an extent may start before a range and reach into it), else
+// the one after. A failed move leaves it invalid, with its Error.
+func seekExtent(it meta.Iterator, ino uint64, off int64) error {
+	if !it.SeekLT(schema.ExtentKey(ino, off)) {
+		if it.Error() == nil {
+			it.First()
+		}
+		return nil
+	}
+	p, err := piece(it)
+	if err != nil {
+		return &RecordError{Ino: ino, Record: "extent", Err: err}
+	}
+	if p.End() <= off {
+		it.Next()
+	}
+	return nil
 }
 
 func piece(it meta.Iterator) (Piece, error) {

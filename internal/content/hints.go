@@ -52,7 +52,7 @@ func (e *Engine) noteHeld(p *Prepared, rec []byte) {
 		return
 	}
 	c, err := schema.DecodeChunk(rec)
-	if err != nil || !readsDirect(Piece{Extent: schema.Extent{Length: uint32(p.Len)}}, c) {
+	if err != nil || !storedWhole(c, uint32(p.Len)) {
 		return
 	}
 	p.held = schema.Hint{Segment: c.Segment, Offset: c.Offset, Check: p.check}

@@ -142,7 +142,13 @@ func (e *Engine) directLoc(p Piece, recs map[schema.Hash]recordFound) (blob.Loc,
 // uncompressed in the blob store as c says: its bytes can be read from
 // the store in place.
 func readsDirect(p Piece, c schema.Chunk) bool {
-	return p.ChunkOff == 0 && c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length && !c.IsInline()
+	return p.ChunkOff == 0 && storedWhole(c, p.Length)
+}
+
+// storedWhole reports whether chunk c, of n raw bytes, is stored
+// uncompressed in the blob store, so that its bytes can be read in place.
+func storedWhole(c schema.Chunk, n uint32) bool {
+	return c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == n && !c.IsInline()
 }
 
 // readRun reads run, the stored bytes of the chunks of pieces one after
@@ -237,7 +243,7 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		if err != nil {
 			return blob.Loc{}, err
 		}
-		if c.Comp == schema.CompNone && c.Stored == c.Raw && c.Raw == p.Length && !c.IsInline() {
+		if readsDirect(p, c) {
 			e.counters.cacheMiss.Add(1)
 			err := e.readInto(p.Hash, c, dst)
 			if err != nil {

@@ -111,9 +111,8 @@ func extentsOverlapping(r meta.Reader, ino uint64, ranges [][2]int64) ([]Piece, 
 	for i, rg := range ranges {
 		start, end := rg[0], rg[1]
 		if i == 0 || !it.Valid() || start-prevEnd > seekGap {
-			// The extent starting before start may reach into the range.
-			if !it.SeekLT(schema.ExtentKey(ino, start)) && it.Error() == nil {
-				it.First()
+			if err := seekExtent(it, ino, start); err != nil {
+				return nil, err
 			}
 		}
 		prevEnd = end
