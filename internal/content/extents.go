@@ -156,10 +156,7 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.hasBytes() && c.hasBytes()) {
 			t.fresh[c.Hash] = c
 		}
-		hint := t.e.hintOf(t.fresh[c.Hash]) // the copy this commit keeps
-		if !hint.Has() {
-			hint = t.e.hintOf(c)
-		}
+		hint := t.e.hintOf(t.fresh[c.Hash]) // where the copy this commit keeps is
 		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len), Hint: hint}}); err != nil {
 			return 0, err
 		}

@@ -93,9 +93,9 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 // location cache for the reads to come) unless their extents carry
 // location hints (hints.go), and the host is asked to bring their stored
 // bytes into its page cache. The reads then copy and verify them without
-// waiting for the disk. The window is advanced in steps of
-// half its size, so the extents are looked up about once per MiB read
-// rather than on every read. It reports whether the read belongs to a
+// waiting for the disk. The window is advanced in steps of half its size,
+// so the extents are looked up about once per MiB read rather than on
+// every read. It reports whether the read belongs to a
 // sequential stream past its first readahead window.
 func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming bool) {
 	l := e.loads
