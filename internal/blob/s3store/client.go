@@ -85,13 +85,14 @@ func (o *objects) ctx() (context.Context, context.CancelFunc) {
 // of the server's; a CRC32C header (x-amz-checksum-crc32c, computed by
 // the CPU's instruction at several GB/s) still lets the server refuse a
 // body damaged in transit (TestPutChecksumRefused), and the request
-// itself stays signed. docs/SHARED.md, "Client library".
-func (o *objects) put(num uint32, data []byte) error {
+// itself stays signed. docs/SHARED.md, "Client library". crc is the
+// CRC32C of data.
+func (o *objects) put(num uint32, data []byte, crc uint32) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
 	_, err := o.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num)),
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-		ChecksumCRC32C: aws.String(crc32cBase64(data))},
+		ChecksumCRC32C: aws.String(crc32cBase64(crc))},
 		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware))
 	return o.wrap("put", num, err)
 }
@@ -187,7 +188,7 @@ func (o *objects) wrap(op string, num uint32, err error) error {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// crc32cBase64 is the x-amz-checksum-crc32c value of data.
-func crc32cBase64(data []byte) string {
-	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc32.Checksum(data, castagnoli)))
+// crc32cBase64 is the x-amz-checksum-crc32c value of a CRC32C.
+func crc32cBase64(crc uint32) string {
+	return base64.StdEncoding.EncodeToString(binary.BigEndian.AppendUint32(nil, crc))
 }

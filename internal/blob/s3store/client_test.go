@@ -3,6 +3,7 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"hash/crc32"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,7 +20,7 @@ func TestPutChecksumRefused(t *testing.T) {
 	srv := s3test.Start(t)
 	o := newObjects(testConfig(t, srv, "crc"))
 	data := bytes.Repeat([]byte("doppel"), 100000)
-	if err := o.put(1, data); err != nil {
+	if err := o.put(1, data, crc32.Checksum(data, castagnoli)); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, len(data))
@@ -30,7 +31,7 @@ func TestPutChecksumRefused(t *testing.T) {
 	damaged[len(damaged)/2] ^= 1
 	_, err := o.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(2)),
 		Body: bytes.NewReader(damaged), ContentLength: aws.Int64(int64(len(damaged))),
-		ChecksumCRC32C: aws.String(crc32cBase64(data))},
+		ChecksumCRC32C: aws.String(crc32cBase64(crc32.Checksum(data, castagnoli)))},
 		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware))
 	if err == nil {
 		t.Fatal("the server took a body that does not match its CRC32C")

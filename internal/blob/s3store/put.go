@@ -2,6 +2,7 @@ package s3store
 
 import (
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 
@@ -13,6 +14,11 @@ import (
 type pack struct {
 	num uint32
 	buf []byte // the object's bytes: chunks at Align boundaries, zeros between
+	// crc is the CRC32C of buf (its PUT's checksum header), brought up to
+	// date as chunks are copied in, while their bytes are still in the
+	// CPU's cache: a pass over the sealed 4 MiB cost a tenth of the
+	// daemon's CPU on a streaming write.
+	crc uint32
 	// round is non-nil while an upload round runs, closed when it ends.
 	round    chan struct{}
 	uploaded bool
@@ -82,9 +88,10 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 			}
 		}
 		o := s.open
-		off := o.end()
-		o.buf = append(o.buf, make([]byte, off-int64(len(o.buf)))...)
+		off, from := o.end(), len(o.buf)
+		o.buf = append(o.buf, make([]byte, off-int64(from))...)
 		o.buf = append(o.buf, p...)
+		o.crc = crc32.Update(o.crc, castagnoli, o.buf[from:])
 		locs = append(locs, blob.Loc{Segment: o.num, Offset: uint64(off), Length: uint32(len(p))})
 		left -= size
 	}

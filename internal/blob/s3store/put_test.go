@@ -1,8 +1,11 @@
 package s3store
 
 import (
+	"hash/crc32"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/doppelfs/doppel/internal/blob"
 
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
@@ -49,4 +52,33 @@ func TestPutManyLeavesNoTinyTailPack(t *testing.T) {
 		}
 		verifyFresh(t, cfg, locs, data)
 	}
+}
+
+// The running CRC32C of each pack, updated as chunks of any length (so
+// with padding between them) are copied in, is that of its bytes, and the
+// server takes every pack under it (it refuses a body whose checksum
+// header does not match: TestPutChecksumRefused).
+func TestPackChecksumFollowsItsBytes(t *testing.T) {
+	srv := s3test.Start(t)
+	s := mustOpen(t, testConfig(t, srv, "packcrc"))
+	defer s.Close()
+	r := rand.New(rand.NewPCG(5, 5))
+	var locs []blob.Loc
+	var data [][]byte
+	for range 40 {
+		var batch [][]byte
+		for range 1 + r.IntN(6) {
+			batch = append(batch, testutil.RandBytes(r, 1+r.IntN(50<<10)))
+		}
+		got, err := s.PutMany(batch)
+		testutil.Check(t, err)
+		locs, data = append(locs, got...), append(data, batch...)
+		s.mu.Lock()
+		if o := s.open; o != nil && o.crc != crc32.Checksum(o.buf, castagnoli) {
+			t.Errorf("open pack %d: running CRC32C %08x, its bytes' %08x", o.num, o.crc, crc32.Checksum(o.buf, castagnoli))
+		}
+		s.mu.Unlock()
+	}
+	testutil.Check(t, s.Sync())
+	checkAll(t, s, locs, data)
 }
