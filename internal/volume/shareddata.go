@@ -30,27 +30,6 @@ const DefaultCacheBytes = 1 << 30
 // keep content.DefaultReadahead.
 const S3Readahead = 32 << 20
 
-// S3KernelReadahead is how far the kernel reads ahead of sequential
-// readers of a mounted volume with data in S3: one request of the largest
-// size (MaxReadAhead, 1 MiB). FUSE's default, 128 KiB, makes every
-// request of a cold read wait for the metadata service in turn. A larger
-// window sends several 1 MiB requests at once, but they run ahead of the
-// engine's own readahead (S3Readahead), which looks up the chunks of a
-// window before it GETs them, and fetch their chunks one ranged GET each:
-// at 8 MiB a cold 4 GiB read sent 2,050 GETs instead of 1,366 and took
-// 5.9–8.2 s instead of 4.3–4.7 s (docs/BENCHMARKS.md, issue 14).
-const S3KernelReadahead = 1 << 20
-
-// KernelReadahead is how far the kernel should read ahead on this volume's
-// mount: S3KernelReadahead with data in S3, 0 (the kernel's default)
-// otherwise.
-func (v *Volume) KernelReadahead() int64 {
-	if _, remote := v.Blobs.(*s3store.Store); remote {
-		return S3KernelReadahead
-	}
-	return 0
-}
-
 // ErrDataNeedsMeta refuses --data without --meta.
 var ErrDataNeedsMeta = errors.New("--data (chunk data in S3) needs --meta (metadata in PostgreSQL): " +
 	"without --meta the metadata would stay in the store directory's Pebble store, on this machine's disk only, " +
