@@ -81,9 +81,7 @@ func serve(dir, mp string, mf mountFlags) (err error) {
 		srv.Unmount()
 		return fmt.Errorf("mount %s: %w", mp, err)
 	}
-	if n := vol.KernelReadahead(); n > 0 {
-		setKernelReadahead(mp, n, log)
-	}
+	setKernelReadahead(mp, volume.KernelReadahead, log)
 	// NBD exports (doppel nbd) of this volume's files keep the kernel's
 	// view of them coherent: pages they change are dropped, names they
 	// create are looked up again.

@@ -21,7 +21,8 @@
 //     default store.
 //   - space.go, figures.go, fsck.go, import.go: df, metrics figures, the
 //     online check and the import.
-//   - readahead.go: how far the kernel reads ahead on the mount.
+//   - readahead.go: KernelReadahead, how far the kernel reads ahead on
+//     the mount.
 //   - nopblobs.go: a chunk store that stores nothing, while init writes
 //     metadata only.
 package volume

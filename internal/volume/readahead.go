@@ -13,9 +13,5 @@ package volume
 // readahead of shared volumes"): 2 GiB of an embedded volume 2.11 s at
 // 128 KiB, 1.74 s at 1 MiB, 1.98 s at 2 MiB; 4 GiB in S3 5.9–8.2 s at
 // 8 MiB (1,049 GETs by reads ahead of the readahead), 4.3–4.7 s at 1 MiB
-// (58 of them).
+// (58 of them). The daemon sets it once the volume is mounted.
 const KernelReadahead = 1 << 20
-
-// KernelReadahead is how far the kernel should read ahead on this volume's
-// mount (the daemon sets it when it has mounted the volume).
-func (v *Volume) KernelReadahead() int64 { return KernelReadahead }

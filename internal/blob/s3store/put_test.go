@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
-
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
 )
