@@ -11,6 +11,23 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 )
 
+// memTableSize is 16 MiB, not Pebble's 4 MiB default, because of how a
+// commit of many blocks meets the memtable. A batch whose memtable estimate
+// (about 200 bytes a record) passes half the memtable is not copied in but
+// flushed on its own, with the memtable beside it: with 4 MiB, every commit
+// of a few MiB of 4 KiB blocks made two small level-0 tables, and each
+// compaction of a few of them rewrote the whole chunk table (random hash
+// keys overlap everything): 620 MB compacted for 85 MB of records when 1 GiB
+// of an export was overwritten, against 72 MB with 16 MiB memtables. The
+// memtables' memory is reserved from the block cache, so the two together
+// stay within cacheSize; at 32 MiB memtables left the cache too little
+// (measured in docs/BENCHMARKS.md, "Memtables sized for commits of many
+// blocks"). The write-ahead log's preallocation stays small (softWAL).
+const (
+	memTableSize = 16 << 20
+	cacheSize    = 64 << 20
+)
+
 // Pebble is the embedded metadata store.
 type Pebble struct {
 	db  *pebble.DB
@@ -28,14 +45,11 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	wal := newSoftWAL(fs)
 	p := &Pebble{wal: wal}
 	opts := &pebble.Options{
-		FS:       wal,
-		Comparer: wholeKeys,
-		Cache:    pebble.NewCache(64 << 20),
-		Logger:   slogLogger{},
-		// The WAL is preallocated at 110% of the memtable and one old WAL is
-		// kept for recycling; Pebble's 4 MiB default keeps that overhead of
-		// an idle volume near 9 MiB.
-		MemTableSize: 4 << 20,
+		FS:           wal,
+		Comparer:     wholeKeys,
+		Cache:        pebble.NewCache(cacheSize),
+		Logger:       slogLogger{},
+		MemTableSize: memTableSize,
 		EventListener: &pebble.EventListener{
 			BackgroundError: logBackgroundError,
 			// Called with the memtables to flush chosen and before their

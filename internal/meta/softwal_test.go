@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -108,4 +109,32 @@ func syncDir(t *testing.T, fs vfs.FS) {
 		t.Fatal(err)
 	}
 	d.Close()
+}
+
+// TestLogReservesLittleAhead checks the cap on the write-ahead log's
+// preallocation: an idle store with a few commits must not hold the 18 MiB
+// that Pebble reserves ahead for a 16 MiB memtable.
+func TestLogReservesLittleAhead(t *testing.T) {
+	dir := t.TempDir()
+	p := openT(t, dir)
+	defer p.Close()
+	storetest.Commit(t, p, map[string][]byte{"k": []byte("v")})
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no write-ahead log in %s (%v)", dir, err)
+	}
+	var allocated int64
+	for _, name := range logs {
+		var st syscall.Stat_t
+		if err := syscall.Stat(name, &st); err != nil {
+			t.Fatal(err)
+		}
+		allocated += st.Blocks * 512
+	}
+	if limit := int64(5 << 20); allocated > limit {
+		t.Errorf("write-ahead logs %v hold %d bytes on disk, want at most %d", logs, allocated, limit)
+	}
 }
