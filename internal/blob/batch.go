@@ -97,7 +97,40 @@ func (d *Dir) StartPutManyCached(data [][]byte) (*Writing, error) {
 }
 
 // startPutMany is StartPutMany; large writes go direct only if direct.
+// One-block chunks go into pooled slots while there are any (slots.go),
+// the others are appended.
 func (d *Dir) startPutMany(data [][]byte, direct bool) (*Writing, error) {
+	slotted, err := d.putInSlots(data)
+	if err != nil || slotted == nil {
+		if err != nil {
+			return nil, err
+		}
+		return d.appendMany(data, direct)
+	}
+	var rest [][]byte
+	for i, l := range slotted {
+		if l == (Loc{}) {
+			rest = append(rest, data[i])
+		}
+	}
+	w, err := d.appendMany(rest, direct)
+	if err != nil {
+		(&Writing{d: d, Locs: slotted}).abandon()
+		return nil, err
+	}
+	j := 0
+	for i := range slotted {
+		if slotted[i] == (Loc{}) {
+			slotted[i] = w.Locs[j]
+			j++
+		}
+	}
+	w.Locs = slotted
+	return w, nil
+}
+
+// appendMany appends the chunks of data to the active segment.
+func (d *Dir) appendMany(data [][]byte, direct bool) (*Writing, error) {
 	w := &Writing{d: d, Locs: make([]Loc, 0, len(data))}
 	for len(data) > 0 {
 		batch := data[:batchLen(data)]

@@ -145,10 +145,18 @@ func (d *Dir) Read(loc Loc, buf []byte) ([]byte, error) {
 
 // Free punches out the Align-rounded range of loc and deletes its segment
 // if that is sealed and now holds no data. Where the host file system
-// cannot punch holes the error wraps errors.ErrUnsupported.
+// cannot punch holes the error wraps errors.ErrUnsupported. A pooled slot
+// that a put wrote into and nobody claimed goes back to the pool instead
+// (slots.go): its free record still stands.
 func (d *Dir) Free(loc Loc) error {
 	if err := checkLoc(loc); err != nil {
 		return err
+	}
+	d.mu.Lock()
+	pooled := d.unclaimed(loc)
+	d.mu.Unlock()
+	if pooled {
+		return nil
 	}
 	return d.freeRange(loc.Segment, int64(loc.Offset), int64(loc.Offset)+roundUp(int64(loc.Length)))
 }

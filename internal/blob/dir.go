@@ -37,6 +37,7 @@ type Dir struct {
 	inflight    []*directWrite
 	// sessionStart is the first segment number this open may create.
 	sessionStart uint32
+	slots        slotPool // freed blocks to write new one-block chunks into (slots.go)
 }
 
 var _ Store = (*Dir)(nil)
@@ -76,6 +77,7 @@ func OpenDir(dir string, opt Options) (*Dir, error) {
 		dirf:    dirf,
 		segs:    make(map[uint32]*segment),
 		dirty:   make(map[uint32]*segment),
+		slots:   slotPool{taken: make(map[slotKey]struct{})},
 
 		directSlots: make(chan struct{}, maxDirectWrites),
 	}

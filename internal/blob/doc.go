@@ -2,7 +2,9 @@
 // segment files in which every chunk starts on a 4 KiB boundary, so that a
 // freed chunk's blocks can be returned to the host file system at once by
 // punching a hole (FreeMany punches chunks that lie side by side as one
-// range: freemany.go); a sealed segment with no data left is deleted.
+// range: freemany.go); a sealed segment with no data left is deleted. Freed
+// one-block chunks may instead be pooled and written over by new one-block
+// chunks (slots.go), which costs a write instead of a punch and an append.
 //
 // The blob store knows nothing of hashes, files or refcounts: it hands out
 // locations and gives bytes back for them. The content layer above decides

@@ -123,6 +123,7 @@ func (d *Dir) maybeRemove(s *segment) error {
 	}
 	s.removed = true
 	delete(d.segs, s.num)
+	d.dropSlotsOf(s.num)
 	d.dirDirty = true
 	d.uncache(s)
 	return nil

@@ -62,8 +62,9 @@ type Engine struct {
 	locs      *locCache
 	loads     *loads
 	log       *slog.Logger
-	hostCache hostCache // files whose host page cache reads leave alone (hostcache.go)
-	hints     bool      // extents carry location hints (hints.go)
+	hostCache hostCache       // files whose host page cache reads leave alone (hostcache.go)
+	hints     bool            // extents carry location hints (hints.go)
+	slots     blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
 	reclaimer
 	counters counters
 
@@ -122,6 +123,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	}
 	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(),
 		loads: newLoads(cfg.ReadaheadBytes), log: log, hints: usesHints(b, cfg)}
+	e.slots, _ = b.(blob.SlotReuser)
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

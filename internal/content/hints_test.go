@@ -93,7 +93,7 @@ func TestReadsPassOverStaleHints(t *testing.T) {
 		t.Fatal(err)
 	}
 	v.do(func(tx *Tx) error { return tx.DropAll(4) })
-	v.e.reclaimer.reclaim()
+	v.e.reclaimer.reclaim(true)
 
 	recs := make([]schema.Chunk, blocks)
 	for i := range recs {

@@ -18,7 +18,8 @@ import (
 // per chunk is a tenth of a cold read's CPU).
 //
 // An entry can go stale: a chunk freed and stored again later lives
-// elsewhere. A stale location holds punched-out bytes, which fail the
+// elsewhere. A stale location holds punched-out bytes or another chunk
+// (freed blocks take new chunks: blob.SlotReuser), which fail the
 // chunk's hash; reads that used a cached record therefore retry with a
 // fresh one when verification fails, and the cache is used only while
 // reads are verified.

@@ -116,7 +116,7 @@ func TestReadsSurviveStaleLocations(t *testing.T) {
 		_, err := tx.Punch(2, 0, 4096)
 		return err
 	})
-	v.e.reclaimer.reclaim()
+	v.e.reclaimer.reclaim(true)
 	v.write(3, 0, data[:4096])
 	for _, n := range []int{4096, 100} { // read straight into the buffer; through the cache
 		v.e.locs.c.Add(h, stale)

@@ -14,6 +14,11 @@ import (
 // durable: otherwise a crash could bring back a reference to punched bytes.
 // The drop wrote a free record in the same batch; the reclaimer deletes it
 // after punching, and Recover punches what a crash left.
+//
+// Where the store reuses slots (blob.SlotReuser), a pass offers the freed
+// one-block chunks to it instead: new one-block chunks are written into
+// them, and the commit that names such a chunk deletes the slot's free
+// record (Tx.claimSlot). Slots unused for slotLife are punched.
 type reclaimer struct {
 	rmu     sync.Mutex
 	pending []blob.Loc
@@ -36,9 +41,9 @@ func (r *reclaimer) start(e *Engine, every time.Duration) {
 		for {
 			select {
 			case <-t.C:
-				r.reclaim()
+				r.reclaim(false)
 			case <-r.quit:
-				r.reclaim()
+				r.reclaim(true)
 				return
 			}
 		}
@@ -54,8 +59,16 @@ func (r *reclaimer) add(locs []blob.Loc) {
 	r.rmu.Unlock()
 }
 
-// reclaim makes the metadata durable, then punches what was pending before.
-func (r *reclaimer) reclaim() {
+// slotLife is how long a freed block waits in the store's pool for a new
+// chunk before it is punched. A random writer's commits come a second or
+// so apart (each flushes many MiB of blocks); the space of a volume that
+// is no longer written comes back within about two seconds.
+const slotLife = 1500 * time.Millisecond
+
+// reclaim makes the metadata durable, then punches what was pending before
+// (or pools it, see above) and the slots pooled longer than slotLife; the
+// last pass (final) pools nothing and punches every pooled slot.
+func (r *reclaimer) reclaim(final bool) {
 	if !r.held.TryLock() {
 		return // an online check reads chunks a pass could punch; next tick
 	}
@@ -64,18 +77,30 @@ func (r *reclaimer) reclaim() {
 	locs := r.pending
 	r.pending = nil
 	r.rmu.Unlock()
+	if len(locs) > 0 {
+		if err := r.eng.Sync(); err != nil {
+			if err.Error() != r.lastErr {
+				r.eng.log.Error("reclaim: sync failed; freed chunks stay until it works", "err", err)
+			}
+			r.lastErr = err.Error()
+			r.add(locs)
+			locs = nil
+		} else {
+			r.lastErr = ""
+		}
+	}
+	if slots := r.eng.slots; slots != nil {
+		life := slotLife
+		if final {
+			life = 0
+		} else if len(locs) > 0 {
+			locs = slots.OfferSlots(locs)
+		}
+		locs = append(locs, slots.ExpireSlots(life)...)
+	}
 	if len(locs) == 0 {
 		return
 	}
-	if err := r.eng.Sync(); err != nil {
-		if err.Error() != r.lastErr {
-			r.eng.log.Error("reclaim: sync failed; freed chunks stay until it works", "err", err)
-		}
-		r.lastErr = err.Error()
-		r.add(locs)
-		return
-	}
-	r.lastErr = ""
 	r.eng.freeAll(locs)
 	if err := r.eng.dropFreeRecords(locs); err != nil {
 		r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)

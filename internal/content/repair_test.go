@@ -14,12 +14,12 @@ func TestHoldReclaimDefersPunching(t *testing.T) {
 	v.write(2, 0, testutil.RandBytes(rand.New(rand.NewPCG(7, 8)), 2*4096))
 	release := v.e.HoldReclaim()
 	v.do(func(tx *Tx) error { return tx.DropAll(2) })
-	v.e.reclaimer.reclaim() // a pass while held does nothing
+	v.e.reclaimer.reclaim(true) // a pass while held does nothing
 	if got := v.e.ReclaimedBytes(); got != 0 {
 		t.Fatalf("%d bytes punched while reclaim was held", got)
 	}
 	release()
-	v.e.reclaimer.reclaim()
+	v.e.reclaimer.reclaim(true)
 	if got := v.e.ReclaimedBytes(); got != 2*4096 {
 		t.Fatalf("%d bytes punched after the hold, want %d", got, 2*4096)
 	}

@@ -331,6 +331,9 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 			return err
 		}
 	}
+	if err := t.claimSlot(p); err != nil {
+		return err
+	}
 	t.created = append(t.created, h)
 	c := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len), Comp: p.comp, Refs: uint64(d),
 		Check: p.check, HasCheck: true}
@@ -341,6 +344,17 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 	t.delta.RawBytes += int64(c.Raw)
 	t.delta.Chunks++
 	return t.b.Set(key, c.Encode())
+}
+
+// claimSlot deletes, in the batch that names p's bytes, the free record of
+// the freed block they were written into (blob.SlotReuser): until this
+// batch is durable, a crash leaves the record and recovery punches bytes
+// nobody names.
+func (t *Tx) claimSlot(p *Prepared) error {
+	if t.e.slots == nil || !p.written || p.inline != nil || !t.e.slots.ClaimSlot(p.loc) {
+		return nil
+	}
+	return t.b.Delete(schema.FreeKey(p.loc.Segment, p.loc.Offset))
 }
 
 // free deletes chunk h's record c and takes it off the counters. With

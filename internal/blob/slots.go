@@ -1,0 +1,220 @@
+package blob
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// SlotReuser is implemented by stores that can write a new chunk of one
+// block into the block of a freed one instead of punching that block out
+// and appending the new chunk. A punch of one 4 KiB block costs ext4 about
+// 80 µs and holds back writes through its journal; a random writer of a
+// block export frees one block per block it writes.
+//
+// The content layer keeps each freed location's free record (written with
+// the drop) until the location is claimed or punched: a crash before the
+// commit that claims a slot leaves the record, and recovery punches bytes
+// that no durable metadata names.
+type SlotReuser interface {
+	// OfferSlots pools the locations of freed that span one block, to be
+	// written into by later puts of one-block chunks, and returns the
+	// others, which the caller frees. The metadata that freed them must
+	// be durable.
+	OfferSlots(freed []Loc) (rest []Loc)
+	// ExpireSlots takes out of the pool, to be freed by the caller, the
+	// slots pooled at least age ago (all of them for 0).
+	ExpireSlots(age time.Duration) []Loc
+	// ClaimSlot reports whether loc is a slot a put wrote into that was
+	// not claimed yet; from then on the slot is the chunk's own. The
+	// caller deletes the slot's free record in the batch that names loc.
+	// Free of a slot not claimed returns it to the pool.
+	ClaimSlot(loc Loc) bool
+}
+
+var _ SlotReuser = (*Dir)(nil)
+
+// maxSlots bounds the pool: beyond it freed blocks are punched at once.
+const maxSlots = 1 << 16
+
+type slotKey struct {
+	seg uint32
+	off uint64
+}
+
+type pooledSlot struct {
+	loc Loc
+	at  time.Time // when it entered the pool
+}
+
+// slotPool is guarded by Dir.mu.
+type slotPool struct {
+	free  []pooledSlot         // oldest first, then by segment and offset
+	taken map[slotKey]struct{} // written into by a put, not claimed yet
+}
+
+func slotOf(l Loc) slotKey { return slotKey{l.Segment, l.Offset} }
+
+// compareSlots orders the pool: the oldest slots are taken first, so that
+// few expire unused, and within one pass's in file order, so that slots
+// side by side take one write.
+func compareSlots(a, b pooledSlot) int {
+	return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.loc.Segment, b.loc.Segment), cmp.Compare(a.loc.Offset, b.loc.Offset))
+}
+
+// OfferSlots implements SlotReuser.
+func (d *Dir) OfferSlots(freed []Loc) []Loc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var rest []Loc
+	added, now := false, time.Now()
+	for _, l := range freed {
+		s := d.segs[l.Segment]
+		if d.closed || l.Length == 0 || l.Length > Align || checkLoc(l) != nil || s == nil || s.removed || len(d.slots.free) >= maxSlots {
+			rest = append(rest, l)
+			continue
+		}
+		d.slots.free = append(d.slots.free, pooledSlot{loc: l, at: now})
+		added = true
+	}
+	if added {
+		slices.SortFunc(d.slots.free, compareSlots)
+	}
+	return rest
+}
+
+// ExpireSlots implements SlotReuser.
+func (d *Dir) ExpireSlots(age time.Duration) []Loc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Loc
+	kept := d.slots.free[:0]
+	for _, p := range d.slots.free {
+		if age <= 0 || time.Since(p.at) >= age {
+			out = append(out, p.loc)
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	clear(d.slots.free[len(kept):])
+	d.slots.free = kept
+	return out
+}
+
+// ClaimSlot implements SlotReuser.
+func (d *Dir) ClaimSlot(loc Loc) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.slots.taken[slotOf(loc)]; !ok {
+		return false
+	}
+	delete(d.slots.taken, slotOf(loc))
+	return true
+}
+
+// unclaimed returns loc to the pool if it is a slot a put wrote into and
+// nobody claimed (its chunk was not committed), and reports whether it
+// was. Its free record still stands, so it may be written again or
+// punched. d.mu must be held.
+func (d *Dir) unclaimed(loc Loc) bool {
+	k := slotOf(loc)
+	if _, ok := d.slots.taken[k]; !ok {
+		return false
+	}
+	delete(d.slots.taken, k)
+	p := pooledSlot{loc: Loc{Segment: loc.Segment, Offset: loc.Offset, Length: Align}, at: time.Now()}
+	i, _ := slices.BinarySearchFunc(d.slots.free, p, compareSlots)
+	d.slots.free = slices.Insert(d.slots.free, i, p)
+	return true
+}
+
+// dropSlotsOf forgets the pooled slots of segment num, whose file is
+// deleted. d.mu must be held.
+func (d *Dir) dropSlotsOf(num uint32) {
+	d.slots.free = slices.DeleteFunc(d.slots.free, func(p pooledSlot) bool { return p.loc.Segment == num })
+}
+
+// putInSlots writes the one-block chunks of data into pooled slots while
+// the pool lasts and returns their locations, the zero Loc for chunks left
+// to append; nil if it placed none. Slots side by side take one write.
+func (d *Dir) putInSlots(data [][]byte) ([]Loc, error) {
+	d.mu.Lock()
+	if d.closed || len(d.slots.free) == 0 {
+		d.mu.Unlock()
+		return nil, nil
+	}
+	var idx []int
+	for i, p := range data {
+		if len(p) > 0 && len(p) <= Align && len(idx) < len(d.slots.free) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		d.mu.Unlock()
+		return nil, nil
+	}
+	take := d.slots.free[:len(idx)]
+	locs := make([]Loc, len(data))
+	segs := map[uint32]*segment{}
+	var err error
+	for j, i := range idx {
+		l := take[j].loc
+		locs[i] = Loc{Segment: l.Segment, Offset: l.Offset, Length: uint32(len(data[i]))}
+		if segs[l.Segment] == nil {
+			s, aerr := d.acquire(l.Segment)
+			if aerr != nil {
+				err = aerr
+				break
+			}
+			s.pending++
+			segs[l.Segment] = s
+		}
+	}
+	if err != nil { // a segment cannot be opened: append instead
+		for _, s := range segs {
+			s.pending--
+			d.release(s)
+		}
+		d.mu.Unlock()
+		return nil, nil
+	}
+	for _, i := range idx {
+		d.slots.taken[slotOf(locs[i])] = struct{}{}
+	}
+	d.slots.free = d.slots.free[len(idx):] // no copy; appends and expiry reallocate
+	d.mu.Unlock()
+
+	for start := 0; start < len(idx) && err == nil; {
+		end := start + 1
+		for end < len(idx) && locs[idx[end]].Segment == locs[idx[start]].Segment &&
+			locs[idx[end]].Offset == locs[idx[end-1]].Offset+Align {
+			end++
+		}
+		iovs := make([][]byte, 0, 2*(end-start))
+		for j := start; j < end; j++ {
+			p := data[idx[j]]
+			iovs = append(iovs, p)
+			if j < end-1 && len(p) < Align {
+				iovs = append(iovs, zeroPad[:Align-len(p)])
+			}
+		}
+		first := locs[idx[start]]
+		if _, werr := writevAt(segs[first.Segment].f, iovs, int64(first.Offset)); werr != nil {
+			err = fmt.Errorf("blob: write segment %d: %w", first.Segment, werr)
+		}
+		start = end
+	}
+	for _, s := range segs {
+		d.finish(s, err)
+	}
+	if err != nil {
+		d.mu.Lock()
+		for _, i := range idx {
+			d.unclaimed(locs[i])
+		}
+		d.mu.Unlock()
+		return nil, err
+	}
+	return locs, nil
+}

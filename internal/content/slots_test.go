@@ -1,0 +1,301 @@
+package content
+
+import (
+	"errors"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// newSlotEnv is an engine on segment files with fixed 4 KiB chunks whose
+// reclaimer runs only when a test calls it.
+func newSlotEnv(t *testing.T) *env {
+	needSegmentFiles(t, "only segment files reuse freed blocks")
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), ReclaimInterval: time.Hour})
+	if v.e.slots == nil {
+		t.Fatalf("the segment store %T does not reuse freed blocks", v.blobs)
+	}
+	return v
+}
+
+func (v *env) chunkLoc(data []byte) blob.Loc {
+	v.t.Helper()
+	c, _, err := v.e.chunkRecord(schema.Sum(data))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}
+}
+
+func (v *env) hasFreeRecord(l blob.Loc) bool {
+	v.t.Helper()
+	_, err := v.meta.Get(schema.FreeKey(l.Segment, l.Offset))
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		v.t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestFreedBlocksTakeNewBlocks: blocks freed by an overwrite, once their
+// drop is durable, take the next new one-block chunks; the commit naming
+// those deletes their free records, and the blocks nobody took are punched
+// later (here by the last pass, which punches them all).
+func TestFreedBlocksTakeNewBlocks(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(31, 31))
+	old := testutil.RandBytes(r, 8*4096)
+	v.write(2, 0, old)
+	var freed []blob.Loc
+	for i := range 4 {
+		freed = append(freed, v.chunkLoc(old[i*4096:(i+1)*4096]))
+	}
+	over := testutil.RandBytes(r, 4*4096)
+	v.write(2, 0, over) // drops the first four chunks
+	for _, l := range freed {
+		if !v.hasFreeRecord(l) {
+			t.Fatalf("no free record for dropped chunk at %+v", l)
+		}
+	}
+	v.e.reclaimer.reclaim(false) // durable; the four blocks are pooled
+
+	fresh := testutil.RandBytes(r, 2*4096)
+	v.write(3, 0, fresh)
+	taken := map[blob.Loc]bool{}
+	for i := range 2 {
+		l := v.chunkLoc(fresh[i*4096 : (i+1)*4096])
+		taken[l] = true
+		if v.hasFreeRecord(l) {
+			t.Errorf("the chunk at %+v is live and its block keeps a free record", l)
+		}
+	}
+	var left []blob.Loc
+	for _, l := range freed {
+		if !taken[l] {
+			left = append(left, l)
+		}
+	}
+	if len(left) != 2 {
+		t.Fatalf("new chunks at %v, freed blocks %v: want two of them taken", taken, freed)
+	}
+	for _, l := range left {
+		if !v.hasFreeRecord(l) {
+			t.Errorf("pooled block %+v lost its free record before it was punched", l)
+		}
+	}
+	v.e.reclaimer.reclaim(false) // too soon: the blocks stay pooled
+	for _, l := range left {
+		if !v.hasFreeRecord(l) {
+			t.Errorf("pooled block %+v was punched before its time", l)
+		}
+	}
+	v.e.reclaimer.reclaim(true) // the blocks nobody took are punched
+	for _, l := range left {
+		if v.hasFreeRecord(l) {
+			t.Errorf("pooled block %+v kept its free record after the last pass", l)
+		}
+		if got, err := v.blobs.Read(l, make([]byte, l.Length)); err != nil || !allZero(got) {
+			t.Errorf("expired block %+v was not punched: %v", l, err)
+		}
+	}
+	v.checkContent(2, append(append([]byte{}, over...), old[4*4096:]...))
+	v.checkContent(3, fresh)
+	v.reopen()
+	v.checkContent(3, fresh)
+}
+
+// TestBlockWrittenButNotCommittedIsPunched: a crash after a new chunk was
+// written into a freed block but before its commit leaves the block's free
+// record, and recovery punches the block.
+func TestBlockWrittenButNotCommittedIsPunched(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(32, 32))
+	old := testutil.RandBytes(r, 4096)
+	v.write(2, 0, old)
+	l := v.chunkLoc(old)
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.e.reclaimer.reclaim(false)
+
+	fresh := testutil.RandBytes(r, 4096)
+	ps, _, err := v.e.Prepare(0, fresh, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].loc.Segment != l.Segment || ps[0].loc.Offset != l.Offset {
+		t.Fatalf("the new chunk went to %+v, not into the freed block %+v", ps[0].loc, l)
+	}
+	// The "crash": new stores and a new engine on the files as they are,
+	// without the commit and without this engine's last reclaim pass.
+	v.e.reclaimer.stop()
+	v.blobs.Close()
+	v.meta.Close()
+	v.meta, v.blobs = v.stores.Open(t)
+	v.e = v.newEngine()
+	if !v.hasFreeRecord(l) {
+		t.Fatal("the freed block's free record is gone though nothing committed a chunk there")
+	}
+	if _, err := v.e.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	if v.hasFreeRecord(l) {
+		t.Error("recovery left the free record")
+	}
+	// Punched, or its segment deleted as empty.
+	if got, err := v.blobs.Read(l, make([]byte, 4096)); !errors.Is(err, os.ErrNotExist) && (err != nil || !allZero(got)) {
+		t.Errorf("recovery did not punch the block written without a commit: %v", err)
+	}
+}
+
+// TestUncommittedBlockGoesBackToThePool: a chunk written into a freed
+// block and then not committed (another copy of it won) returns the block
+// to the pool with its free record, instead of punching it.
+func TestUncommittedBlockGoesBackToThePool(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(33, 33))
+	old := testutil.RandBytes(r, 4096)
+	v.write(2, 0, old)
+	l := v.chunkLoc(old)
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.e.reclaimer.reclaim(false)
+
+	fresh := testutil.RandBytes(r, 4096)
+	ps, _, err := v.e.Prepare(0, fresh, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.e.Discard(ps)
+	if !v.hasFreeRecord(l) {
+		t.Fatal("the block's free record went with a chunk that was never committed")
+	}
+	v.write(3, 0, fresh)
+	if got := v.chunkLoc(fresh); got.Segment != l.Segment || got.Offset != l.Offset {
+		t.Errorf("the chunk went to %+v, not into the block given back to the pool %+v", got, l)
+	}
+	if v.hasFreeRecord(l) {
+		t.Error("the committed chunk's block keeps its free record")
+	}
+	v.checkContent(3, fresh)
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSlotReuseRandomized writes random blocks over three small files,
+// some of them repeated (dedup hits), with reclaim passes, final passes and
+// "crashes" (new stores and engine without the last pass, then Recover) in
+// between, and checks after each step: every file reads as the model says,
+// and no free record names the place of a live chunk (recovery would punch
+// it). DOPPEL_SLOTS_SEED replays a run.
+func TestSlotReuseRandomized(t *testing.T) {
+	seed := uint64(testutil.EnvInt(t, "DOPPEL_SLOTS_SEED", int(rand.Uint32())))
+	t.Logf("seed %d (DOPPEL_SLOTS_SEED=%d replays it)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, seed))
+	v := newSlotEnv(t)
+	const files, blocks = 3, 16
+	model := make([][]byte, files)
+	for i := range model {
+		model[i] = testutil.RandBytes(r, blocks*4096)
+		v.write(uint64(2+i), 0, model[i])
+	}
+	repeated := testutil.RandBytes(r, 4*4096) // blocks written again and again
+	claims := &countClaims{SlotReuser: v.e.slots}
+	v.e.slots = claims
+	for step := range 300 {
+		switch n := r.IntN(20); {
+		case n < 14:
+			f, first, count := r.IntN(files), r.IntN(blocks), 1+r.IntN(4)
+			count = min(count, blocks-first)
+			data := testutil.RandBytes(r, count*4096)
+			for b := range count {
+				if r.IntN(4) == 0 {
+					k := r.IntN(4)
+					copy(data[b*4096:], repeated[k*4096:(k+1)*4096])
+				}
+			}
+			v.write(uint64(2+f), int64(first)*4096, data)
+			copy(model[f][first*4096:], data)
+		case n < 17:
+			v.e.reclaimer.reclaim(false)
+		case n < 18:
+			v.e.reclaimer.reclaim(true)
+		default:
+			v.e.reclaimer.stop()
+			v.blobs.Close()
+			v.meta.Close()
+			v.meta, v.blobs = v.stores.Open(t)
+			v.e = v.newEngine()
+			claims.SlotReuser = v.e.slots
+			v.e.slots = claims
+			if _, err := v.e.Recover(); err != nil {
+				t.Fatalf("step %d: recover: %v", step, err)
+			}
+		}
+		for f := range files {
+			v.checkContent(uint64(2+f), model[f])
+		}
+		v.checkNoFreeRecordAtLiveChunk(step)
+	}
+	if claims.n == 0 {
+		t.Error("no new chunk was written into a freed block: the test tests nothing")
+	}
+	t.Logf("%d new chunks written into freed blocks", claims.n)
+	v.e.reclaimer.reclaim(true)
+	lower, upper := schema.FreeRange()
+	it, err := v.meta.NewIter(lower, upper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if it.First() {
+		t.Errorf("free records left after the last pass, the first %x", it.Key())
+	}
+}
+
+// checkNoFreeRecordAtLiveChunk fails the test if a free record names the
+// place of a chunk the chunk table holds.
+func (v *env) checkNoFreeRecordAtLiveChunk(step int) {
+	v.t.Helper()
+	lower, upper := schema.ChunkRange()
+	it, err := v.meta.NewIter(lower, upper)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		c, err := schema.DecodeChunk(it.Value())
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		if c.IsInline() {
+			continue
+		}
+		if v.hasFreeRecord(blob.Loc{Segment: c.Segment, Offset: c.Offset}) {
+			v.t.Fatalf("step %d: a free record names segment %d offset %d, where a live chunk is", step, c.Segment, c.Offset)
+		}
+	}
+}
+
+// countClaims counts the slots claimed.
+type countClaims struct {
+	blob.SlotReuser
+	n int
+}
+
+func (c *countClaims) ClaimSlot(l blob.Loc) bool {
+	ok := c.SlotReuser.ClaimSlot(l)
+	if ok {
+		c.n++
+	}
+	return ok
+}
