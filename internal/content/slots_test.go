@@ -33,6 +33,29 @@ func (v *env) chunkLoc(data []byte) blob.Loc {
 	return blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}
 }
 
+// storeIntoFreedBlock writes a block to inode 2, drops it, runs a reclaim
+// pass (the block is pooled) and prepares a new block, which the store
+// writes into the freed one: it returns that block's place, the new data
+// and its prepared chunks, not committed.
+func (v *env) storeIntoFreedBlock(seed uint64) (blob.Loc, []byte, []*Prepared) {
+	v.t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed))
+	old := testutil.RandBytes(r, 4096)
+	v.write(2, 0, old)
+	l := v.chunkLoc(old)
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.e.reclaimer.reclaim(false)
+	fresh := testutil.RandBytes(r, 4096)
+	ps, _, err := v.e.Prepare(0, fresh, true)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if len(ps) != 1 || ps[0].loc.Segment != l.Segment || ps[0].loc.Offset != l.Offset {
+		v.t.Fatalf("the new chunk went to %+v, not into the freed block %+v", ps[0].loc, l)
+	}
+	return l, fresh, ps
+}
+
 func (v *env) hasFreeRecord(l blob.Loc) bool {
 	v.t.Helper()
 	_, err := v.meta.Get(schema.FreeKey(l.Segment, l.Offset))
@@ -114,28 +137,8 @@ func TestFreedBlocksTakeNewBlocks(t *testing.T) {
 // record, and recovery punches the block.
 func TestBlockWrittenButNotCommittedIsPunched(t *testing.T) {
 	v := newSlotEnv(t)
-	r := rand.New(rand.NewPCG(32, 32))
-	old := testutil.RandBytes(r, 4096)
-	v.write(2, 0, old)
-	l := v.chunkLoc(old)
-	v.do(func(tx *Tx) error { return tx.DropAll(2) })
-	v.e.reclaimer.reclaim(false)
-
-	fresh := testutil.RandBytes(r, 4096)
-	ps, _, err := v.e.Prepare(0, fresh, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ps) != 1 || ps[0].loc.Segment != l.Segment || ps[0].loc.Offset != l.Offset {
-		t.Fatalf("the new chunk went to %+v, not into the freed block %+v", ps[0].loc, l)
-	}
-	// The "crash": new stores and a new engine on the files as they are,
-	// without the commit and without this engine's last reclaim pass.
-	v.e.reclaimer.stop()
-	v.blobs.Close()
-	v.meta.Close()
-	v.meta, v.blobs = v.stores.Open(t)
-	v.e = v.newEngine()
+	l, _, _ := v.storeIntoFreedBlock(32)
+	v.crash()
 	if !v.hasFreeRecord(l) {
 		t.Fatal("the freed block's free record is gone though nothing committed a chunk there")
 	}
@@ -156,18 +159,7 @@ func TestBlockWrittenButNotCommittedIsPunched(t *testing.T) {
 // to the pool with its free record, instead of punching it.
 func TestUncommittedBlockGoesBackToThePool(t *testing.T) {
 	v := newSlotEnv(t)
-	r := rand.New(rand.NewPCG(33, 33))
-	old := testutil.RandBytes(r, 4096)
-	v.write(2, 0, old)
-	l := v.chunkLoc(old)
-	v.do(func(tx *Tx) error { return tx.DropAll(2) })
-	v.e.reclaimer.reclaim(false)
-
-	fresh := testutil.RandBytes(r, 4096)
-	ps, _, err := v.e.Prepare(0, fresh, true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, fresh, ps := v.storeIntoFreedBlock(33)
 	v.e.Discard(ps)
 	if !v.hasFreeRecord(l) {
 		t.Fatal("the block's free record went with a chunk that was never committed")
@@ -230,11 +222,7 @@ func TestSlotReuseRandomized(t *testing.T) {
 		case n < 18:
 			v.e.reclaimer.reclaim(true)
 		default:
-			v.e.reclaimer.stop()
-			v.blobs.Close()
-			v.meta.Close()
-			v.meta, v.blobs = v.stores.Open(t)
-			v.e = v.newEngine()
+			v.crash()
 			claims.SlotReuser = v.e.slots
 			v.e.slots = claims
 			if _, err := v.e.Recover(); err != nil {
