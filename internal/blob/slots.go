@@ -187,8 +187,8 @@ func (d *Dir) putInSlots(data [][]byte) ([]Loc, error) {
 
 	for start := 0; start < len(idx) && err == nil; {
 		end := start + 1
-		for end < len(idx) && locs[idx[end]].Segment == locs[idx[start]].Segment &&
-			locs[idx[end]].Offset == locs[idx[end-1]].Offset+Align {
+		for end < len(idx) && end-start < maxBatch && locs[idx[end]].Segment == locs[idx[start]].Segment &&
+			locs[idx[end]].Offset == locs[idx[end-1]].Offset+Align { // within IOV_MAX, as appends
 			end++
 		}
 		iovs := make([][]byte, 0, 2*(end-start))

@@ -58,3 +58,40 @@ func TestSlotsTakeOneBlockChunks(t *testing.T) {
 		t.Fatalf("a put after the pool emptied went to %v, the expired slot (%v)", locs, err)
 	}
 }
+
+// TestSlotsSideBySideBeyondOneWrite: more freed blocks side by side than
+// one pwritev takes (IOV_MAX iovecs) are written in several.
+func TestSlotsSideBySideBeyondOneWrite(t *testing.T) {
+	d, err := OpenDir(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const n = 3 * maxBatch
+	data := make([][]byte, n)
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i), byte(i >> 8)}, Align/2-i%3) // some shorter than a block: padding iovecs
+	}
+	old, err := d.PutMany(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rest := d.OfferSlots(old); len(rest) != 0 {
+		t.Fatalf("OfferSlots kept back %d one-block locations", len(rest))
+	}
+	for i := range data {
+		data[i] = bytes.Repeat([]byte{byte(i >> 8), byte(i), 7}, Align/3)
+	}
+	locs, err := d.PutMany(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range locs {
+		if l.Offset != old[i].Offset {
+			t.Fatalf("chunk %d went to %+v, not into the freed block %+v", i, l, old[i])
+		}
+		if got, err := d.Read(l, nil); err != nil || !bytes.Equal(got, data[i]) {
+			t.Fatalf("chunk %d at %+v reads back wrong (%v)", i, l, err)
+		}
+	}
+}
