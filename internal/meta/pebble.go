@@ -18,10 +18,11 @@ import (
 // of a few MiB of 4 KiB blocks made two small level-0 tables, and each
 // compaction of a few of them rewrote the whole chunk table (random hash
 // keys overlap everything): 620 MB compacted for 85 MB of records when 1 GiB
-// of an export was overwritten, against 72 MB with 16 MiB memtables. The
-// memtables' memory is reserved from the block cache, so the two together
-// stay within cacheSize; at 32 MiB memtables left the cache too little
-// (measured in docs/BENCHMARKS.md, "Memtables sized for commits of many
+// of an export was overwritten (72 MB with 32 MiB memtables); with 16 MiB
+// the overwrite took a third less time and CPU. The memtables' memory is
+// reserved from the block cache, so the two together stay within
+// cacheSize; 32 MiB memtables left the cache too little and were no
+// faster (docs/BENCHMARKS.md, "Memtables sized for commits of many
 // blocks"). The write-ahead log's preallocation stays small (softWAL).
 const (
 	memTableSize = 16 << 20
