@@ -101,10 +101,10 @@ func (d *Dir) StartPutManyCached(data [][]byte) (*Writing, error) {
 // the others are appended.
 func (d *Dir) startPutMany(data [][]byte, direct bool) (*Writing, error) {
 	slotted, err := d.putInSlots(data)
-	if err != nil || slotted == nil {
-		if err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
+	}
+	if slotted == nil {
 		return d.appendMany(data, direct)
 	}
 	var rest [][]byte
@@ -198,14 +198,7 @@ func (w *Writing) abandon() {
 // after the last chunk is not written, so it takes no space beyond the
 // chunk's last block), and ends the reservation.
 func (d *Dir) writeBuffered(s *segment, data [][]byte, off, end int64) error {
-	iovs := make([][]byte, 0, 2*len(data))
-	for i, p := range data {
-		iovs = append(iovs, p)
-		if pad := roundUp(int64(len(p))) - int64(len(p)); pad > 0 && i < len(data)-1 {
-			iovs = append(iovs, zeroPad[:pad])
-		}
-	}
-	_, err := writevAt(s.f, iovs, off)
+	_, err := writevAt(s.f, paddedIovecs(data), off)
 	if err != nil {
 		err = fmt.Errorf("blob: write segment %d: %w", s.num, err)
 		punchHole(s.f, off, end-off) // best effort: leave no partial chunk behind
@@ -214,6 +207,19 @@ func (d *Dir) writeBuffered(s *segment, data [][]byte, off, end int64) error {
 	}
 	d.finish(s, err)
 	return err
+}
+
+// paddedIovecs is chunks side by side as one write: each starts at an Align
+// boundary, with zeros between them (none after the last).
+func paddedIovecs(chunks [][]byte) [][]byte {
+	iovs := make([][]byte, 0, 2*len(chunks))
+	for i, p := range chunks {
+		iovs = append(iovs, p)
+		if pad := roundUp(int64(len(p))) - int64(len(p)); pad > 0 && i < len(chunks)-1 {
+			iovs = append(iovs, zeroPad[:pad])
+		}
+	}
+	return iovs
 }
 
 // appendLocs appends the locations of chunks data written from off in

@@ -191,16 +191,12 @@ func (d *Dir) putInSlots(data [][]byte) ([]Loc, error) {
 			locs[idx[end]].Offset == locs[idx[end-1]].Offset+Align { // within IOV_MAX, as appends
 			end++
 		}
-		iovs := make([][]byte, 0, 2*(end-start))
-		for j := start; j < end; j++ {
-			p := data[idx[j]]
-			iovs = append(iovs, p)
-			if j < end-1 && len(p) < Align {
-				iovs = append(iovs, zeroPad[:Align-len(p)])
-			}
+		run := make([][]byte, 0, end-start)
+		for _, i := range idx[start:end] {
+			run = append(run, data[i])
 		}
 		first := locs[idx[start]]
-		if _, werr := writevAt(segs[first.Segment].f, iovs, int64(first.Offset)); werr != nil {
+		if _, werr := writevAt(segs[first.Segment].f, paddedIovecs(run), int64(first.Offset)); werr != nil {
 			err = fmt.Errorf("blob: write segment %d: %w", first.Segment, werr)
 		}
 		start = end
