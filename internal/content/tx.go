@@ -20,6 +20,7 @@ import (
 type Tx struct {
 	e       *Engine
 	b       meta.Batch
+	reads   meta.Reader // b without the retainer's wrapper, which hides what the store's batch can do
 	version uint64
 	refs    map[schema.Hash]int64
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
@@ -44,7 +45,7 @@ func (e *Engine) Begin() (*Tx, error) {
 		return nil, err
 	}
 	t := &Tx{
-		e: e, b: b, version: e.version + 1,
+		e: e, b: b, reads: b, version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
 	}
@@ -222,7 +223,7 @@ func (t *Tx) applyRefs() error {
 		}
 		return rec, err
 	}
-	if many, ok := t.b.(meta.MultiGetter); ok && len(hashes)-len(missing) > 1 {
+	if many, ok := t.reads.(meta.MultiGetter); ok && len(hashes)-len(missing) > 1 {
 		recs, err := t.recordsOf(many, hashes, missing)
 		if err != nil {
 			return err
