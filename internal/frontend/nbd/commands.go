@@ -27,7 +27,9 @@ func (s *session) execute(rw *replyWriter, req *request) {
 		s.blockStatusReply(rw, req)
 		return
 	case cmdWrite:
+		req.turn.wait()
 		err = b.WriteAt(req.payload, off, fua)
+		req.turn.done()
 	case cmdFlush:
 		err = b.Flush()
 	case cmdTrim:

@@ -17,6 +17,7 @@
 //	                  STRUCTURED_REPLY, LIST/SET_META_CONTEXT
 //	transmission.go   request reader loop, concurrency and memory bounds, request validation
 //	workers.go        goroutines that run a connection's requests, reused
+//	write_order.go    a connection's plain writes reach the backend in the order sent
 //	commands.go       execution of each command and its reply; extent normalisation
 //	reply_writer.go   serialised, whole-message reply output; replies queued
 //	                  behind each other leave in one write
@@ -30,8 +31,8 @@
 //
 // Tests: memory_backend_test.go (reference backend with an allocation map),
 // client_test.go (a minimal, strict client), helpers_test.go (servers on
-// pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go
-// and reply_writer_test.go (unit tests), model_test.go (randomised
+// pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go,
+// write_order_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
 // comparison with a reference model, replayable with -nbd.seed),
 // fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
 // (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).

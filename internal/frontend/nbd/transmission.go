@@ -10,6 +10,7 @@ type request struct {
 	requestHeader
 	payload []byte // NBD_CMD_WRITE data
 	granted int64  // bytes taken from the budget, returned when done
+	turn    writeTurn
 }
 
 // transmit runs the transmission phase: one goroutine reads requests in
@@ -52,6 +53,7 @@ func (s *session) transmit() error {
 // shutdown, or on a read or protocol error.
 func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan struct{}, pool *workerPool) error {
 	var hb [requestHeaderLen]byte
+	var writes writeOrder
 	for {
 		if _, err := io.ReadFull(s.r, hb[:]); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -100,6 +102,9 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 		if err := rw.failed(); err != nil {
 			budget.release(req.granted)
 			return err
+		}
+		if h.Type == cmdWrite && h.Flags&cmdFlagFUA == 0 {
+			req.turn = writes.next()
 		}
 		slots <- struct{}{}
 		pool.dispatch(req)
