@@ -103,7 +103,7 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			budget.release(req.granted)
 			return err
 		}
-		if h.Type == cmdWrite && h.Flags&cmdFlagFUA == 0 {
+		if h.Type == cmdWrite && h.Flags&cmdFlagFUA == 0 && h.Length >= orderedWriteMin {
 			req.turn = writes.next()
 		}
 		slots <- struct{}{}

@@ -12,8 +12,17 @@ package nbd
 // Only the backend call is ordered: the reply goes out afterwards, and
 // reads, flushes and the rest do not wait. Writes with FUA are not
 // ordered, so that a flush inside one never holds the writes after it.
-// The protocol leaves the order of requests in flight to the server, so
+// Nor are small writes (below orderedWriteMin): a random writer's blocks
+// gain nothing from an order, and each turn handed on costs a goroutine
+// wakeup where the file's lock would have passed by spinning (fio's 4 KiB
+// random writes at depth 16: about 3 % fewer IOPS when ordered). The
+// protocol leaves the order of requests in flight to the server, so
 // nothing a client may rely on changes.
+
+// orderedWriteMin is the smallest write that takes a turn: what streaming
+// clients send (nbdcopy 256 KiB, qemu-img up to 2 MiB) and random block
+// writes are not.
+const orderedWriteMin = 64 << 10
 
 // writeTurn is one write's place in its connection's order: it waits for
 // after (closed once the write before was applied; nil: none), and closes

@@ -41,8 +41,9 @@ func (b *orderBackend) WriteAt(p []byte, off int64, fua bool) error {
 // TestWritesOfAConnectionApplyInOrder: a client streams writes without
 // waiting for replies; the backend gets them one at a time, in the order
 // sent, though up to MaxInFlight workers run the connection's requests.
+// Small writes are left unordered.
 func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
-	const n, block = 200, 4096
+	const n, block = 200, orderedWriteMin
 	be := &orderBackend{memBackend: newMemBackend(n * block)}
 	ts := newTestServer(t, Export{Name: "disk", Backend: be})
 	c := ts.connect(t, clientConfig{export: "disk"})
@@ -78,12 +79,38 @@ func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
 	if data, _ := be.snapshot(); !bytes.Equal(data, want) {
 		t.Error("the image differs from the writes")
 	}
+
+	// Small writes run side by side, as before there were turns.
+	be.mu.Lock()
+	be.offsets, be.overlap = nil, 0
+	be.mu.Unlock()
+	const small = 4096
+	go func() {
+		for i := range n {
+			if _, err := c.send(cmdWrite, 0, uint64(i*small), small, bytes.Repeat([]byte{7}, small)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	for range n {
+		if r, err := c.readReply(); err != nil || r.errno != 0 {
+			t.Fatalf("small write reply: %v, errno %v", err, r.errno)
+		}
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	if be.overlap < 2 {
+		t.Errorf("small writes ran one at a time (%d at once)", be.overlap)
+	}
 }
 
 // TestOrderedWritesHoldNoRead: a read sent after a write that is stuck in
 // the backend is answered meanwhile; only the write after it waits.
 func TestOrderedWritesHoldNoRead(t *testing.T) {
-	const block = 4096
+	const block = orderedWriteMin
 	be := &orderBackend{memBackend: newMemBackend(4 * block), hold: make(chan struct{})}
 	ts := newTestServer(t, Export{Name: "disk", Backend: be})
 	c := ts.connect(t, clientConfig{export: "disk"})
