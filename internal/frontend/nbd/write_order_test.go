@@ -38,22 +38,18 @@ func (b *orderBackend) WriteAt(p []byte, off int64, fua bool) error {
 	return err
 }
 
-// TestWritesOfAConnectionApplyInOrder: a client streams writes without
-// waiting for replies; the backend gets them one at a time, in the order
-// sent, though up to MaxInFlight workers run the connection's requests.
-// Small writes are left unordered.
-func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
-	const n, block = 200, orderedWriteMin
-	be := &orderBackend{memBackend: newMemBackend(n * block)}
-	ts := newTestServer(t, Export{Name: "disk", Backend: be})
-	c := ts.connect(t, clientConfig{export: "disk"})
-	want := make([]byte, n*block)
+// streamWrites sends n writes of size bytes each, back to back from
+// offset 0, the i-th filled with byte i+1, without waiting for replies,
+// and then reads their replies; it returns the image they make.
+func streamWrites(t *testing.T, c *testClient, n, size int) []byte {
+	t.Helper()
+	want := make([]byte, n*size)
 	sent := make(chan error, 1)
 	go func() { // the pipe is synchronous: replies are read meanwhile
 		for i := range n {
-			p := bytes.Repeat([]byte{byte(i + 1)}, block)
-			copy(want[i*block:], p)
-			if _, err := c.send(cmdWrite, 0, uint64(i*block), block, p); err != nil {
+			p := bytes.Repeat([]byte{byte(i + 1)}, size)
+			copy(want[i*size:], p)
+			if _, err := c.send(cmdWrite, 0, uint64(i*size), uint32(size), p); err != nil {
 				sent <- err
 				return
 			}
@@ -68,6 +64,19 @@ func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
 	if err := <-sent; err != nil {
 		t.Fatal(err)
 	}
+	return want
+}
+
+// TestWritesOfAConnectionApplyInOrder: a client streams writes without
+// waiting for replies; the backend gets them one at a time, in the order
+// sent, though up to MaxInFlight workers run the connection's requests.
+// Small writes are left unordered.
+func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
+	const n, block = 200, orderedWriteMin
+	be := &orderBackend{memBackend: newMemBackend(n * block)}
+	ts := newTestServer(t, Export{Name: "disk", Backend: be})
+	c := ts.connect(t, clientConfig{export: "disk"})
+	want := streamWrites(t, c, n, block)
 	for i, off := range be.offsets {
 		if off != int64(i*block) {
 			t.Fatalf("write %d reached the backend as the write at %d", i, off/block)
@@ -84,24 +93,7 @@ func TestWritesOfAConnectionApplyInOrder(t *testing.T) {
 	be.mu.Lock()
 	be.offsets, be.overlap = nil, 0
 	be.mu.Unlock()
-	const small = 4096
-	go func() {
-		for i := range n {
-			if _, err := c.send(cmdWrite, 0, uint64(i*small), small, bytes.Repeat([]byte{7}, small)); err != nil {
-				sent <- err
-				return
-			}
-		}
-		sent <- nil
-	}()
-	for range n {
-		if r, err := c.readReply(); err != nil || r.errno != 0 {
-			t.Fatalf("small write reply: %v, errno %v", err, r.errno)
-		}
-	}
-	if err := <-sent; err != nil {
-		t.Fatal(err)
-	}
+	streamWrites(t, c, n, 4096)
 	if be.overlap < 2 {
 		t.Errorf("small writes ran one at a time (%d at once)", be.overlap)
 	}
