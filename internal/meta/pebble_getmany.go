@@ -24,26 +24,28 @@ var wholeKeys = func() *pebble.Comparer {
 // read an index and a data block there, 20 µs a lookup while a block
 // device's overwrite churned the tables (docs/BENCHMARKS.md, issue 15).
 func (p *Pebble) GetMany(keys [][]byte) ([][]byte, error) {
-	return getMany(p.db, keys)
+	return getMany(p.db, keys, true)
 }
 
 // GetMany implements MultiGetter for a batch: the same prefix seeks,
 // through the batch, so that its own writes are seen. A transaction reads
 // the records of the chunks its overwrites drop this way; with plain
 // seeks, which cannot consult bloom filters, each such read searched
-// every level's index and data blocks for a key that lives in one.
+// every level's index and data blocks for a key that lives in one. These
+// keys exist, mostly in the bottom level, whose filter would only say
+// "maybe" there: it is not consulted.
 func (b *pebbleBatch) GetMany(keys [][]byte) ([][]byte, error) {
-	return getMany(b.b, keys)
+	return getMany(b.b, keys, false)
 }
 
 // getMany reads keys through one iterator of r seeking by prefix, in key
-// order.
-func getMany(r pebble.Reader, keys [][]byte) ([][]byte, error) {
+// order; bottomFilters consults the bottom level's bloom filters too.
+func getMany(r pebble.Reader, keys [][]byte, bottomFilters bool) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	if len(keys) == 0 {
 		return vals, nil
 	}
-	it, err := r.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	it, err := r.NewIter(&pebble.IterOptions{UseL6Filters: bottomFilters})
 	if err != nil {
 		return nil, err
 	}
