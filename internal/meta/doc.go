@@ -14,10 +14,10 @@
 // Files:
 //
 //	store.go          the interfaces: Reader, Iterator, Batch, Snapshot, Store and the optional capabilities
-//	delete.go         DeleteEach: a range deleted key by key where a batch has no range tombstones
+//	delete.go         DeleteEach: a small range deleted key by key, not as one range deletion
 //	pebble.go         the embedded store on Pebble: options, batches, snapshots, metrics
 //	pebble_getmany.go GetMany of the store and of its batches: prefix seeks that consult bloom filters
 //	softwal.go        Pebble's log written to the OS on every commit, synced only when asked
 //	failstop.go       a store that hit a fatal I/O error fails every later write
-//	log.go            Pebble's logger, whose Fatalf failStop recovers
+//	log.go            Pebble's messages to slog; its Fatalf becomes the store's failure
 package meta
