@@ -10,7 +10,9 @@
 #     4 KiB write and read at iodepth 1 and 16 (BENCH_RUNTIME seconds each;
 #     the random jobs run over the whole export after the sequential write
 #     filled it);
-#   - nbdcopy of a BENCH_COPY_MIB random image into the export and back out.
+#   - nbdcopy of a BENCH_COPY_MIB random image into the export (over what
+#     fio wrote) and back out;
+#   - nbdcopy of the image into a fresh export (a new VM disk).
 # Writes end with a FLUSH (fio's end_fsync, nbdcopy's flush): every figure
 # includes making the data durable.
 # Printed: every run, then the medians and doppel's ratio to qemu-nbd.
@@ -139,7 +141,7 @@ if [ -n "$BASE_BIN" ]; then
 	[ -x "$BASE_BIN/doppel" ] || die "$BASE_BIN/doppel is missing"
 	SERVERS=(doppel-base "${SERVERS[@]}")
 fi
-TESTS=(seqwrite seqread randwrite1 randwrite16 randread1 randread16 copyin copyout)
+TESTS=(seqwrite seqread randwrite1 randwrite16 randread1 randread16 copyin copyout copyfresh)
 declare -A RES
 bench_start
 for rep in $(seq "$REPS"); do
@@ -157,6 +159,9 @@ for rep in $(seq "$REPS"); do
 		rm -f "$DIR/out.bin"
 		truncate -s "${SIZE_MIB}M" "$DIR/out.bin"
 		RES[$s,copyout]+="$(copy_secs "$uri" "$DIR/out.bin") "
+		stop_server
+		start_server "$s"
+		RES[$s,copyfresh]+="$(copy_secs "$SRC" "$uri") "
 		stop_server
 		for t in "${TESTS[@]}"; do
 			printf '%s\t%s\t%s\n' "$s" "$t" "${RES[$s,$t]}"
