@@ -304,6 +304,11 @@ func (m *engineModel) check() {
 			if err != nil || h < off {
 				m.t.Fatalf("inode %d: SeekHole(%d) = %d, %v", ino, off, h, err)
 			}
+			// Bounded, the same hole or the bound.
+			limit := off + m.r.Int64N(int64(len(f))+1)
+			if hb, err := m.v.e.SeekHoleBefore(m.v.meta, ino, off, limit); err != nil || hb != min(h, limit) {
+				m.t.Fatalf("inode %d: SeekHoleBefore(%d, %d) = %d, %v; SeekHole gave %d", ino, off, limit, hb, err, h)
+			}
 			if h < int64(len(f)) {
 				d, err := m.v.e.SeekData(m.v.meta, ino, h)
 				if err != nil || (d != -1 && d <= h) {

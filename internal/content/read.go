@@ -397,8 +397,18 @@ func (e *Engine) SeekData(r meta.Reader, ino uint64, off int64) (int64, error) {
 
 // SeekHole returns the first offset >= off not inside stored data.
 func (e *Engine) SeekHole(r meta.Reader, ino uint64, off int64) (int64, error) {
+	return e.SeekHoleBefore(r, ino, off, math.MaxInt64)
+}
+
+// SeekHoleBefore is SeekHole for a caller that needs no answer past limit:
+// it returns limit if [off, limit) holds no hole, having read only the
+// extents below limit. Finding the next hole of a file stored without
+// any reads every extent up to its end; a block export's BLOCK_STATUS,
+// asked over and over for parts of a large disk, would read them again
+// each time.
+func (e *Engine) SeekHoleBefore(r meta.Reader, ino uint64, off, limit int64) (int64, error) {
 	pos := off
-	err := scanExtents(r, ino, off, math.MaxInt64, func(p Piece) error {
+	err := scanExtents(r, ino, off, limit, func(p Piece) error {
 		if p.Off > pos {
 			return io.EOF
 		}
@@ -408,5 +418,5 @@ func (e *Engine) SeekHole(r meta.Reader, ino uint64, off int64) (int64, error) {
 	if err == io.EOF {
 		err = nil
 	}
-	return pos, err
+	return min(pos, max(limit, off)), err
 }

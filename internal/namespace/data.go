@@ -1,6 +1,7 @@
 package namespace
 
 import (
+	"math"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -15,6 +16,16 @@ const (
 
 // Lseek implements vfs.FS for SEEK_DATA and SEEK_HOLE.
 func (v *FS) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
+	return v.lseek(h, off, whence, math.MaxInt64)
+}
+
+// LseekWithin implements vfs.RangeSeeker.
+func (v *FS) LseekWithin(h vfs.Handle, off int64, whence int, limit int64) (int64, error) {
+	return v.lseek(h, off, whence, limit)
+}
+
+// lseek is Lseek, but a hole past limit may be reported at limit.
+func (v *FS) lseek(h vfs.Handle, off int64, whence int, limit int64) (int64, error) {
 	hd, err := v.handle(h)
 	if err != nil {
 		return 0, err
@@ -51,7 +62,7 @@ func (v *FS) Lseek(h vfs.Handle, off int64, whence int) (int64, error) {
 		}
 		return pos, nil
 	case seekHole:
-		pos, err := v.eng.SeekHole(r, ino, off)
+		pos, err := v.eng.SeekHoleBefore(r, ino, off, limit)
 		if err != nil {
 			return 0, v.errno("lseek", err)
 		}

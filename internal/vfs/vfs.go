@@ -199,6 +199,15 @@ type HostCacheKeeper interface {
 	KeepHostCache(ino uint64) (release func())
 }
 
+// RangeSeeker is an optional capability for a frontend that asks where
+// data and holes lie within a range (a block export's BLOCK_STATUS):
+// LseekWithin is Lseek, except that a hole past limit may be reported at
+// limit. Finding a file's next hole may otherwise read its whole extent
+// map up to the file's end.
+type RangeSeeker interface {
+	LseekWithin(h Handle, off int64, whence int, limit int64) (int64, error)
+}
+
 // BlockReader is an optional capability for a frontend that serves a file
 // at a fixed size (a block export): ReadBlock fills all of buf with the
 // file's bytes at off, zeros past the file's end. It can skip what Read

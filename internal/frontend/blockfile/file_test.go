@@ -124,3 +124,27 @@ func TestReadPastShorteningWithBufferedWrites(t *testing.T) {
 	}
 	testutil.Check(t, f.Close())
 }
+
+// TestBlockStatusOfParts: block status over parts of a disk, inside data,
+// across its end into a hole, inside the hole, answers for that part only.
+func TestBlockStatusOfParts(t *testing.T) {
+	_, f := openFile(t, nil)
+	testutil.Check(t, f.WriteAt(testutil.SeededBytes(2, 4*mib), 0, true))
+	hole := nbd.ExtentHole | nbd.ExtentZero
+	for _, tc := range []struct {
+		off, length int64
+		want        string
+	}{
+		{mib, 64 << 10, fmt.Sprintf("[{%d 0}]", 64<<10)},
+		{3 * mib, 2 * mib, fmt.Sprintf("[{%d 0} {%d %d}]", mib, mib, hole)},
+		{5 * mib, 4096, fmt.Sprintf("[{4096 %d}]", hole)},
+		{0, 16 * mib, fmt.Sprintf("[{%d 0} {%d %d}]", 4*mib, 12*mib, hole)},
+	} {
+		ext, err := f.BlockStatus(tc.off, tc.length)
+		testutil.Check(t, err)
+		if got := fmt.Sprint(ext); got != tc.want {
+			t.Errorf("block status of [%d, +%d): %s, want %s", tc.off, tc.length, got, tc.want)
+		}
+	}
+	testutil.Check(t, f.Close())
+}

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/frontend/nbd"
+	"github.com/doppelfs/doppel/internal/vfs"
 )
 
 // Lseek's whence values for data and holes.
@@ -37,7 +38,7 @@ func (f *File) BlockStatus(off, length int64) ([]nbd.Extent, error) {
 			pos += n
 			continue
 		}
-		hole, err := f.fs.Lseek(f.h, pos, seekHole)
+		hole, err := f.seekHole(pos, end)
 		if err != nil {
 			return nil, err
 		}
@@ -49,4 +50,14 @@ func (f *File) BlockStatus(off, length int64) ([]nbd.Extent, error) {
 		pos += n
 	}
 	return out, nil
+}
+
+// seekHole is the first hole at or after pos, or end if there is none
+// before it, as the file system can tell: without vfs.RangeSeeker a hole
+// past end is looked for all the same.
+func (f *File) seekHole(pos, end int64) (int64, error) {
+	if rs, ok := f.fs.(vfs.RangeSeeker); ok {
+		return rs.LseekWithin(f.h, pos, seekHole, end)
+	}
+	return f.fs.Lseek(f.h, pos, seekHole)
 }
