@@ -14,11 +14,6 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
-// A block export's file keeps the host's page cache of its chunks
-// (hostcache.go): reads leave it alone, and its writes go through it, a
-// sequential stream's only up to a budget per half minute
-// (hostcache_budget.go), past which a bulk copy writes around it.
-//
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
 // its background loop; compact_move.go: moving live chunks without racing

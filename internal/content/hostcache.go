@@ -1,9 +1,7 @@
 package content
 
 import (
-	"slices"
 	"sync"
-	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
 )
@@ -16,14 +14,12 @@ import (
 // again from memory, as qemu-nbd's reads of its image file are. Its new
 // chunks are written through the host's page cache too, where the store
 // would otherwise write around it (blob.CachedPutter), so that a read
-// soon after a write does not wait for the disk either, up to a budget
-// (hostcache_budget.go).
+// soon after a write does not wait for the disk either.
 
 // hostCache counts, per inode, the holders that want its bytes kept.
 type hostCache struct {
-	mu     sync.Mutex
-	kept   map[uint64]int
-	budget *cacheWriteBudget // made at the first write of a kept file
+	mu   sync.Mutex
+	kept map[uint64]int
 }
 
 // KeepHostCache keeps the host's page cache of ino's stored bytes until
@@ -56,64 +52,26 @@ func (e *Engine) keepsHostCache(ino uint64) bool {
 	return c.kept[ino] > 0
 }
 
-// hostCaching says whether a chunk is written through the host's page
-// cache.
-type hostCaching uint8
-
-const (
-	cacheNot      hostCaching = iota // the store chooses (large writes go around it)
-	cacheAlways                      // through it
-	cacheBudgeted                    // through it while the budget has room
-)
-
 // MarkHostCached marks chunks, to be written for ino, to go through the
-// host's page cache if ino's is kept (KeepHostCache). A sequential
-// stream's chunks (streamed) go through it only within the budget
-// (hostcache_budget.go): random writes are what a block device reads back
-// soon, a bulk copy's bytes the least likely.
-func (e *Engine) MarkHostCached(ino uint64, chunks []*Prepared, streamed bool) {
+// host's page cache if ino's is kept (KeepHostCache).
+func (e *Engine) MarkHostCached(ino uint64, chunks []*Prepared) {
 	if !e.keepsHostCache(ino) {
 		return
 	}
-	mark := cacheAlways
-	if streamed {
-		mark = cacheBudgeted
-	}
 	for _, p := range chunks {
-		p.hostCached = mark
+		p.hostCached = true
 	}
 }
 
 // startPutMany starts writing stored, the stored bytes of ps, through the
-// host's page cache if the store can and any of ps asks for it (a
-// stream's chunks only while the budget has room).
+// host's page cache if any of ps asks for it and the store can.
 func (e *Engine) startPutMany(ps []*Prepared, stored [][]byte) (*blob.Writing, error) {
-	cp, ok := e.blobs.(blob.CachedPutter)
-	if !ok {
-		return e.blobs.StartPutMany(stored)
-	}
-	if slices.ContainsFunc(ps, func(p *Prepared) bool { return p.hostCached == cacheAlways }) {
-		return cp.StartPutManyCached(stored)
-	}
-	if slices.ContainsFunc(ps, func(p *Prepared) bool { return p.hostCached == cacheBudgeted }) {
-		var n int64
-		for _, b := range stored {
-			n += int64(len(b))
-		}
-		if e.cacheBudget().take(n) {
-			return cp.StartPutManyCached(stored)
+	if cp, ok := e.blobs.(blob.CachedPutter); ok {
+		for _, p := range ps {
+			if p.hostCached {
+				return cp.StartPutManyCached(stored)
+			}
 		}
 	}
 	return e.blobs.StartPutMany(stored)
-}
-
-// cacheBudget is the engine's budget of writes through the page cache.
-func (e *Engine) cacheBudget() *cacheWriteBudget {
-	c := &e.hostCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.budget == nil {
-		c.budget = newCacheWriteBudget(hostCacheBudget(), time.Now)
-	}
-	return c.budget
 }

@@ -88,7 +88,7 @@ func TestKeptFilesWriteThroughTheHostCache(t *testing.T) {
 	write := func(ino uint64) []byte {
 		data := testutil.RandBytes(rng, 1<<20)
 		ps, _ := Cut(v.e.chunk, 0, data, true)
-		v.e.MarkHostCached(ino, ps, false)
+		v.e.MarkHostCached(ino, ps)
 		testutil.Check(t, v.e.CommitChunks(ps, nil, func(tx *Tx) error { _, err := tx.WriteChunks(ino, ps); return err }))
 		return data
 	}

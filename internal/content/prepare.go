@@ -29,9 +29,8 @@ type Prepared struct {
 	check   uint64      // schema.CheckSum of data, for a new chunk's record
 	held    schema.Hint // where the record a dedup lookup found keeps the bytes (hints.go)
 	// hostCached: the chunk belongs to a file whose host page cache is
-	// kept (KeepHostCache), so it is written through that cache (a
-	// stream's chunks within the budget, hostcache_budget.go).
-	hostCached hostCaching
+	// kept (KeepHostCache), so it is written through that cache.
+	hostCached bool
 	// missedAt is 1 + the createdLog gen at which the chunk table lookup
 	// found no record (0: not looked up, or found): the commit then looks
 	// again only if a record may have been created since.

@@ -85,7 +85,7 @@ func (v *FS) flushLocked(f *openFile, final bool) error {
 	if len(chunks) == 0 && !(all && final) {
 		return nil
 	}
-	v.eng.MarkHostCached(f.ino, chunks, false)
+	v.eng.MarkHostCached(f.ino, chunks)
 	gone := false
 	err := v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
 		err := v.commitFlush(tx, f, groups, end, all)

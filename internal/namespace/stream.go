@@ -144,7 +144,7 @@ func waitStream(in *inflight) error {
 // them once before (the previous stream's commit) succeeded. The recorded
 // size never exceeds the end of committed data.
 func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64, turn content.StoreTurn, before func() error) error {
-	v.eng.MarkHostCached(ino, chunks, true)
+	v.eng.MarkHostCached(ino, chunks)
 	return v.eng.CommitChunksInTurn(chunks, turn, before, func(tx *content.Tx) error {
 		node, err := loadInode(tx.Batch(), ino)
 		if err != nil {
