@@ -22,7 +22,9 @@
 //	                       allocation to keep (every later write stores a
 //	                       new chunk whatever was there), and zeros written
 //	                       out would become a hole anyway
-//	BLOCK_STATUS           vfs.Lseek SEEK_DATA/SEEK_HOLE over the extent map
+//	BLOCK_STATUS           vfs.Lseek SEEK_DATA/SEEK_HOLE over the extent map,
+//	                       holes looked for within the request's range only
+//	                       (vfs.RangeSeeker)
 //	CACHE                  nothing
 //
 // Files:
