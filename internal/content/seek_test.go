@@ -69,13 +69,14 @@ func TestSeekDataHole(t *testing.T) {
 	tx.Abort()
 }
 
-// nextCounter is a meta.Reader that counts its iterators' moves.
+// nextCounter is a meta.Reader that counts its iterators and their moves.
 type nextCounter struct {
 	meta.Reader
-	moves int
+	iters, moves int
 }
 
 func (c *nextCounter) NewIter(lower, upper []byte) (meta.Iterator, error) {
+	c.iters++
 	it, err := c.Reader.NewIter(lower, upper)
 	if err != nil {
 		return nil, err
