@@ -102,7 +102,12 @@ func piece(it meta.Iterator) (Piece, error) {
 	if err != nil {
 		return Piece{}, err
 	}
-	x, err := schema.DecodeExtent(it.Value())
+	return decodePiece(off, it.Value())
+}
+
+// decodePiece decodes the extent record value v of the extent at off.
+func decodePiece(off int64, v []byte) (Piece, error) {
+	x, err := schema.DecodeExtent(v)
 	if err != nil {
 		return Piece{}, fmt.Errorf("extent at %d: %w", off, err)
 	}

@@ -87,11 +87,11 @@ func extentAt(r meta.Reader, ino uint64, off int64) (Piece, bool, error) {
 	if err != nil {
 		return Piece{}, false, err
 	}
-	x, err := schema.DecodeExtent(v)
+	p, err := decodePiece(off, v)
 	if err != nil {
-		return Piece{}, false, &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("extent at %d: %w", off, err)}
+		return Piece{}, false, &RecordError{Ino: ino, Record: "extent", Err: err}
 	}
-	return Piece{Off: off, Extent: x}, true, nil
+	return p, true, nil
 }
 
 // maxRunRead bounds the bytes of one coalesced blob store read.
