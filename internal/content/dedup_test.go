@@ -97,22 +97,7 @@ func TestDedupWithinOneWrite(t *testing.T) {
 func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
 	needSegmentFiles(t, "measures freed space by the blob store's Usage; an S3 pack keeps a freed chunk's bytes (a dead span) until the whole pack is dead or a compaction pass rewrites it, which the test does not run")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := testutil.RandBytes(rand.New(rand.NewPCG(21, 22)), 1<<20)
-
-	ps1, _, err := v.e.Prepare(0, data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps2, _, err := v.e.Prepare(8<<20, data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := v.begin()
-	for _, ps := range [][]*Prepared{ps1, ps2} {
-		if _, err := tx.WriteChunks(1, ps); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx, data := v.preparedTwiceInOneTx(21, 22)
 	v.commit(tx)
 	v.checkContent(1, append(append(bytes.Clone(data), make([]byte, 7<<20)...), data...))
 	v.checkInvariants()
@@ -137,21 +122,7 @@ func TestSameNewChunkPreparedTwiceInOneTx(t *testing.T) {
 // back everything its Prepares stored, duplicates included.
 func TestSameNewChunkPreparedTwiceAborted(t *testing.T) {
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-	data := testutil.RandBytes(rand.New(rand.NewPCG(23, 24)), 1<<20)
-	ps1, _, err := v.e.Prepare(0, data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps2, _, err := v.e.Prepare(8<<20, data, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := v.begin()
-	for _, ps := range [][]*Prepared{ps1, ps2} {
-		if _, err := tx.WriteChunks(1, ps); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tx, _ := v.preparedTwiceInOneTx(23, 24)
 	tx.Abort()
 	if u := v.usage(); u > 64<<10 {
 		t.Errorf("blob store holds %d bytes after the only transaction aborted", u)
@@ -293,4 +264,27 @@ func TestDeferredDedup(t *testing.T) {
 	v.commit(tx)
 	v.checkContent(3, fresh)
 	v.checkInvariants()
+}
+
+// preparedTwiceInOneTx prepares the same 1 MiB of random data (seeded by
+// s1, s2) twice, at offsets 0 and 8 MiB of inode 1, and writes both in one
+// open transaction, which it returns with the data.
+func (v *env) preparedTwiceInOneTx(s1, s2 uint64) (*Tx, []byte) {
+	v.t.Helper()
+	data := testutil.RandBytes(rand.New(rand.NewPCG(s1, s2)), 1<<20)
+	var prepared [][]*Prepared
+	for _, off := range []int64{0, 8 << 20} {
+		ps, _, err := v.e.Prepare(off, data, true)
+		if err != nil {
+			v.t.Fatal(err)
+		}
+		prepared = append(prepared, ps)
+	}
+	tx := v.begin()
+	for _, ps := range prepared {
+		if _, err := tx.WriteChunks(1, ps); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	return tx, data
 }
