@@ -14,6 +14,11 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
+// Sequential readers get readahead (readahead.go): the chunks beyond the
+// read are looked up and their bytes asked for ahead of time, unless the
+// window's data lies in file order in one segment file (inorder.go),
+// which the host's own readahead serves.
+//
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
 // its background loop; compact_move.go: moving live chunks without racing

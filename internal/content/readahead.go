@@ -144,6 +144,11 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	l.running.Add(1)
 	go func() {
 		defer func() { <-l.slots; l.running.Done() }()
+		if e.hints { // chunks in segment files (inorder.go)
+			if inOrder, empty, err := storedInOrder(r, ino, from, to); inOrder || empty || err != nil {
+				return
+			}
+		}
 		pieces, err := Extents(r, ino, from, to)
 		if err != nil || len(pieces) == 0 {
 			return

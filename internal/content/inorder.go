@@ -1,0 +1,64 @@
+package content
+
+import (
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Readahead for data stored in file order is the host's job: reads of
+// such a window are sequential reads of one segment file, which the
+// host's own readahead on that file already serves. Doppel's readahead
+// (noteRead) walks every extent of its window to advise the host of
+// their bytes, and the reads walk the same extents again: for an export's
+// 4 KiB blocks that is 2,048 extents per 8 MiB window. A 4 GiB copy out
+// of an export spent about a fifth of the server's CPU on it, and reads
+// were faster without it (docs/BENCHMARKS.md, "Readahead left to the host
+// for data stored in order"). Where the data is scattered (a disk image
+// after random writes), the host's readahead cannot guess the next
+// places, and doppel's made cold sequential reads about twice as fast.
+//
+// storedInOrder tells the two apart from the window's two ends alone:
+// one iterator, a seek and a step to the last extent, instead of a walk.
+
+// spreadMax is how many times farther apart than in the file a window's
+// two ends may lie in their segment and still count as stored in order.
+// A copy over several connections (nbdcopy makes four) commits runs of
+// each connection's region between the others' runs: each region still
+// moves forward through the segment, in runs of hundreds of KiB that the
+// host's readahead follows. Chunks of variable size are also padded to
+// blob.Align. After random writes, a window's ends lie anywhere in the
+// file's segments, rarely this close in this order.
+const spreadMax = 8
+
+// storedInOrder reports whether ino's data in [from, to), as far as the
+// window's first and last extent tell, lies in one segment in file order:
+// both carry location hints (hints.go), in the same segment, as far apart
+// there as in the file or up to spreadMax times farther. A chunk in between
+// stored elsewhere (dedup found it, or it was overwritten since) is not
+// seen; its read then waits for the disk, as any read without readahead
+// does. empty reports a window without extents.
+func storedInOrder(r meta.Reader, ino uint64, from, to int64) (inOrder, empty bool, err error) {
+	lower, _ := schema.ExtentRange(ino)
+	it, err := r.NewIter(lower, schema.ExtentKey(ino, to))
+	if err != nil {
+		return false, false, err
+	}
+	defer it.Close()
+	if !it.SeekGE(schema.ExtentKey(ino, from)) {
+		return false, it.Error() == nil, it.Error()
+	}
+	first, err := piece(it)
+	if err != nil || !first.Hint.Has() {
+		return false, false, err
+	}
+	if !it.Last() {
+		return false, false, it.Error()
+	}
+	last, err := piece(it)
+	if err != nil || !last.Hint.Has() || last.Hint.Segment != first.Hint.Segment || last.Hint.Offset < first.Hint.Offset {
+		return false, false, err
+	}
+	fileDist, segDist := uint64(last.Off-first.Off), last.Hint.Offset-first.Hint.Offset
+	return segDist >= fileDist && segDist <= spreadMax*fileDist+blob.Align, false, nil
+}

@@ -1,0 +1,84 @@
+package content
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// TestStoredInOrderTellsLayouts: storedInOrder sees data written front to
+// back as stored in order, and not data written back to front, a window
+// whose last chunk was overwritten later (stored far beyond the rest), or
+// extents without location hints; a window without extents is empty.
+func TestStoredInOrderTellsLayouts(t *testing.T) {
+	needSegmentFiles(t, "location hints are kept only for chunks in segment files")
+	const size, window = 16 << 20, 1 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), VerifyReads: true})
+	rng := rand.New(rand.NewPCG(12, 12))
+	v.write(2, 0, testutil.RandBytes(rng, size))
+	v.writeBackwards(3, testutil.RandBytes(rng, size), 64<<10)
+	v.write(4, 0, testutil.RandBytes(rng, size))
+	v.write(4, window-64<<10, testutil.RandBytes(rng, 64<<10))
+	v.e.hints = false
+	v.write(5, 0, testutil.RandBytes(rng, size))
+	v.e.hints = true
+
+	for _, c := range []struct {
+		what          string
+		ino           uint64
+		from, to      int64
+		inOrder, void bool
+	}{
+		{"written front to back, first window", 2, 0, window, true, false},
+		{"written front to back, a window inside", 2, 5 << 20, 5<<20 + window, true, false},
+		{"written front to back, a window past the end", 2, size - window/2, size + window, true, false},
+		{"written back to front", 3, 0, window, false, false},
+		{"last chunk of the window overwritten", 4, 0, window, false, false},
+		{"the window after it", 4, window, 2 * window, true, false},
+		{"no hints", 5, 0, window, false, false},
+		{"no extents", 6, 0, window, false, true},
+	} {
+		inOrder, empty, err := storedInOrder(v.meta, c.ino, c.from, c.to)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		if inOrder != c.inOrder || empty != c.void {
+			t.Errorf("%s: storedInOrder = %v, empty %v; want %v, %v", c.what, inOrder, empty, c.inOrder, c.void)
+		}
+	}
+}
+
+// TestReadaheadLeavesDataInOrderToTheHost: a sequential reader of a file
+// written front to back gets no prefetches (the host's readahead on the
+// segment file serves it), while the same reads of a file stored back to
+// front do (TestReadaheadFollowsSequentialReaders checks which chunks).
+func TestReadaheadLeavesDataInOrderToTheHost(t *testing.T) {
+	needSegmentFiles(t, "data in S3 is always read ahead by the engine")
+	const step, size = 128 << 10, 16 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1024, VerifyReads: true})
+	rng := rand.New(rand.NewPCG(13, 13))
+	v.write(2, 0, testutil.RandBytes(rng, size))
+	v.writeBackwards(3, testutil.RandBytes(rng, size), 64<<10)
+	v.reopen()
+	rec := &prefetchRecorder{Store: v.e.blobs, fetched: map[blob.Loc]bool{}}
+	v.e.blobs = rec
+	readAll := func(ino uint64) int {
+		for off := int64(0); off < size; off += step {
+			v.read(ino, off, step)
+		}
+		v.e.loads.running.Wait()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := len(rec.fetched)
+		clear(rec.fetched)
+		return n
+	}
+	if n := readAll(2); n != 0 {
+		t.Errorf("reading a file stored in order prefetched %d chunks", n)
+	}
+	if n := readAll(3); n == 0 {
+		t.Error("reading a file stored back to front prefetched nothing")
+	}
+}
