@@ -28,6 +28,7 @@ type counters struct {
 	compacted            atomic.Int64
 	retired, deleted     atomic.Int64
 	foreignCommits       atomic.Int64
+	filterMisses         atomic.Int64 // dedup lookups the filter answered (dedupfilter.go)
 }
 
 // Counters returns the running totals.

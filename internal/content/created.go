@@ -24,6 +24,9 @@ type createdLog struct {
 	// prevStart up to curStart; guarded by txMu.
 	cur, prev           map[schema.Hash]uint64
 	curStart, prevStart uint64
+	// filter, when set, holds every hash the chunk table holds
+	// (dedupfilter.go); record adds to it before moving gen.
+	filter atomic.Pointer[dedupFilter]
 }
 
 // createdLogSize is how many hashes each map holds before rotating: with
@@ -53,6 +56,11 @@ func (l *createdLog) record(hashes []schema.Hash) {
 	if len(hashes) == 0 {
 		return
 	}
+	if f := l.filter.Load(); f != nil {
+		for _, h := range hashes {
+			f.add(h)
+		}
+	}
 	g := l.gen.Load() + 1
 	if l.cur == nil || len(l.cur) >= createdLogSize {
 		l.prev, l.prevStart = l.cur, l.curStart
@@ -68,6 +76,7 @@ func (l *createdLog) record(hashes []schema.Hash) {
 // chunk missed by a lookup made so far is looked up again. The caller
 // holds txMu.
 func (l *createdLog) foreign() {
+	l.filter.Store(nil) // never trusted where others create records
 	g := l.gen.Load() + 1
 	l.cur, l.prev = nil, nil
 	l.curStart, l.prevStart = g, g

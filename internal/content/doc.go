@@ -14,6 +14,11 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
+// Dedup lookups of new chunks are answered by a filter of every hash the
+// chunk table holds, where this process alone writes the table
+// (dedupfilter.go); the commit's own check of records created since the
+// lookup (created.go) keeps a filter built late or replaced safe.
+//
 // Sequential readers get readahead (readahead.go): the chunks beyond the
 // read are looked up and their bytes asked for ahead of time, unless the
 // window's data lies in file order in one segment file (inorder.go),

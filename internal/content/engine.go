@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
@@ -79,6 +80,13 @@ type Engine struct {
 
 	created createdLog // chunk records recent commits created (created.go)
 
+	// The dedup filter (dedupfilter.go): filterOn if this process alone
+	// creates chunk records; one build at a time, stopped by Close.
+	filterOn       bool
+	filterBuilding atomic.Bool
+	filterQuit     chan struct{}
+	filterWG       sync.WaitGroup
+
 	retainer  Retainer                   // keeps old versions for pins; guarded by txMu
 	beginHook func(*Tx)                  // runs as each transaction begins (SetBeginHook)
 	own       ownCommits                 // versions this engine committed (TrackOwnCommits)
@@ -148,6 +156,8 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}
 	e.reclaimer.start(e, cfg.ReclaimInterval)
+	e.filterOn, e.filterQuit = usesDedupFilter(m), make(chan struct{})
+	e.startDedupFilter(e.stats.Chunks)
 	return e, nil
 }
 
@@ -183,6 +193,7 @@ func (e *Engine) Sync() error {
 // Close stops the reclaimer after freeing what it still holds and marks
 // the session closed cleanly.
 func (e *Engine) Close() error {
+	e.stopDedupFilter()
 	e.loads.running.Wait()
 	e.stopCompactor()
 	e.reclaimer.stop()

@@ -230,7 +230,12 @@ func (e *Engine) markMissing(ps []*Prepared) {
 // lookupOne looks chunk p up in the chunk table: held, or p is marked
 // missed at the current createdLog gen; an error if the store failed.
 func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
-	gen := e.created.missGen()
+	gen := e.created.missGen() // before the filter: see dedupfilter.go
+	if f := e.created.readyFilter(); f != nil && !f.mayHold(p.Hash) {
+		e.counters.filterMisses.Add(1)
+		p.missedAt = gen + 1
+		return false, nil
+	}
 	switch rec, err := e.meta.Get(schema.ChunkKey(p.Hash)); {
 	case err == nil:
 		e.noteHeld(p, rec)
@@ -246,17 +251,23 @@ func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
 // lookupMany looks up the chunk records of group's non-zero chunks with
 // one GetMany, marking those held and the missed ones' gen.
 func (e *Engine) lookupMany(m meta.MultiGetter, group []*Prepared, held []bool) error {
+	gen := e.created.missGen() // before the filter: see dedupfilter.go
+	f := e.created.readyFilter()
 	var keys [][]byte
 	var at []int
 	for i, p := range group {
-		if !p.Zero {
+		switch {
+		case p.Zero:
+		case f != nil && !f.mayHold(p.Hash):
+			e.counters.filterMisses.Add(1)
+			p.missedAt = gen + 1 // no record: the filter holds every hash the table does
+		default:
 			keys, at = append(keys, schema.ChunkKey(p.Hash)), append(at, i)
 		}
 	}
 	if len(keys) == 0 {
 		return nil
 	}
-	gen := e.created.missGen()
 	vals, err := m.GetMany(keys)
 	if err != nil {
 		return err

@@ -149,12 +149,18 @@ func (t *Tx) Commit(sync bool) error {
 		t.e.syncGate.RUnlock()
 	}
 	if err != nil {
+		// Whether the records landed is not known: the dedup filter
+		// could miss them, so lookups go to the store from now on.
+		t.e.created.filter.Store(nil)
 		t.Abort()
 		return fmt.Errorf("commit metadata: %w", err)
 	}
 	t.done = true
 	t.b.Close()
 	t.e.created.record(t.created)
+	if f := t.e.created.readyFilter(); f != nil && f.full() {
+		t.e.startDedupFilter(t.e.stats.Chunks + int64(len(t.created)))
+	}
 	t.e.version = t.version
 	t.e.own.note(t.version)
 	t.e.statsMu.Lock()

@@ -1,0 +1,169 @@
+package content
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+func randHash(rng *rand.Rand) (h schema.Hash) {
+	for i := range h {
+		h[i] = byte(rng.Uint32())
+	}
+	return h
+}
+
+// TestDedupFilterHoldsWhatWasAdded: every hash added is held (a false
+// "absent" would let a commit overwrite a record), and about 1 % of
+// others look held at the size the filter was made for.
+func TestDedupFilterHoldsWhatWasAdded(t *testing.T) {
+	const n = 200 << 10
+	rng := rand.New(rand.NewPCG(20, 20))
+	f := newDedupFilter(n)
+	added := make([]schema.Hash, n)
+	for i := range added {
+		added[i] = randHash(rng)
+		f.add(added[i])
+	}
+	for i, h := range added {
+		if !f.mayHold(h) {
+			t.Fatalf("hash %d of %d added is not held", i, n)
+		}
+	}
+	if f.full() {
+		t.Error("full at the size it was made for")
+	}
+	f.add(randHash(rng))
+	if !f.full() {
+		t.Error("not full past the size it was made for")
+	}
+	fp := 0
+	for range n {
+		if f.mayHold(randHash(rng)) {
+			fp++
+		}
+	}
+	if rate := float64(fp) / n; rate > 0.03 {
+		t.Errorf("%.2f %% false positives, want about 1 %%", 100*rate)
+	}
+	if newDedupFilter(filterMaxKeys+1) != nil {
+		t.Error("a filter past filterMaxKeys")
+	}
+}
+
+// readyFilter waits for the engine's dedup filter to be built; a test of
+// the filter skips on stores that get none.
+func (v *env) readyFilter() *dedupFilter {
+	v.t.Helper()
+	if !v.e.filterOn {
+		v.t.Skip("skipping: other processes may create chunk records on this store; it gets no dedup filter")
+	}
+	return v.filterBuilt()
+}
+
+// filterBuilt waits until the engine's dedup filter, if it gets one, is
+// built: its scan reads the chunk table, which tests that count reads of
+// chunk records must not see.
+func (v *env) filterBuilt() *dedupFilter {
+	v.t.Helper()
+	var f *dedupFilter
+	if v.e.filterOn {
+		waitFor(v.t, "the dedup filter", func() bool { f = v.e.created.readyFilter(); return f != nil })
+	}
+	return f
+}
+
+// TestDedupFilterAnswersFreshLookups: the chunks of fresh data are found
+// missing by the filter, without the store, and the same data written
+// again (after a reopen, which builds the filter from the chunk table)
+// is still deduplicated.
+func TestDedupFilterAnswersFreshLookups(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	v.readyFilter()
+	data := testutil.RandBytes(rand.New(rand.NewPCG(21, 21)), 1<<20)
+	v.write(2, 0, data)
+	if n := v.e.counters.filterMisses.Load(); n != 256 {
+		t.Errorf("the filter answered %d lookups of 256 fresh chunks", n)
+	}
+	v.reopen()
+	v.readyFilter()
+	v.write(3, 0, data)
+	if n := v.e.counters.filterMisses.Load(); n != 0 {
+		t.Errorf("the filter said %d chunks the table holds were missing", n)
+	}
+	if got := len(v.allChunks()); got != 256 {
+		t.Errorf("%d chunk records after writing 256 chunks twice", got)
+	}
+	v.checkContent(3, data)
+	v.checkInvariants()
+}
+
+// TestDedupFilterMissBeforeACommit: a chunk the filter finds missing
+// while a commit creating it is about to land is counted once, by
+// whichever commits second: the lookup read the createdLog's gen before
+// the filter, so its commit looks the record up.
+func TestDedupFilterMissBeforeACommit(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	v.readyFilter()
+	data := testutil.RandBytes(rand.New(rand.NewPCG(22, 22)), 64<<10)
+	ps, _, err := v.e.Prepare(0, data, true) // missed by the filter
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := v.e.counters.filterMisses.Load(); n != 16 {
+		t.Fatalf("the filter answered %d lookups of 16 fresh chunks", n)
+	}
+	v.write(3, 0, data) // creates the records first
+	tx := v.begin()
+	if _, err := tx.WriteChunks(2, ps); err != nil {
+		tx.Abort()
+		t.Fatal(err)
+	}
+	v.commit(tx)
+	for h, c := range v.allChunks() {
+		if c.Refs != 2 {
+			t.Errorf("chunk %x has %d references, want 2", h[:4], c.Refs)
+		}
+	}
+	v.checkContent(2, data)
+	v.checkInvariants()
+}
+
+// TestDedupFilterRebuiltWhenFull: a filter that holds more hashes than it
+// was sized for is replaced by a larger one built from the chunk table;
+// lookups go to the store meanwhile, and dedup stays right throughout.
+func TestDedupFilterRebuiltWhenFull(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	v.readyFilter()
+	small := newDedupFilter(0) // room for filterMinKeys
+	small.ready.Store(true)
+	v.e.created.filter.Store(small)
+	rng := rand.New(rand.NewPCG(23, 23))
+	var files [][]byte
+	for i := 0; i*256 <= filterMinKeys; i++ {
+		files = append(files, testutil.RandBytes(rng, 1<<20))
+		v.write(uint64(10+i), 0, files[i])
+	}
+	var f *dedupFilter
+	waitFor(t, "a larger dedup filter", func() bool {
+		f = v.e.created.readyFilter()
+		return f != nil && f != small
+	})
+	if f.room <= small.room {
+		t.Errorf("rebuilt for %d hashes, the full one had room for %d", f.room, small.room)
+	}
+	for i, data := range files {
+		v.write(uint64(1000+i), 0, data)
+	}
+	if n := v.e.counters.filterMisses.Load(); n > int64(256*len(files)) {
+		t.Errorf("the filter answered %d lookups; only the first %d chunks were new", n, 256*len(files))
+	}
+	for _, c := range v.allChunks() {
+		if c.Refs != 2 {
+			t.Fatalf("a chunk written twice has %d references", c.Refs)
+		}
+	}
+	v.checkInvariants()
+}
