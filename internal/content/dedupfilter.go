@@ -23,10 +23,10 @@ import (
 // overwritten as new would lose its references. So the filter holds a
 // superset of the table's hashes at all times it is ready:
 //
-//   - it is built by a scan of the chunk table that starts after the
-//     filter is installed in the createdLog, and every commit adds the
-//     hashes whose records it created before it bumps the log's gen
-//     (createdLog.record). A record visible before the scan began is
+//   - it is built (from the first lookup on) by a scan of the chunk
+//     table that starts after the filter is installed in the createdLog,
+//     and every commit adds the hashes whose records it created before
+//     it bumps the log's gen (createdLog.record). A record visible before the scan began is
 //     found by the scan; any later one is added by its commit.
 //   - a lookup reads the gen before it asks the filter; a commit it does
 //     not see in the filter bumps the gen after that read, so the commit of
@@ -101,6 +101,19 @@ func (f *dedupFilter) mayHold(h schema.Hash) bool {
 		x >>= 9
 	}
 	return true
+}
+
+// lookupFilter returns the dedup filter lookups may trust, or nil. The
+// first lookup starts its build: engines that never store new chunks
+// (df, stat, fsck's checks) never scan the chunk table for it.
+func (e *Engine) lookupFilter() *dedupFilter {
+	if e.filterOn && !e.filterStarted.Load() && e.filterStarted.CompareAndSwap(false, true) {
+		e.statsMu.Lock()
+		chunks := e.stats.Chunks
+		e.statsMu.Unlock()
+		e.startDedupFilter(chunks)
+	}
+	return e.created.readyFilter()
 }
 
 // readyFilter returns the filter lookups may trust, or nil.

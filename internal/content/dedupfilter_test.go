@@ -63,14 +63,14 @@ func (v *env) readyFilter() *dedupFilter {
 	return v.filterBuilt()
 }
 
-// filterBuilt waits until the engine's dedup filter, if it gets one, is
-// built: its scan reads the chunk table, which tests that count reads of
-// chunk records must not see.
+// filterBuilt starts the engine's dedup filter, if it gets one, and
+// waits until it is built: its scan reads the chunk table, which tests
+// that count reads of chunk records must not see.
 func (v *env) filterBuilt() *dedupFilter {
 	v.t.Helper()
 	var f *dedupFilter
 	if v.e.filterOn {
-		waitFor(v.t, "the dedup filter", func() bool { f = v.e.created.readyFilter(); return f != nil })
+		waitFor(v.t, "the dedup filter", func() bool { f = v.e.lookupFilter(); return f != nil })
 	}
 	return f
 }

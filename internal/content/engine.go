@@ -81,8 +81,10 @@ type Engine struct {
 	created createdLog // chunk records recent commits created (created.go)
 
 	// The dedup filter (dedupfilter.go): filterOn if this process alone
-	// creates chunk records; one build at a time, stopped by Close.
+	// creates chunk records; first built at the first lookup; one build
+	// at a time, stopped by Close.
 	filterOn       bool
+	filterStarted  atomic.Bool
 	filterBuilding atomic.Bool
 	filterQuit     chan struct{}
 	filterWG       sync.WaitGroup
@@ -157,7 +159,6 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	}
 	e.reclaimer.start(e, cfg.ReclaimInterval)
 	e.filterOn, e.filterQuit = usesDedupFilter(m), make(chan struct{})
-	e.startDedupFilter(e.stats.Chunks)
 	return e, nil
 }
 

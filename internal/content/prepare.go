@@ -231,7 +231,7 @@ func (e *Engine) markMissing(ps []*Prepared) {
 // missed at the current createdLog gen; an error if the store failed.
 func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
 	gen := e.created.missGen() // before the filter: see dedupfilter.go
-	if f := e.created.readyFilter(); f != nil && !f.mayHold(p.Hash) {
+	if f := e.lookupFilter(); f != nil && !f.mayHold(p.Hash) {
 		e.counters.filterMisses.Add(1)
 		p.missedAt = gen + 1
 		return false, nil
@@ -252,7 +252,7 @@ func (e *Engine) lookupOne(p *Prepared) (held bool, err error) {
 // one GetMany, marking those held and the missed ones' gen.
 func (e *Engine) lookupMany(m meta.MultiGetter, group []*Prepared, held []bool) error {
 	gen := e.created.missGen() // before the filter: see dedupfilter.go
-	f := e.created.readyFilter()
+	f := e.lookupFilter()
 	var keys [][]byte
 	var at []int
 	for i, p := range group {
