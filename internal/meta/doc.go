@@ -15,7 +15,8 @@
 //
 //	store.go          the interfaces: Reader, Iterator, Batch, Snapshot, Store and the optional capabilities
 //	delete.go         DeleteEach: a small range deleted key by key, not as one range deletion
-//	pebble.go         the embedded store on Pebble: options, batches, snapshots, metrics
+//	pebble.go         the embedded store on Pebble: opening, batches, snapshots, metrics
+//	pebbleopts.go     Pebble's tuning: memtable and block cache sizes, the tables' filters and compression
 //	pebble_getmany.go GetMany of the store and of its batches: prefix seeks that consult bloom filters
 //	softwal.go        Pebble's log written to the OS on every commit, synced only when asked
 //	failstop.go       a store that hit a fatal I/O error fails every later write

@@ -7,26 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
-	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
-)
-
-// memTableSize is 16 MiB, not Pebble's 4 MiB default, because of how a
-// commit of many blocks meets the memtable. A batch whose memtable estimate
-// (about 200 bytes a record) passes half the memtable is not copied in but
-// flushed on its own, with the memtable beside it: with 4 MiB, every commit
-// of a few MiB of 4 KiB blocks made two small level-0 tables, and each
-// compaction of a few of them rewrote the whole chunk table (random hash
-// keys overlap everything): 620 MB compacted for 85 MB of records when 1 GiB
-// of an export was overwritten (72 MB with 32 MiB memtables); with 16 MiB
-// the overwrite took a third less time and CPU. The memtables' memory is
-// reserved from the block cache, so the two together stay within
-// cacheSize; 32 MiB memtables left the cache too little and were no
-// faster (docs/BENCHMARKS.md, "Memtables sized for commits of many
-// blocks"). The write-ahead log's preallocation stays small (softWAL).
-const (
-	memTableSize = 16 << 20
-	cacheSize    = 64 << 20
 )
 
 // Pebble is the embedded metadata store.
@@ -48,7 +29,7 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	opts := &pebble.Options{
 		FS:           wal,
 		Comparer:     wholeKeys,
-		Cache:        pebble.NewCache(cacheSize),
+		Cache:        pebble.NewCache(blockCacheSize(totalMemory())),
 		Logger:       slogLogger{},
 		MemTableSize: memTableSize,
 		EventListener: &pebble.EventListener{
@@ -66,12 +47,7 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	}
 	defer opts.Cache.Unref()
 	opts.EnsureDefaults()
-	// Dedup lookups of new chunks miss; bloom filters answer them without
-	// reading data blocks.
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		opts.Levels[i].FilterType = pebble.TableFilter
-	}
+	levelOptions(opts)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open metadata store %s: %w", dir, err)
