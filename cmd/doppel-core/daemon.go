@@ -168,8 +168,8 @@ func sessionStatus(vol *volume.Volume) ([]ops.SessionStatus, string) {
 // GOMEMLIMIT sets another. Write buffers are bounded (namespace.Options
 // DirtyLimit), but the garbage collector lets the heap reach twice what is
 // live before it collects; near the limit it collects sooner, keeping the
-// daemon's RSS within about 300 MiB with Pebble's block cache (64 MiB,
-// outside the Go heap).
+// daemon's RSS within about 300 MiB plus Pebble's block cache (64 to
+// 256 MiB by the machine's memory, outside the Go heap: meta/pebbleopts.go).
 const daemonMemoryLimit = 192 << 20
 
 func limitMemory() {

@@ -17,6 +17,7 @@
 //	delete.go         DeleteEach: a small range deleted key by key, not as one range deletion
 //	pebble.go         the embedded store on Pebble: opening, batches, snapshots, metrics
 //	pebbleopts.go     Pebble's tuning: memtable and block cache sizes, the tables' filters and compression
+//	pebbleopts_cgo.go whether the block cache lives outside the Go heap (with and without cgo)
 //	pebble_getmany.go GetMany of the store and of its batches: prefix seeks that consult bloom filters
 //	softwal.go        Pebble's log written to the OS on every commit, synced only when asked
 //	failstop.go       a store that hit a fatal I/O error fails every later write

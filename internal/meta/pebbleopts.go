@@ -38,6 +38,9 @@ const (
 // blockCacheSize is the block cache for a machine with total bytes of
 // memory (0 when unknown).
 func blockCacheSize(total uint64) int64 {
+	if !offHeapCache {
+		return minBlockCache
+	}
 	return min(max(int64(total/64), minBlockCache), maxBlockCache)
 }
 
