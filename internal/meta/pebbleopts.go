@@ -23,9 +23,9 @@ const memTableSize = 16 << 20
 
 // The block cache holds the chunk table's blocks that a volume's writes
 // look up at random (the records of chunks an overwrite drops) and the
-// extent records random reads look up. A 4 GiB volume of 4 KiB blocks has
-// about 150 MB of such records; at 64 MiB (less the memtables) most of
-// those lookups read and decode a table block. So the cache takes a share
+// extent records random reads look up. A 4 GiB export of 4 KiB blocks has
+// about 200 MB of tables; at 64 MiB (less the memtables) most of those
+// lookups read a table block from the file. So the cache takes a share
 // of the machine's memory, 1/64 of it, between 64 MiB (small machines keep
 // the old size) and 256 MiB (more gave nothing measurable:
 // docs/BENCHMARKS.md, "Table blocks uncompressed, a block cache sized by
