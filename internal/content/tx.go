@@ -159,7 +159,7 @@ func (t *Tx) Commit(sync bool) error {
 	t.b.Close()
 	t.e.created.record(t.created)
 	if f := t.e.created.readyFilter(); f != nil && f.full() {
-		t.e.startDedupFilter(t.e.stats.Chunks + int64(len(t.created)))
+		t.e.startDedupFilter(stats.Chunks) // the table as this commit leaves it
 	}
 	t.e.version = t.version
 	t.e.own.note(t.version)
