@@ -14,6 +14,9 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
+// Chunks of 4 KiB are hashed sixteen at a time (hash.go, over package
+// blockhash), others one by one.
+//
 // Dedup lookups of new chunks are answered by a filter of every hash the
 // chunk table holds, where this process alone writes the table
 // (dedupfilter.go); the commit's own check of records created since the

@@ -172,17 +172,19 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 	// Deferred dedup asks the chunk table nothing before storing: Store
 	// asks once the write is under way (markMissing).
 	ask := !e.cfg.DeferDedup
-	parallel(len(group), func(i int) {
-		p := group[i]
-		if p.Zero = isZero(p.data); p.Zero {
+	spans := hashSpans(group)
+	parallel(len(spans), func(s int) {
+		lo, hi := spans[s][0], spans[s][1]
+		hashSpan(group[lo:hi])
+		if !ask || batched {
 			return
 		}
-		p.Hash = schema.Sum(p.data)
-		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
-		if ask && !batched {
-			// Beside the hashing, on every core: on a stream of fresh
-			// 4 KiB blocks the lookups cost as much as the hashing.
-			held[i], errs[i] = e.lookupOne(p)
+		for i := lo; i < hi; i++ {
+			if !group[i].Zero {
+				// Beside the hashing, on every core: on a stream of fresh
+				// 4 KiB blocks the lookups cost as much as the hashing.
+				held[i], errs[i] = e.lookupOne(group[i])
+			}
 		}
 	})
 	if ask && batched {

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package blockhash
+
+const haveSixteen = false
+
+func sumSixteen([][]byte, []int, *[16][32]byte) { panic("blockhash: no kernels") }

@@ -1,0 +1,42 @@
+package content
+
+import (
+	"github.com/doppelfs/doppel/internal/blockhash"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// hashSpans cuts group into the spans hashGroup's workers take one at a
+// time: runs of up to sixteen chunks of blockhash.Size bytes, which
+// blockhash hashes together (the fixed 4 KiB policy and block exports
+// write nothing else), and every other chunk alone.
+func hashSpans(group []*Prepared) [][2]int {
+	spans := make([][2]int, 0, len(group)/16+1)
+	for lo := 0; lo < len(group); {
+		hi := lo + 1
+		if len(group[lo].data) == blockhash.Size {
+			for hi < len(group) && hi-lo < 16 && len(group[hi].data) == blockhash.Size {
+				hi++
+			}
+		}
+		spans = append(spans, [2]int{lo, hi})
+		lo = hi
+	}
+	return spans
+}
+
+// hashSpan sets Zero, Hash and check of the chunks ps.
+func hashSpan(ps []*Prepared) {
+	data := make([][]byte, 0, len(ps))
+	hashed := make([]*Prepared, 0, len(ps))
+	for _, p := range ps {
+		if p.Zero = isZero(p.data); !p.Zero {
+			data, hashed = append(data, p.data), append(hashed, p)
+		}
+	}
+	sums := make([]schema.Hash, len(data))
+	blockhash.Sum(data, sums)
+	for k, p := range hashed {
+		p.Hash = sums[k]
+		p.check = schema.CheckSum(p.data) // cheap, and the bytes are in the cache now
+	}
+}
