@@ -8,6 +8,7 @@
 //   - data.go: RandBytes and SeededBytes.
 //   - env.go: EnvInt (test lengths and seeds from the environment).
 //   - rand.go: Rand, a randomized test's source, its seed logged.
+//   - cpu.go: ProcessCPUSeconds (a server's CPU time, for benchmarks).
 //
 // Subpackage pgtest starts a private PostgreSQL server for a test.
 package testutil

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Test credentials of every server Start runs.
@@ -170,4 +172,17 @@ func (s *Server) startOnFreePort() error {
 		}
 	}
 	return err
+}
+
+// CPUSeconds is the CPU time (user and system) the running server has
+// used, for benchmarks that report the server's share of a workload; 0
+// when it is not running or /proc cannot tell.
+func (s *Server) CPUSeconds() float64 {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return 0
+	}
+	return testutil.ProcessCPUSeconds(cmd.Process.Pid)
 }
