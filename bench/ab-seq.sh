@@ -13,7 +13,8 @@
 # machine's busy CPU seconds and how much the host's page cache grew
 # during the write; then the medians.
 #
-# Environment: BENCH_REPS [5], BENCH_SIZE_MIB [1024], BENCH_DIR
+# Environment: BENCH_REPS [5], BENCH_SIZE_MIB [1024], BENCH_INIT_OPTS (for
+# `doppel init`, e.g. "--chunking fixed:4K"), BENCH_DIR
 # [/var/tmp/doppel-ab-seq] (on the disk to measure; needs twice the size
 # free). Needs root (it drops the caches).
 set -euo pipefail
@@ -23,6 +24,7 @@ set -euo pipefail
 [ $# -eq 2 ] || die "usage: $0 OLD_BINDIR NEW_BINDIR"
 REPS=${BENCH_REPS:-5}
 SIZE_MIB=${BENCH_SIZE_MIB:-1024}
+read -r -a INIT_OPTS <<<"${BENCH_INIT_OPTS:-}"
 DIR=${BENCH_DIR:-/var/tmp/doppel-ab-seq}
 positive_ints "$REPS" "$SIZE_MIB"
 for b in "$@"; do
@@ -49,7 +51,7 @@ for rep in $(seq "$REPS"); do
 		bin=$1
 		[ $label = new ] && bin=$2
 		rm -rf "$STORE"
-		"$bin/doppel-core" init --store "$STORE" >>"$LOGF" 2>&1
+		"$bin/doppel-core" init --store "$STORE" "${INIT_OPTS[@]}" >>"$LOGF" 2>&1
 		doppel_up "$bin/doppel" "$STORE" "$MNT" "$LOGF"
 		pid=$(doppel_daemon_pids "$bin/doppel" "$STORE" "$MNT" | head -1)
 		cat "$SRC" >/dev/null
