@@ -34,7 +34,7 @@ func hashChunks16(ptrs *[16]*byte, blocks int, counter uint64, out *[8][16]uint3
 func compress16(msg *[16][16]uint32, counter uint64, flags uint32, out *[8][16]uint32)
 
 // sumSixteen puts into sums[k] the hash of the Size-byte block
-// msgs[lanes[k]], for up to sixteen lanes; unused lanes repeat the first
+// msgs[lanes[k]], for up to sixteen lanes; unused lanes repeat the last
 // block.
 func sumSixteen(msgs [][]byte, lanes []int, sums *[16][32]byte) {
 	// Chaining values, chunk by chunk, then parent by parent: each

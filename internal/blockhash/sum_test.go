@@ -49,7 +49,7 @@ func TestSumOfBlocksInOneArray(t *testing.T) {
 		msgs[i], msgs[j] = msgs[j], msgs[i]
 	}
 	check(t, msgs)
-	// Zeros, a repeated block, and the same block in every lane.
+	// Seven lanes with the same bytes (zeros) and one other.
 	zeros := make([]byte, Size)
 	check(t, [][]byte{zeros, zeros, zeros, zeros, zeros, zeros, zeros, msgs[0]})
 }
