@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/testutil"
@@ -31,7 +31,7 @@ func benchPuts(b *testing.B, srv *s3test.Server, size int) {
 	crc := crc32.Checksum(data, castagnoli)
 	var next atomic.Int64
 	b.SetBytes(int64(len(data)))
-	clientCPU, serverCPU := selfCPUSeconds(), srv.CPUSeconds()
+	clientCPU, serverCPU := testutil.ProcessCPUSeconds(os.Getpid()), srv.CPUSeconds()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for range 4 {
@@ -53,14 +53,6 @@ func benchPuts(b *testing.B, srv *s3test.Server, size int) {
 	wg.Wait()
 	b.StopTimer()
 	mib := float64(b.N) * float64(size) / (1 << 20)
-	b.ReportMetric((selfCPUSeconds()-clientCPU)*1e3/mib, "client-ms/MiB")
+	b.ReportMetric((testutil.ProcessCPUSeconds(os.Getpid())-clientCPU)*1e3/mib, "client-ms/MiB")
 	b.ReportMetric((srv.CPUSeconds()-serverCPU)*1e3/mib, "server-ms/MiB")
-}
-
-func selfCPUSeconds() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
