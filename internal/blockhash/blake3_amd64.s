@@ -960,12 +960,12 @@ notlast:
 	VZEROUPPER
 	RET
 
-// func compress16(msg *[16][16]uint32, counter uint64, flags uint32, out *[8][16]uint32)
-TEXT ·compress16(SB), NOSPLIT, $0-32
+// func compress16(msg *[16][16]uint32, flags uint32, out *[8][16]uint32)
+TEXT ·compress16(SB), NOSPLIT, $0-24
 	MOVQ msg+0(FP), SI
-	MOVQ counter+8(FP), R8
-	MOVL flags+16(FP), R10
-	MOVQ out+24(FP), R9
+	MOVL flags+8(FP), R10
+	MOVQ out+16(FP), R9
+	XORQ R8, R8 // the counter
 	VMOVDQU32 0(SI), Z16
 	VMOVDQU32 64(SI), Z17
 	VMOVDQU32 128(SI), Z18

@@ -60,7 +60,7 @@ func TestParentKernel(t *testing.T) {
 		}
 	}
 	var out [8][16]uint32
-	compress16(&msg, 0, parent, &out)
+	compress16(&msg, parent, &out)
 	for k := range 16 {
 		var m [16]uint32
 		for w := range 16 {

@@ -31,28 +31,28 @@ const (
 func hashChunks16(ptrs *[16]*byte, blocks int, counter uint64, out *[8][16]uint32, flags, first, last uint32)
 
 //go:noescape
-func compress16(msg *[16][16]uint32, counter uint64, flags uint32, out *[8][16]uint32)
+func compress16(msg *[16][16]uint32, flags uint32, out *[8][16]uint32)
 
 // sumSixteen puts into sums[k] the hash of the Size-byte block
 // msgs[lanes[k]], for up to sixteen lanes; unused lanes repeat the last
 // block.
-func sumSixteen(msgs [][]byte, lanes []int, sums *[16][32]byte) {
+func sumSixteen(msgs [][]byte, lanes []int, sums *[Lanes][32]byte) {
 	// Chaining values, chunk by chunk, then parent by parent: each
 	// [8][16]uint32 holds word w of lane k at [w][k], so two of them side
 	// by side are the sixteen message words of the parent above them.
 	var cvs [4][8][16]uint32
 	for c := range cvs {
-		var ptrs [16]*byte
+		var ptrs [Lanes]*byte
 		for k := range ptrs {
 			ptrs[k] = &msgs[lanes[min(k, len(lanes)-1)]][c*chunkSize]
 		}
 		hashChunks16(&ptrs, blocksPerChunk, uint64(c), &cvs[c], 0, chunkStart, chunkEnd)
 	}
 	var parents [2][8][16]uint32
-	compress16((*[16][16]uint32)(unsafe.Pointer(&cvs[0])), 0, parent, &parents[0])
-	compress16((*[16][16]uint32)(unsafe.Pointer(&cvs[2])), 0, parent, &parents[1])
+	compress16((*[16][16]uint32)(unsafe.Pointer(&cvs[0])), parent, &parents[0])
+	compress16((*[16][16]uint32)(unsafe.Pointer(&cvs[2])), parent, &parents[1])
 	var root [8][16]uint32
-	compress16((*[16][16]uint32)(unsafe.Pointer(&parents[0])), 0, parent|rootNode, &root)
+	compress16((*[16][16]uint32)(unsafe.Pointer(&parents[0])), parent|rootNode, &root)
 	for k := range lanes {
 		for w := range 8 {
 			binary.LittleEndian.PutUint32(sums[k][4*w:], root[w][k])

@@ -5,6 +5,10 @@ import "github.com/zeebo/blake3"
 // Size is the length of the blocks Sum hashes several at a time.
 const Size = 4096
 
+// Lanes is how many blocks Sum hashes at a time: callers that hand it
+// runs of blocks cut them to this length.
+const Lanes = 16
+
 // minLanes is the fewest blocks worth a sixteen-lane pass: it costs
 // about what four blocks hashed one by one do (BenchmarkSum).
 const minLanes = 5
@@ -14,11 +18,11 @@ const minLanes = 5
 // time where the CPU allows it, any other length one by one.
 func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 	_ = out[:len(msgs)]
-	var lanes [16]int // indexes in msgs of a group's blocks
+	var lanes [Lanes]int // indexes in msgs of a group's blocks
 	n := 0
 	flush := func() {
 		if n >= minLanes {
-			var sums [16][32]byte
+			var sums [Lanes][32]byte
 			sumSixteen(msgs, lanes[:n], &sums)
 			for k, i := range lanes[:n] {
 				out[i] = H(sums[k])

@@ -6,15 +6,15 @@ import (
 )
 
 // hashSpans cuts group into the spans hashGroup's workers take one at a
-// time: runs of up to sixteen chunks of blockhash.Size bytes, which
+// time: runs of up to blockhash.Lanes chunks of blockhash.Size bytes, which
 // blockhash hashes together (the fixed 4 KiB policy and block exports
 // write nothing else), and every other chunk alone.
 func hashSpans(group []*Prepared) [][2]int {
-	spans := make([][2]int, 0, len(group)/16+1)
+	spans := make([][2]int, 0, len(group)/blockhash.Lanes+1)
 	for lo := 0; lo < len(group); {
 		hi := lo + 1
 		if len(group[lo].data) == blockhash.Size {
-			for hi < len(group) && hi-lo < 16 && len(group[hi].data) == blockhash.Size {
+			for hi < len(group) && hi-lo < blockhash.Lanes && len(group[hi].data) == blockhash.Size {
 				hi++
 			}
 		}

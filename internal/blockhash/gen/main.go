@@ -161,16 +161,17 @@ func transpose(emit emitter, rows [16]int, free *[]int) (cols [16]int) {
 }
 
 // parents writes compress16: lane i compresses the block whose word j is
-// msg[j][i], from the IV (a parent node: both children's chaining values),
-// and leaves the output's first eight words in out[word][i].
+// msg[j][i], from the IV (a parent node: both children's chaining values;
+// its counter is always 0), and leaves the output's first eight words in
+// out[word][i].
 func parents(emit emitter) {
 	emit("")
-	emit("// func compress16(msg *[16][16]uint32, counter uint64, flags uint32, out *[8][16]uint32)")
-	emit("TEXT ·compress16(SB), NOSPLIT, $0-32")
+	emit("// func compress16(msg *[16][16]uint32, flags uint32, out *[8][16]uint32)")
+	emit("TEXT ·compress16(SB), NOSPLIT, $0-24")
 	emit("\tMOVQ msg+0(FP), SI")
-	emit("\tMOVQ counter+8(FP), R8")
-	emit("\tMOVL flags+16(FP), R10")
-	emit("\tMOVQ out+24(FP), R9")
+	emit("\tMOVL flags+8(FP), R10")
+	emit("\tMOVQ out+16(FP), R9")
+	emit("\tXORQ R8, R8 // the counter")
 	var v, m [16]int
 	for j := range 16 {
 		v[j], m[j] = j, 16+j
