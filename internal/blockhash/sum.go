@@ -14,10 +14,15 @@ const Lanes = 16
 const minLanes = 5
 
 // Sum sets out[i] to the BLAKE3-256 of msgs[i], for i < len(msgs);
-// out must be at least as long. Blocks of Size bytes go sixteen at a
-// time where the CPU allows it, any other length one by one.
+// out must be at least as long. Where the CPU allows it, blocks of Size
+// bytes go sixteen at a time, and the 1 KiB chunks of longer or shorter
+// messages sixteen at a time too, whichever message they come from;
+// messages of one chunk or less, and messages too few to fill the lanes,
+// one by one.
 func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 	_ = out[:len(msgs)]
+	var long []int // indexes in msgs of messages longer than a chunk
+	fullChunks := 0
 	var lanes [Lanes]int // indexes in msgs of a group's blocks
 	n := 0
 	flush := func() {
@@ -35,6 +40,11 @@ func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 		n = 0
 	}
 	for i, m := range msgs {
+		if len(m) > chunkSize && len(m) != Size && haveSixteen {
+			long = append(long, i)
+			fullChunks += len(m) / chunkSize
+			continue
+		}
 		if len(m) != Size || !haveSixteen {
 			out[i] = H(blake3.Sum256(m))
 			continue
@@ -45,4 +55,15 @@ func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 		}
 	}
 	flush()
+	if fullChunks < minLanes {
+		for _, i := range long {
+			out[i] = H(blake3.Sum256(msgs[i]))
+		}
+		return
+	}
+	sums := make([][32]byte, len(long))
+	sumLong(msgs, long, sums)
+	for k, i := range long {
+		out[i] = H(sums[k])
+	}
 }

@@ -6,9 +6,10 @@ import (
 )
 
 // hashSpans cuts group into the spans hashGroup's workers take one at a
-// time: runs of up to blockhash.Lanes chunks of blockhash.Size bytes, which
-// blockhash hashes together (the fixed 4 KiB policy and block exports
-// write nothing else), and every other chunk alone.
+// time, for blockhash to hash together: runs of up to blockhash.Lanes
+// chunks of blockhash.Size bytes (the fixed 4 KiB policy and block
+// exports write nothing else), and runs of other chunks up to
+// longSpanBytes, whose 1 KiB pieces share the lanes.
 func hashSpans(group []*Prepared) [][2]int {
 	spans := make([][2]int, 0, len(group)/blockhash.Lanes+1)
 	for lo := 0; lo < len(group); {
@@ -17,12 +18,21 @@ func hashSpans(group []*Prepared) [][2]int {
 			for hi < len(group) && hi-lo < blockhash.Lanes && len(group[hi].data) == blockhash.Size {
 				hi++
 			}
+		} else {
+			for n := len(group[lo].data); hi < len(group) && n < longSpanBytes && len(group[hi].data) != blockhash.Size; hi++ {
+				n += len(group[hi].data)
+			}
 		}
 		spans = append(spans, [2]int{lo, hi})
 		lo = hi
 	}
 	return spans
 }
+
+// longSpanBytes is about what a span of other chunks holds: enough to
+// fill the lanes many times over, few enough that a group (storeGroupBytes)
+// still gives every core a span.
+const longSpanBytes = 256 << 10
 
 // hashSpan sets Zero, Hash and check of the chunks ps.
 func hashSpan(ps []*Prepared) {

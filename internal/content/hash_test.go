@@ -21,6 +21,10 @@ func TestHashSpans(t *testing.T) {
 		{[]int{4096, 4096, 100, 4096}, [][2]int{{0, 2}, {2, 3}, {3, 4}}},
 		{slices.Repeat([]int{4096}, 35), [][2]int{{0, 16}, {16, 32}, {32, 35}}},
 		{append(slices.Repeat([]int{4096}, 17), 8192, 4096), [][2]int{{0, 16}, {16, 17}, {17, 18}, {18, 19}}},
+		// Other chunks together until a span holds longSpanBytes.
+		{[]int{100, 8192, 4096, 8192, 8192}, [][2]int{{0, 2}, {2, 3}, {3, 5}}},
+		{[]int{200 << 10, 50 << 10, 10 << 10, 64 << 10}, [][2]int{{0, 3}, {3, 4}}},
+		{[]int{256 << 10, 1, 1}, [][2]int{{0, 1}, {1, 3}}},
 	} {
 		group := make([]*Prepared, len(tc.sizes))
 		for i, n := range tc.sizes {
@@ -42,6 +46,9 @@ func TestHashSpanSetsEveryChunk(t *testing.T) {
 		size := 4096
 		if i%7 == 3 {
 			size = 1 + r.IntN(9000)
+		}
+		if i%11 == 4 {
+			size = 1 + r.IntN(100<<10)
 		}
 		data := testutil.RandBytes(r, size)
 		if i%5 == 0 {

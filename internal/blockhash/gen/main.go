@@ -58,20 +58,24 @@ func write(path string) error {
 type emitter func(format string, a ...any)
 
 // chunks writes hashChunks16: lane k compresses the blocks of the chunk
-// at ptrs[k], chaining them from the IV, and leaves its chaining value in
-// out[word][k].
+// at ptrs[k], chaining them from the IV, with the chunk counter whose low
+// and high words are counters[0][k] and counters[1][k] (the blocks of
+// many messages go side by side; so do the chunks of one), and leaves its
+// chaining value in out[word][k]. It prefetches the cache lines ahead
+// bytes past the ones it reads: the next call's, for its caller.
 func chunks(emit emitter) {
 	emit("")
-	emit("// func hashChunks16(ptrs *[16]*byte, blocks int, counter uint64, out *[8][16]uint32, flags, first, last uint32)")
-	emit("TEXT ·hashChunks16(SB), NOSPLIT, $0-44")
+	emit("// func hashChunks16(ptrs *[16]*byte, blocks int, counters *[2][16]uint32, out *[8][16]uint32, flags, first, last uint32, ahead int)")
+	emit("TEXT ·hashChunks16(SB), NOSPLIT, $0-56")
 	emit("\tMOVQ ptrs+0(FP), DI")
 	emit("\tMOVQ blocks+8(FP), R13")
 	emit("\tSHLQ $6, R13 // end of the blocks within a chunk, in bytes")
-	emit("\tMOVQ counter+16(FP), R8")
+	emit("\tMOVQ counters+16(FP), R8")
 	emit("\tMOVQ out+24(FP), R9")
 	emit("\tMOVL flags+32(FP), R10")
 	emit("\tMOVL first+36(FP), R11")
 	emit("\tMOVL last+40(FP), R12")
+	emit("\tMOVQ ahead+48(FP), SI // where to prefetch, from the start of a chunk")
 	for i := range 8 {
 		broadcastConst(emit, iv[i], i)
 	}
@@ -84,6 +88,7 @@ func chunks(emit emitter) {
 		rows[k] = 16 + k
 		emit("\tMOVQ %d(DI), R14", 8*k)
 		emit("\tVMOVDQU32 (R14)(BX*1), Z%d", rows[k])
+		emit("\tPREFETCHT0 (R14)(SI*1)")
 	}
 	free := []int{8, 9, 10, 11, 12, 13, 14, 15}
 	cols := transpose(emit, rows, &free)
@@ -102,10 +107,13 @@ func chunks(emit emitter) {
 	emit("\tORL R12, AX")
 	emit("notlast:")
 	emit("\tVPBROADCASTD AX, Z%d", v[15])
-	counterAndLength(emit, v)
+	ivAndLength(emit, v)
+	emit("\tVMOVDQU32 (R8), Z%d", v[12])
+	emit("\tVMOVDQU32 64(R8), Z%d", v[13])
 	rounds(emit, v, cols)
 	finish(emit, v)
 	emit("\tADDQ $64, BX")
+	emit("\tADDQ $64, SI")
 	emit("\tCMPQ BX, R13")
 	emit("\tJB loop")
 	store(emit)
@@ -171,7 +179,6 @@ func parents(emit emitter) {
 	emit("\tMOVQ msg+0(FP), SI")
 	emit("\tMOVL flags+8(FP), R10")
 	emit("\tMOVQ out+16(FP), R9")
-	emit("\tXORQ R8, R8 // the counter")
 	var v, m [16]int
 	for j := range 16 {
 		v[j], m[j] = j, 16+j
@@ -181,7 +188,9 @@ func parents(emit emitter) {
 		broadcastConst(emit, iv[i], i)
 	}
 	emit("\tVPBROADCASTD R10, Z15")
-	counterAndLength(emit, v)
+	ivAndLength(emit, v)
+	emit("\tVPXORD Z%d, Z%d, Z%d // counter 0", v[12], v[12], v[12])
+	emit("\tVPXORD Z%d, Z%d, Z%d", v[13], v[13], v[13])
 	rounds(emit, v, m)
 	finish(emit, v)
 	store(emit)
@@ -192,17 +201,12 @@ func broadcastConst(emit emitter, v uint32, reg int) {
 	emit("\tVPBROADCASTD AX, Z%d", reg)
 }
 
-// counterAndLength sets v8–v11 to the IV, v12 and v13 to the counter in
-// R8 and v14 to the block length; v15 (flags) is set by the caller.
-func counterAndLength(emit emitter, v [16]int) {
+// ivAndLength sets v8–v11 to the IV and v14 to the block length; the
+// caller sets v12 and v13 (the counter) and v15 (flags).
+func ivAndLength(emit emitter, v [16]int) {
 	for i := range 4 {
 		broadcastConst(emit, iv[i], v[8+i])
 	}
-	emit("\tMOVL R8, AX")
-	emit("\tVPBROADCASTD AX, Z%d", v[12])
-	emit("\tMOVQ R8, AX")
-	emit("\tSHRQ $32, AX")
-	emit("\tVPBROADCASTD AX, Z%d", v[13])
 	emit("\tMOVL $64, AX")
 	emit("\tVPBROADCASTD AX, Z%d", v[14])
 }
