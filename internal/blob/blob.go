@@ -105,6 +105,16 @@ type StreamPrefetcher interface {
 	PrefetchStream(locs []Loc, streamed int64)
 }
 
+// ResidencyProber is implemented by stores that can tell, without
+// waiting, whether a location's bytes are in memory (the segment files'
+// pages in the host's page cache): readahead of data already there is
+// work for nothing.
+type ResidencyProber interface {
+	// InMemory reports whether the first byte of loc can be read without
+	// waiting for a disk; false when it cannot be told.
+	InMemory(loc Loc) bool
+}
+
 // ErrCorrupt is wrapped by errors for stored bytes that are not all there
 // (a segment shorter than a location needs) and for impossible locations.
 var ErrCorrupt = errors.New("blob: corrupt or truncated segment")

@@ -48,3 +48,30 @@ func (d *Dir) advise(num uint32, off, n int64, advice int) {
 	d.release(s)
 	d.mu.Unlock()
 }
+
+// InMemory implements ResidencyProber: a one-byte preadv2 with
+// RWF_NOWAIT, which fails with EAGAIN instead of waiting for the disk
+// (Linux starts reading the page then, as for any read that misses).
+// Bytes not yet written to the segment file count as not in memory.
+func (d *Dir) InMemory(loc Loc) bool {
+	if checkLoc(Loc{Segment: loc.Segment, Offset: loc.Offset &^ (Align - 1)}) != nil {
+		return false
+	}
+	s, err := d.use(loc.Segment)
+	if err != nil {
+		return false
+	}
+	defer func() {
+		d.mu.Lock()
+		d.release(s)
+		d.mu.Unlock()
+	}()
+	var b [1]byte
+	n := 0
+	err = withFd(s.f, func(fd int) error {
+		var err error
+		n, err = unix.Preadv2(fd, [][]byte{b[:]}, int64(loc.Offset), unix.RWF_NOWAIT)
+		return err
+	})
+	return err == nil && n == 1
+}

@@ -18,8 +18,11 @@ import (
 // after random writes), the host's readahead cannot guess the next
 // places, and doppel's made cold sequential reads about twice as fast.
 //
-// storedInOrder tells the two apart from the window's two ends alone:
-// one iterator, a seek and a step to the last extent, instead of a walk.
+// endsInOrder tells the two apart from the window's two ends alone
+// (windowEnds: one iterator, a seek and a step to the last extent,
+// instead of a walk), and endsInMemory tells, from the same two ends,
+// a window whose data is in memory already, where readahead has nothing
+// to do either.
 
 // spreadMax is how many times farther apart than in the file a window's
 // two ends may lie in their segment and still count as stored in order.
@@ -31,34 +34,60 @@ import (
 // file's segments, rarely this close in this order.
 const spreadMax = 8
 
-// storedInOrder reports whether ino's data in [from, to), as far as the
-// window's first and last extent tell, lies in one segment in file order:
-// both carry location hints (hints.go), in the same segment, as far apart
-// there as in the file or up to spreadMax times farther. A chunk in between
-// stored elsewhere (dedup found it, or it was overwritten since) is not
-// seen; its read then waits for the disk, as any read without readahead
-// does. empty reports a window without extents.
-func storedInOrder(r meta.Reader, ino uint64, from, to int64) (inOrder, empty bool, err error) {
+// windowEnds returns the first and last extents of ino in [from, to);
+// empty reports a window without extents.
+func windowEnds(r meta.Reader, ino uint64, from, to int64) (first, last Piece, empty bool, err error) {
 	lower, _ := schema.ExtentRange(ino)
 	it, err := r.NewIter(lower, schema.ExtentKey(ino, to))
 	if err != nil {
-		return false, false, err
+		return Piece{}, Piece{}, false, err
 	}
 	defer it.Close()
 	if !it.SeekGE(schema.ExtentKey(ino, from)) {
-		return false, it.Error() == nil, it.Error()
+		return Piece{}, Piece{}, it.Error() == nil, it.Error()
 	}
-	first, err := piece(it)
-	if err != nil || !first.Hint.Has() {
-		return false, false, err
+	if first, err = piece(it); err != nil {
+		return Piece{}, Piece{}, false, err
 	}
 	if !it.Last() {
-		return false, false, it.Error()
+		return Piece{}, Piece{}, false, it.Error()
 	}
-	last, err := piece(it)
-	if err != nil || !last.Hint.Has() || last.Hint.Segment != first.Hint.Segment || last.Hint.Offset < first.Hint.Offset {
-		return false, false, err
+	last, err = piece(it)
+	return first, last, false, err
+}
+
+// endsInOrder reports whether a window's first and last extents both
+// carry location hints (hints.go), in the same segment, as far apart
+// there as in the file or up to spreadMax times farther. A chunk in
+// between stored elsewhere (dedup found it, or it was overwritten since)
+// is not seen; its read then waits for the disk, as any read without
+// readahead does.
+func endsInOrder(first, last Piece) bool {
+	if !first.Hint.Has() || !last.Hint.Has() || last.Hint.Segment != first.Hint.Segment || last.Hint.Offset < first.Hint.Offset {
+		return false
 	}
 	fileDist, segDist := uint64(last.Off-first.Off), last.Hint.Offset-first.Hint.Offset
-	return segDist >= fileDist && segDist <= spreadMax*fileDist+blob.Align, false, nil
+	return segDist >= fileDist && segDist <= spreadMax*fileDist+blob.Align
+}
+
+// endsInMemory reports whether the bytes of a window's first and last
+// extents are in memory, the blob store says (blob.ResidencyProber).
+// Readahead of such a window, data just written or read, would only
+// walk its extents and advise the host of pages it holds: after a copy
+// over an export's data had scattered it through the segments, a copy
+// out spent a fifth of the server's CPU on that, and took a quarter
+// longer than without readahead (docs/BENCHMARKS.md, "Readahead of data
+// in memory"). As with endsInOrder, the chunks in between are not seen.
+func (e *Engine) endsInMemory(first, last Piece) bool {
+	prober, ok := e.blobs.(blob.ResidencyProber)
+	if !ok {
+		return false
+	}
+	for _, p := range []Piece{first, last} {
+		loc, ok := e.hintedLoc(p)
+		if !ok || !prober.InMemory(loc) {
+			return false
+		}
+	}
+	return true
 }

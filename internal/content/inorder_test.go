@@ -8,7 +8,7 @@ import (
 	"github.com/doppelfs/doppel/internal/testutil"
 )
 
-// TestStoredInOrderTellsLayouts: storedInOrder sees data written front to
+// TestStoredInOrderTellsLayouts: endsInOrder sees data written front to
 // back as stored in order, and not data written back to front, a window
 // whose last chunk was overwritten later (stored far beyond the rest), or
 // extents without location hints; a window without extents is empty.
@@ -40,12 +40,12 @@ func TestStoredInOrderTellsLayouts(t *testing.T) {
 		{"no hints", 5, 0, window, false, false},
 		{"no extents", 6, 0, window, false, true},
 	} {
-		inOrder, empty, err := storedInOrder(v.meta, c.ino, c.from, c.to)
+		first, last, empty, err := windowEnds(v.meta, c.ino, c.from, c.to)
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
-		if inOrder != c.inOrder || empty != c.void {
-			t.Errorf("%s: storedInOrder = %v, empty %v; want %v, %v", c.what, inOrder, empty, c.inOrder, c.void)
+		if inOrder := !empty && endsInOrder(first, last); inOrder != c.inOrder || empty != c.void {
+			t.Errorf("%s: in order %v, empty %v; want %v, %v", c.what, inOrder, empty, c.inOrder, c.void)
 		}
 	}
 }
@@ -81,4 +81,70 @@ func TestReadaheadLeavesDataInOrderToTheHost(t *testing.T) {
 	if n := readAll(3); n == 0 {
 		t.Error("reading a file stored back to front prefetched nothing")
 	}
+}
+
+// TestReadaheadSkipsDataInMemory: a sequential reader of a file stored
+// out of order, whose pages the host keeps (KeepHostCache, a block
+// export), gets prefetches while its bytes are on the disk only, and
+// none once they are in the host's page cache (the store says so:
+// blob.ResidencyProber).
+func TestReadaheadSkipsDataInMemory(t *testing.T) {
+	needSegmentFiles(t, "the probe is the segment files'")
+	const step, size = 128 << 10, 16 << 20
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1, VerifyReads: true})
+	v.writeBackwards(2, testutil.RandBytes(rand.New(rand.NewPCG(14, 14)), size), 64<<10)
+	v.reopen()
+	pieces, err := Extents(v.meta, 2, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locs []blob.Loc
+	for _, p := range pieces {
+		if loc, ok := v.e.hintedLoc(p); ok {
+			locs = append(locs, loc)
+		}
+	}
+	if len(locs) != len(pieces) {
+		t.Fatalf("%d of %d extents have location hints", len(locs), len(pieces))
+	}
+	prober, ok := v.e.blobs.(blob.ResidencyProber)
+	if !ok {
+		t.Fatalf("%T is no ResidencyProber", v.e.blobs)
+	}
+	if err := v.e.blobs.Sync(); err != nil { // dirty pages stay
+		t.Fatal(err)
+	}
+	v.e.blobs.Forget(locs)
+	if prober.InMemory(locs[0]) {
+		t.Skip("the host keeps the segment file's pages after POSIX_FADV_DONTNEED (tmpfs?)")
+	}
+	defer v.e.KeepHostCache(2)()
+	rec := &probingRecorder{&prefetchRecorder{Store: v.e.blobs, fetched: map[blob.Loc]bool{}}, prober}
+	v.e.blobs = rec
+	readAll := func() int {
+		for off := int64(0); off < size; off += step {
+			v.read(2, off, step)
+		}
+		v.e.loads.running.Wait()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := len(rec.fetched)
+		clear(rec.fetched)
+		return n
+	}
+	if n := readAll(); n == 0 {
+		t.Error("reading a file stored back to front from the disk prefetched nothing")
+	}
+	if !prober.InMemory(locs[0]) || !prober.InMemory(locs[len(locs)-1]) {
+		t.Fatal("the file's bytes are not in memory after reading it")
+	}
+	if n := readAll(); n != 0 {
+		t.Errorf("reading it again, from memory, prefetched %d chunks", n)
+	}
+}
+
+// probingRecorder is a prefetchRecorder that answers residency probes.
+type probingRecorder struct {
+	*prefetchRecorder
+	blob.ResidencyProber
 }

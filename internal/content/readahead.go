@@ -145,7 +145,8 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	go func() {
 		defer func() { <-l.slots; l.running.Done() }()
 		if e.hints { // chunks in segment files (inorder.go)
-			if inOrder, empty, err := storedInOrder(r, ino, from, to); inOrder || empty || err != nil {
+			first, last, empty, err := windowEnds(r, ino, from, to)
+			if err != nil || empty || endsInOrder(first, last) || e.endsInMemory(first, last) {
 				return
 			}
 		}
