@@ -14,8 +14,8 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
-// Chunks of 4 KiB are hashed sixteen at a time (hash.go, over package
-// blockhash), others one by one.
+// Chunks are hashed together, sixteen 1 KiB pieces at a time (hash.go,
+// over package blockhash): runs of 4 KiB chunks, and runs of longer ones.
 //
 // Dedup lookups of new chunks are answered by a filter of every hash the
 // chunk table holds, where this process alone writes the table
@@ -25,7 +25,7 @@
 // Sequential readers get readahead (readahead.go): the chunks beyond the
 // read are looked up and their bytes asked for ahead of time, unless the
 // window's data lies in file order in one segment file (inorder.go),
-// which the host's own readahead serves.
+// which the host's own readahead serves, or is in memory already.
 //
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
