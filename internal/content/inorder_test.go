@@ -64,17 +64,7 @@ func TestReadaheadLeavesDataInOrderToTheHost(t *testing.T) {
 	v.reopen()
 	rec := &prefetchRecorder{Store: v.e.blobs, fetched: map[blob.Loc]bool{}}
 	v.e.blobs = rec
-	readAll := func(ino uint64) int {
-		for off := int64(0); off < size; off += step {
-			v.read(ino, off, step)
-		}
-		v.e.loads.running.Wait()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		n := len(rec.fetched)
-		clear(rec.fetched)
-		return n
-	}
+	readAll := func(ino uint64) int { return v.readCountingPrefetches(rec, ino, size, step) }
 	if n := readAll(2); n != 0 {
 		t.Errorf("reading a file stored in order prefetched %d chunks", n)
 	}
@@ -121,17 +111,7 @@ func TestReadaheadSkipsDataInMemory(t *testing.T) {
 	defer v.e.KeepHostCache(2)()
 	rec := &probingRecorder{&prefetchRecorder{Store: v.e.blobs, fetched: map[blob.Loc]bool{}}, prober}
 	v.e.blobs = rec
-	readAll := func() int {
-		for off := int64(0); off < size; off += step {
-			v.read(2, off, step)
-		}
-		v.e.loads.running.Wait()
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		n := len(rec.fetched)
-		clear(rec.fetched)
-		return n
-	}
+	readAll := func() int { return v.readCountingPrefetches(rec.prefetchRecorder, 2, size, step) }
 	if n := readAll(); n == 0 {
 		t.Error("reading a file stored back to front from the disk prefetched nothing")
 	}
@@ -147,4 +127,20 @@ func TestReadaheadSkipsDataInMemory(t *testing.T) {
 type probingRecorder struct {
 	*prefetchRecorder
 	blob.ResidencyProber
+}
+
+// readCountingPrefetches reads ino's first size bytes step bytes at a
+// time, waits for readahead to finish, and returns how many chunks rec
+// saw prefetched since it was last asked.
+func (v *env) readCountingPrefetches(rec *prefetchRecorder, ino uint64, size, step int64) int {
+	v.t.Helper()
+	for off := int64(0); off < size; off += step {
+		v.read(ino, off, int(step))
+	}
+	v.e.loads.running.Wait()
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	n := len(rec.fetched)
+	clear(rec.fetched)
+	return n
 }
