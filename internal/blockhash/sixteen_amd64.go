@@ -14,9 +14,18 @@ import (
 // the OS saves the ZMM state too.
 var haveSixteen = cpu.X86.HasAVX512F
 
+// hashChunks16 sets out[w][k] to word w of the chaining value of the
+// chunk of blocks 64-byte blocks at ptrs[k], with chunk counter
+// counters[1][k]<<32 | counters[0][k]; first and last are the flags of
+// its first and last block besides flags. It prefetches the cache lines
+// ahead bytes past those it reads (0: none).
+//
 //go:noescape
 func hashChunks16(ptrs *[16]*byte, blocks int, counters *[2][16]uint32, out *[8][16]uint32, flags, first, last uint32, ahead int)
 
+// compress16 sets out[w][k] to word w of the compression of the block
+// whose word j is msg[j][k], from the IV with counter 0: a parent node.
+//
 //go:noescape
 func compress16(msg *[16][16]uint32, flags uint32, out *[8][16]uint32)
 

@@ -17,8 +17,8 @@ const minLanes = 5
 // out must be at least as long. Where the CPU allows it, blocks of Size
 // bytes go sixteen at a time, and the 1 KiB chunks of longer or shorter
 // messages sixteen at a time too, whichever message they come from;
-// messages of one chunk or less, and messages too few to fill the lanes,
-// one by one.
+// messages of one chunk or less, and longer ones with too few full
+// chunks among them to be worth a pass (minLanes), one by one.
 func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 	_ = out[:len(msgs)]
 	var long []int // indexes in msgs of messages longer than a chunk
