@@ -76,8 +76,9 @@ func endsInOrder(first, last Piece) bool {
 // walk its extents and advise the host of pages it holds: after a copy
 // over an export's data had scattered it through the segments, a copy
 // out spent a fifth of the server's CPU on that, and took a quarter
-// longer than without readahead (docs/BENCHMARKS.md, "Readahead of data
-// in memory"). As with endsInOrder, the chunks in between are not seen.
+// longer than without readahead (docs/BENCHMARKS.md, "Content-defined
+// chunks through the sixteen lanes; readahead of data in memory"). As
+// with endsInOrder, the chunks in between are not seen.
 func (e *Engine) endsInMemory(first, last Piece) bool {
 	prober, ok := e.blobs.(blob.ResidencyProber)
 	if !ok {
