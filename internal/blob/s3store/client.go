@@ -43,6 +43,7 @@ func newObjects(cfg Config) *objects {
 		}),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		HTTPClient:                 newSendfileClient(),
 	}
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -86,12 +87,18 @@ func (o *objects) ctx() (context.Context, context.CancelFunc) {
 // the CPU's instruction at several GB/s) still lets the server refuse a
 // body damaged in transit (TestPutChecksumRefused), and the request
 // itself stays signed. docs/SHARED.md, "Client library". crc is the
-// CRC32C of data.
-func (o *objects) put(num uint32, data []byte, crc uint32) error {
+// CRC32C of data. If file is not nil, data is its bytes from offset 0
+// (a pack's memfd), and they are sent with sendfile (sendfileClient).
+func (o *objects) put(num uint32, data []byte, file *os.File, crc uint32) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
+	var body io.ReadSeeker = bytes.NewReader(data)
+	if file != nil {
+		ctx = withFileBody(ctx, file)
+		body = io.NewSectionReader(file, 0, int64(len(data)))
+	}
 	_, err := o.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num)),
-		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		Body: body, ContentLength: aws.Int64(int64(len(data))),
 		ChecksumCRC32C: aws.String(crc32cBase64(crc))},
 		s3.WithAPIOptions(v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware))
 	return o.wrap("put", num, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"hash/crc32"
+	"io"
+	"syscall"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +22,7 @@ func TestPutChecksumRefused(t *testing.T) {
 	srv := s3test.Start(t)
 	o := newObjects(testConfig(t, srv, "crc"))
 	data := bytes.Repeat([]byte("doppel"), 100000)
-	if err := o.put(1, data, crc32.Checksum(data, castagnoli)); err != nil {
+	if err := o.put(1, data, nil, crc32.Checksum(data, castagnoli)); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, len(data))
@@ -40,3 +42,41 @@ func TestPutChecksumRefused(t *testing.T) {
 		t.Fatal("the refused pack exists")
 	}
 }
+
+// A pack sent from its memfd (sendfile) stores the file's first
+// len(data) bytes, wherever the file's offset was and however much
+// longer the file is, on every upload of it.
+func TestPutFromMemfd(t *testing.T) {
+	m := newMappedPackMem(1 << 20)
+	if m == nil {
+		t.Skip("no memfd here")
+	}
+	defer m.release()
+	srv := s3test.Start(t)
+	o := newObjects(testConfig(t, srv, "memfd"))
+	data := append(m.data, bytes.Repeat([]byte("memfd!"), 120000)...)
+	for num := uint32(1); num <= 2; num++ {
+		if _, err := m.file.Seek(0, io.SeekEnd); err != nil {
+			t.Fatal(err)
+		}
+		if f := m.fileOf(data); f != m.file {
+			t.Fatalf("fileOf the mapping's bytes is %v", f)
+		}
+		if err := o.put(num, data, m.fileOf(data), crc32.Checksum(data, castagnoli)); err != nil {
+			t.Fatal(err)
+		}
+		obj, err := o.head(num)
+		if err != nil || obj.size != int64(len(data)) {
+			t.Fatalf("pack %d: %d bytes (%v), want %d", num, obj.size, err, len(data))
+		}
+		got := make([]byte, len(data))
+		if err := o.get(num, 0, got); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("pack %d reads back different (%v)", num, err)
+		}
+	}
+	if f := m.fileOf(append(data[:len(data):len(data)], 1)); f != nil {
+		t.Fatal("fileOf a copy on the heap names the memfd")
+	}
+}
+
+var _ syscall.Conn = fileBody{} // what makes net/http use sendfile

@@ -13,7 +13,8 @@ import (
 // or sealed and waiting for (or retrying) its upload.
 type pack struct {
 	num uint32
-	buf []byte // the object's bytes: chunks at Align boundaries, zeros between
+	buf []byte   // the object's bytes: chunks at Align boundaries, zeros between
+	mem *packMem // where buf was allocated (buf is mem's memory unless a chunk outgrew it)
 	// crc is the CRC32C of buf (its PUT's checksum header), brought up to
 	// date as chunks are copied in, while their bytes are still in the
 	// CPU's cache: a pass over the sealed 4 MiB cost a tenth of the
@@ -130,7 +131,8 @@ func (s *Store) rotate() error {
 	if s.open != nil && len(s.open.buf) > 0 {
 		s.seal(s.open)
 	}
-	s.open = &pack{num: s.next, buf: s.packBuf()}
+	mem := s.takePackMem()
+	s.open = &pack{num: s.next, buf: mem.data[:0], mem: mem}
 	s.next++
 	return nil
 }
@@ -151,25 +153,32 @@ func (s *Store) slack() int64 { return s.cfg.PackSize / 4 }
 // packCap is the capacity of a pack's buffer: PackSize and its slack.
 func (s *Store) packCap() int { return int(s.cfg.PackSize + s.slack()) }
 
-// packBuf returns an empty buffer of packCap capacity, recycled when one
-// is free: a fresh one costs the allocator's zeroing of 4 MiB and the
-// kernel's faulting in of its pages, for every pack.
-func (s *Store) packBuf() []byte {
-	if b, ok := s.packBufs.Get().(*[]byte); ok && cap(*b) == s.packCap() {
-		return (*b)[:0]
+// takePackMem returns pack memory of packCap bytes, recycled when some is
+// free: fresh memory costs the kernel's faulting in of its pages, for
+// every pack. s.mu is held.
+func (s *Store) takePackMem() *packMem {
+	if n := len(s.freeMems); n > 0 {
+		m := s.freeMems[n-1]
+		s.freeMems = s.freeMems[:n-1]
+		return m
 	}
-	return make([]byte, 0, s.packCap())
+	return newPackMem(s.packCap())
 }
 
-// recycle gives p's buffer back once p is uploaded and no Read copies
-// from it. s.mu is held.
+// recycle gives p's memory back once p is uploaded and no Read copies
+// from it: to the free list, which keeps as much as a full upload queue
+// and the open pack take, or to the system. s.mu is held.
 func (s *Store) recycle(p *pack) {
 	if !p.uploaded || p.readers > 0 || p.buf == nil {
 		return
 	}
-	if cap(p.buf) == s.packCap() {
-		b := p.buf[:0]
-		s.packBufs.Put(&b)
-	}
 	p.buf = nil
+	if m := p.mem; m != nil {
+		p.mem = nil
+		if len(s.freeMems) < s.cfg.MaxPending+1 {
+			s.freeMems = append(s.freeMems, m)
+		} else {
+			m.release()
+		}
+	}
 }

@@ -81,3 +81,26 @@ func TestPackChecksumFollowsItsBytes(t *testing.T) {
 	testutil.Check(t, s.Sync())
 	checkAll(t, s, locs, data)
 }
+
+// A chunk larger than a pack's memory moves the pack's bytes to the heap;
+// the pack still uploads and reads back whole, and its memory is reused.
+func TestChunkOutgrowingPackMemory(t *testing.T) {
+	srv := s3test.Start(t)
+	s := mustOpen(t, testConfig(t, srv, "outgrow"))
+	defer s.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	big := testutil.RandBytes(r, 3*s.packCap())
+	small := testutil.RandBytes(r, 5000)
+	var locs []blob.Loc
+	for _, d := range [][]byte{small, big, small, big} {
+		l, err := s.Put(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locs = append(locs, l)
+	}
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, s, locs, [][]byte{small, big, small, big})
+}

@@ -35,7 +35,7 @@ type Store struct {
 	next, limit  uint32
 	sessionStart uint32
 
-	packBufs    sync.Pool // of *[]byte: buffers of uploaded packs (packBuf)
+	freeMems    []*packMem // memory of uploaded packs, for the next ones (takePackMem)
 	uploadSlots chan struct{}
 	fetchSlots  chan struct{} // bounds prefetch GETs
 	staged      *staging      // prefetched ranges in memory
@@ -177,6 +177,10 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.changed.Broadcast()
+	for _, m := range s.freeMems {
+		m.release()
+	}
+	s.freeMems = nil
 	s.mu.Unlock()
 	s.prefetching.Wait()
 	if s.cache != nil {
