@@ -61,8 +61,10 @@ func (c *cdc) Cut(_ int64, data []byte, final bool) int {
 	return 0
 }
 
-// scan feeds p into the gear fingerprint fp and returns the length of the
-// shortest prefix of p after which fp&mask == 0, or -1 and the final fp.
+// scanGeneric feeds p into the gear fingerprint fp and returns the length
+// of the shortest prefix of p after which fp&mask == 0, or -1 and the
+// final fp. scan is this, or (scan_amd64.go) four bytes a step in
+// assembly.
 //
 // The textbook recurrence fp = fp<<1 + gear[b] is one long dependency chain
 // of two operations per byte. Taking two bytes per step as
@@ -71,7 +73,7 @@ func (c *cdc) Cut(_ int64, data []byte, final bool) int {
 // computed off the chain only to be tested. Results are bit-for-bit those of
 // the textbook loop (TestCDCMatchesReference), about 1.4x faster. The loop
 // form lets the compiler drop the bounds checks inside it.
-func scan(p []byte, fp, mask uint64) (int, uint64) {
+func scanGeneric(p []byte, fp, mask uint64) (int, uint64) {
 	g := &gear
 	i := 0
 	for ; i < len(p)-1; i += 2 {

@@ -10,4 +10,15 @@
 // deduplicating against stored chunks; golden tests pin them.
 //
 // A Chunker only decides where to cut; it never copies data.
+//
+// Files:
+//
+//   - chunker.go: the Chunker interface and New.
+//   - policy.go: Policy, its defaults, parsing, validation and formatting.
+//   - cdc.go: FastCDC with normalized chunking; scanGeneric, the gear scan
+//     two bytes a step.
+//   - scan_amd64.go, scan_amd64.s: the gear scan four bytes a step in
+//     assembly; scan_other.go: scanGeneric elsewhere (or with purego).
+//   - gear.go: the pinned gear table.
+//   - fixed.go: fixed-size blocks aligned to file offsets.
 package chunker
