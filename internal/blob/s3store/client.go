@@ -43,7 +43,9 @@ func newObjects(cfg Config) *objects {
 		}),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		HTTPClient:                 newSendfileClient(),
+		// Ranged reads of the FUSE requests run beside the uploads and
+		// prefetch GETs; 8 more covers them and the odd HEAD or LIST.
+		HTTPClient: newSendfileClient(cfg.Uploads + cfg.Fetches + 8),
 	}
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)

@@ -22,7 +22,16 @@ import (
 // apply, net/http reads the file like any body.
 type sendfileClient struct{ inner *awshttp.BuildableClient }
 
-func newSendfileClient() sendfileClient { return sendfileClient{awshttp.NewBuildableClient()} }
+// newSendfileClient keeps up to idle connections to the server open
+// between requests. The SDK's default, 10, is fewer than the store's
+// uploads and prefetch GETs at once, so connections beyond it were
+// closed after each request and dialled again for the next.
+func newSendfileClient(idle int) sendfileClient {
+	return sendfileClient{awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, idle)
+		t.MaxIdleConns = max(t.MaxIdleConns, idle)
+	})}
+}
 
 type fileBodyKey struct{}
 
