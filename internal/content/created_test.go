@@ -76,23 +76,8 @@ func TestForeignChunkKeysAreLookedUpAgain(t *testing.T) {
 
 	// The other host commits the shared chunk's record, naming its copy.
 	p := theirs[0]
-	rec := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len),
-		Comp: p.comp, Refs: 1, Check: p.check, HasCheck: true}
-	b := v.meta.NewBatch()
-	testutil.Check(t, b.Set(schema.ChunkKey(p.Hash), rec.Encode()))
-	testutil.Check(t, b.Commit(true))
-	b.Close()
-	// As a transaction that finds the commit does (txBatch), with the
-	// volume version the store holds.
-	version := uint64(0)
-	if raw, err := v.meta.Get(schema.KeyVersion); err == nil {
-		version, err = schema.ParseU64(raw)
-		testutil.Check(t, err)
-	}
-	v.e.txMu.Lock()
-	err = v.e.foreignCommits(version, v.e.stats, meta.Changes{Keys: [][]byte{schema.ChunkKey(p.Hash)}})
-	v.e.txMu.Unlock()
-	testutil.Check(t, err)
+	rec := v.commitAsOtherHost(p)
+	v.takeForeign(meta.Changes{Keys: [][]byte{schema.ChunkKey(p.Hash)}})
 
 	tx := v.begin()
 	if _, err := tx.WriteChunks(1, append(mine, other...)); err != nil {
@@ -113,6 +98,36 @@ func TestForeignChunkKeysAreLookedUpAgain(t *testing.T) {
 	if c := chunks[other[0].Hash]; c.Refs != 1 {
 		t.Fatalf("the own chunk's record: %+v, want 1 reference", c)
 	}
+}
+
+// commitAsOtherHost commits, as another host would, the record of chunk
+// p with one reference, naming p's stored copy; this engine learns of it
+// only from takeForeign.
+func (v *env) commitAsOtherHost(p *Prepared) schema.Chunk {
+	v.t.Helper()
+	rec := schema.Chunk{Segment: p.loc.Segment, Offset: p.loc.Offset, Stored: p.loc.Length, Raw: uint32(p.Len),
+		Comp: p.comp, Refs: 1, Check: p.check, HasCheck: true}
+	b := v.meta.NewBatch()
+	testutil.Check(v.t, b.Set(schema.ChunkKey(p.Hash), rec.Encode()))
+	testutil.Check(v.t, b.Commit(true))
+	b.Close()
+	return rec
+}
+
+// takeForeign does what a transaction that finds other hosts' commits
+// does as it begins (txBatch): foreignCommits with what changed, at the
+// volume version the store holds.
+func (v *env) takeForeign(changed meta.Changes) {
+	v.t.Helper()
+	version := uint64(0)
+	if raw, err := v.meta.Get(schema.KeyVersion); err == nil {
+		version, err = schema.ParseU64(raw)
+		testutil.Check(v.t, err)
+	}
+	v.e.txMu.Lock()
+	err := v.e.foreignCommits(version, v.e.stats, changed)
+	v.e.txMu.Unlock()
+	testutil.Check(v.t, err)
 }
 
 // changedChunks is exact for chunk keys only: a range reaching into the

@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 
-	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -31,8 +30,16 @@ import (
 //   - a lookup reads the gen before it asks the filter; a commit it does
 //     not see in the filter bumps the gen after that read, so the commit of
 //     the missed chunk looks its record up anyway (createdLog.mayExist).
-//   - only volumes whose chunk records this process alone creates use it
-//     (not a store that other hosts commit to, meta.TxLocker).
+//   - where other hosts create chunk records too (meta.TxLocker), the
+//     filter holds the table's hashes as this engine last saw it under
+//     the volume's transaction lock, and its own: a record another host
+//     committed since is missing from it, as it is from a lookup made
+//     before that commit. The Begin of the transaction that commits the
+//     missed chunk takes the other hosts' changes first (foreignCommits)
+//     and puts their chunk keys in the log (and the filter) at a gen
+//     after the lookup's, so the commit looks the record up. Where the
+//     store cannot say which keys changed, createdLog.foreign drops the
+//     filter for the rest of the mount.
 //
 // Freed chunks stay in the filter (false positives cost a real lookup);
 // when more hashes were added than it was sized for, it is replaced by a
@@ -107,7 +114,7 @@ func (f *dedupFilter) mayHold(h schema.Hash) bool {
 // first lookup starts its build: engines that never store new chunks
 // (df, stat, fsck's checks) never scan the chunk table for it.
 func (e *Engine) lookupFilter() *dedupFilter {
-	if e.filterOn && !e.filterStarted.Load() && e.filterStarted.CompareAndSwap(false, true) {
+	if !e.filterStarted.Load() && e.filterStarted.CompareAndSwap(false, true) {
 		e.statsMu.Lock()
 		chunks := e.stats.Chunks
 		e.statsMu.Unlock()
@@ -126,10 +133,9 @@ func (l *createdLog) readyFilter() *dedupFilter {
 
 // startDedupFilter installs a new, empty filter sized for twice keys
 // hashes and fills it from the chunk table in the background; lookups
-// trust it once the scan is done. At most one build runs at a time. It
-// does nothing on a store other processes commit to.
+// trust it once the scan is done. At most one build runs at a time.
 func (e *Engine) startDedupFilter(keys int64) {
-	if !e.filterOn || !e.filterBuilding.CompareAndSwap(false, true) {
+	if !e.filterBuilding.CompareAndSwap(false, true) {
 		return
 	}
 	select {
@@ -197,11 +203,4 @@ func (e *Engine) fillDedupFilter(f *dedupFilter) error {
 		}
 	}
 	return errors.Join(it.Error(), it.Close())
-}
-
-// usesDedupFilter says whether chunk records of m are created by this
-// process alone, which a filter of them needs.
-func usesDedupFilter(m meta.Store) bool {
-	_, shared := m.(meta.TxLocker)
-	return !shared
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
@@ -53,25 +54,13 @@ func TestDedupFilterHoldsWhatWasAdded(t *testing.T) {
 	}
 }
 
-// readyFilter waits for the engine's dedup filter to be built; a test of
-// the filter skips on stores that get none.
+// readyFilter starts the engine's dedup filter and waits until it is
+// built: its scan reads the chunk table, which tests that count reads of
+// chunk records must not see.
 func (v *env) readyFilter() *dedupFilter {
 	v.t.Helper()
-	if !v.e.filterOn {
-		v.t.Skip("skipping: other processes may create chunk records on this store; it gets no dedup filter")
-	}
-	return v.filterBuilt()
-}
-
-// filterBuilt starts the engine's dedup filter, if it gets one, and
-// waits until it is built: its scan reads the chunk table, which tests
-// that count reads of chunk records must not see.
-func (v *env) filterBuilt() *dedupFilter {
-	v.t.Helper()
 	var f *dedupFilter
-	if v.e.filterOn {
-		waitFor(v.t, "the dedup filter", func() bool { f = v.e.lookupFilter(); return f != nil })
-	}
+	waitFor(v.t, "the dedup filter", func() bool { f = v.e.lookupFilter(); return f != nil })
 	return f
 }
 
@@ -129,6 +118,58 @@ func TestDedupFilterMissBeforeACommit(t *testing.T) {
 	}
 	v.checkContent(2, data)
 	v.checkInvariants()
+}
+
+// TestDedupFilterMissesAnotherHostsChunk: a chunk another host created
+// after this engine last took the transaction lock is missing from the
+// filter, as from any lookup made before that host's commit; the commit
+// of the copy this engine stored takes the other host's changes first,
+// looks the record up and adds a reference to the other host's copy.
+// Where the store cannot say which keys changed, the filter is dropped
+// and lookups go to the store.
+func TestDedupFilterMissesAnotherHostsChunk(t *testing.T) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
+	v.readyFilter()
+	shared, later := testutil.SeededBytes(31, 4096), testutil.SeededBytes(32, 4096)
+	theirs, _, err := v.e.Prepare(0, shared, true)
+	testutil.Check(t, err)
+	rec := v.commitAsOtherHost(theirs[0])
+	misses := v.e.counters.filterMisses.Load()
+	mine, _, err := v.e.Prepare(0, shared, true)
+	testutil.Check(t, err)
+	if v.e.counters.filterMisses.Load() != misses+1 {
+		t.Fatal("the filter knew of a chunk only another host created")
+	}
+	v.takeForeign(meta.Changes{Keys: [][]byte{schema.ChunkKey(theirs[0].Hash)}})
+	tx := v.begin()
+	if _, err := tx.WriteChunks(1, mine); err != nil {
+		tx.Abort()
+		t.Fatal(err)
+	}
+	v.commit(tx)
+	if c := v.allChunks()[theirs[0].Hash]; c.Refs != 2 || c.Segment != rec.Segment || c.Offset != rec.Offset {
+		t.Fatalf("the chunk's record after the commit: %+v; want the other host's copy with 2 references", c)
+	}
+	v.checkContent(1, shared)
+
+	// Changes the store cannot name drop the filter: a chunk another host
+	// creates then is found by a lookup in the store.
+	v.takeForeign(meta.Changes{All: true})
+	if v.e.lookupFilter() != nil {
+		t.Fatal("the filter is still trusted after changes nobody named")
+	}
+	theirs2, _, err := v.e.Prepare(0, later, true)
+	testutil.Check(t, err)
+	v.commitAsOtherHost(theirs2[0])
+	misses = v.e.counters.filterMisses.Load()
+	again, _, err := v.e.Prepare(0, later, true)
+	testutil.Check(t, err)
+	if again[0].hasBytes() {
+		t.Fatal("a chunk in the table is not found by the lookup")
+	}
+	if v.e.counters.filterMisses.Load() != misses {
+		t.Fatal("a dropped filter answered a lookup")
+	}
 }
 
 // TestDedupFilterRebuiltWhenFull: a filter that holds more hashes than it

@@ -80,10 +80,8 @@ type Engine struct {
 
 	created createdLog // chunk records recent commits created (created.go)
 
-	// The dedup filter (dedupfilter.go): filterOn if this process alone
-	// creates chunk records; first built at the first lookup; one build
-	// at a time, stopped by Close.
-	filterOn       bool
+	// The dedup filter (dedupfilter.go): first built at the first lookup;
+	// one build at a time, stopped by Close.
 	filterStarted  atomic.Bool
 	filterBuilding atomic.Bool
 	filterQuit     chan struct{}
@@ -158,7 +156,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}
 	e.reclaimer.start(e, cfg.ReclaimInterval)
-	e.filterOn, e.filterQuit = usesDedupFilter(m), make(chan struct{})
+	e.filterQuit = make(chan struct{})
 	return e, nil
 }
 

@@ -53,7 +53,7 @@ func TestHintedReadsLookUpNoRecords(t *testing.T) {
 		v.write(2, 0, data)
 		v.reopen() // no cached chunks or records
 		v.e.hints = hints
-		v.filterBuilt()
+		v.readyFilter()
 		counter := &chunkReadCounter{Store: v.e.meta}
 		v.e.meta = counter
 		if got := v.read(2, 0, size); !bytes.Equal(got, data) {
