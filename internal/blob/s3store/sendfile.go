@@ -24,7 +24,7 @@ type sendfileClient struct{ inner *awshttp.BuildableClient }
 
 // newSendfileClient keeps up to idle connections to the server open
 // between requests. The SDK's default, 10, is fewer than the store's
-// uploads and prefetch GETs at once, so connections beyond it were
+// uploads and prefetch GETs at once, so connections beyond it would be
 // closed after each request and dialled again for the next.
 func newSendfileClient(idle int) sendfileClient {
 	return sendfileClient{awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
