@@ -10,7 +10,7 @@ import (
 
 // packMem is the memory a pack is filled in: where it can be had, a
 // shared mapping of a memfd, so that the pack's upload hands its pages to
-// the socket with sendfile (client.go, sendfileClient) instead of copying
+// the socket with sendfile (sendfile.go, sendfileClient) instead of copying
 // them through net/http's 32 KiB buffer and again into the kernel. That
 // halved the client's CPU per byte PUT (BenchmarkPutPacks) and was a
 // sixth of the daemon's CPU on a streaming write. Elsewhere it is heap
