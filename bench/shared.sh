@@ -346,7 +346,8 @@ space_back() {
 
 # cpu_start, cpu_end PHASE SYS: the CPU seconds between them of the whole
 # machine (PHASE_cpu), the S3 server (PHASE_s3_cpu), PostgreSQL's processes
-# (PHASE_pg_cpu) and, for doppel, the volume's daemon (PHASE_daemon_cpu):
+# (PHASE_pg_cpu) and the volume's daemon (doppel) or client (JuiceFS)
+# (PHASE_daemon_cpu):
 # on two cores shared by the three, every system's speed depends on what
 # it makes the others spend too.
 pg_cpu() { # the CPU seconds of the postmaster and its children (backends)
@@ -360,7 +361,12 @@ pg_cpu() { # the CPU seconds of the postmaster and its children (backends)
 declare -A CPU0
 cpu_start() {
 	local dpid=
-	[ "$VOL_KIND" != doppel ] || dpid=$(doppel_daemon_pids "$DOPPEL" "$VOL_STORE" "$VOL_MNT" | head -1)
+	case $VOL_KIND in
+	doppel) dpid=$(doppel_daemon_pids "$DOPPEL" "$VOL_STORE" "$VOL_MNT" | head -1) ;;
+	# JuiceFS's client, the newest of its two processes (a supervisor and
+	# the client); one JuiceFS volume is mounted at a time.
+	juicefs) dpid=$(pgrep -n -f "juicefs mount" || true) ;;
+	esac
 	CPU0=([all]=$(busy_cpu) [s3]=$(proc_cpu "$VGW_PID") [pg]=$(pg_cpu) [dpid]=$dpid)
 	[ -z "$dpid" ] || CPU0[daemon]=$(proc_cpu "$dpid")
 }
@@ -557,7 +563,7 @@ space_cell() { # space_cell SYS
 		printf '| share of the file in the store when fsync returned | %s %% | %s %% | %s %% | – | – |\n' \
 			"$(med synced_pct doppel-shared)" "$(med synced_pct juicefs)" "$(med synced_pct doppel-embedded)"
 		for phase in write read; do
-			printf '| CPU seconds during the %s: machine / S3 server / PostgreSQL (/ doppel daemon) | %s | %s | %s | – | – |\n' \
+			printf '| CPU seconds during the %s: machine / S3 server / PostgreSQL / the file system process (doppel: daemon; JuiceFS: client) | %s | %s | %s | – | – |\n' \
 				"$phase" "$(cpu_cell "$phase" doppel-shared)" "$(cpu_cell "$phase" juicefs)" "$(cpu_cell "$phase" doppel-embedded)"
 		done
 		printf '| the S3 server alone: PUT / GET of 4 MiB objects, 8 at a time (bench/s3sdk) | %s / %s MiB/s | | | | |\n' \
