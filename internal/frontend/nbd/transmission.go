@@ -22,7 +22,7 @@ func (s *session) transmit() error {
 	if err := s.w.Flush(); err != nil {
 		return err
 	}
-	rw := &replyWriter{w: s.w, conn: s.conn}
+	rw := newReplyWriter(s.conn)
 	budget := newByteBudget(s.limits.MaxBufferBytes)
 	slots := make(chan struct{}, s.limits.MaxInFlight)
 	pool := newWorkerPool(s.limits.MaxInFlight, func(req *request) {
