@@ -20,7 +20,8 @@
 //	write_order.go    a connection's plain writes reach the backend in the order sent
 //	commands.go       execution of each command and its reply; extent normalisation
 //	reply_writer.go   serialised, whole-message reply output; replies queued
-//	                  behind each other leave in one write
+//	                  behind each other leave in one write, a read's data by
+//	                  writev from the caller's buffer
 //	budget.go         byte semaphore bounding buffered payloads per connection
 //	buffers.go        pooled payload buffers by power-of-two size class
 //	errno.go          mapping of backend errors to NBD error values
