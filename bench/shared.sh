@@ -54,7 +54,8 @@
 #   BENCH_UNTAR_SRC     tree whose tarball is untarred [/usr/local/go/src]
 #   BENCH_SPACE_WAIT    seconds to wait for space to come back [120]
 #   BENCH_PARTS         parts [seq files untar clone]
-#   BENCH_SYSTEMS       systems, in run order [doppel-shared juicefs doppel-embedded]
+#   BENCH_SYSTEMS       systems, in run order, each repetition starting one
+#                       further on [doppel-shared juicefs doppel-embedded]
 #                       (juicefs-notrash runs with seq when juicefs is listed)
 #   BENCH_PROFILE       directory for CPU profiles and execution traces of the
 #                       doppel-shared daemons, one pair per mount (DOPPEL_CPUPROFILE,
@@ -472,7 +473,12 @@ clone_part() {
 
 bench_start
 for rep in $(seq "$REPS"); do
-	for sys in "${SYSTEMS[@]}"; do
+	# Each repetition starts with the next system: the system timed first
+	# meets the S3 server and PostgreSQL just started, and doppel shared,
+	# first by default, had its slowest write there in every run of
+	# 2026-11-28 (docs/BENCHMARKS.md).
+	k=$(((rep - 1) % ${#SYSTEMS[@]}))
+	for sys in "${SYSTEMS[@]:k}" "${SYSTEMS[@]:0:k}"; do
 		log "rep $rep/$REPS: $sys"
 		new_volume "$sys"
 		vol_up
