@@ -26,7 +26,9 @@ var multiHostSeed = crashSeed // -crash.seed replays this test too
 // one at a time, each on a random host, against a reference model. After
 // each, another host must see its result within the coherence bound
 // (docs/SHARED.md, 9.3: the paths it touched, with their contents:
-// metadata within the notification delay, data close-to-open); every 25
+// metadata within the notification delay), and after an append or an
+// overwrite another host must read the new content at once (data
+// close-to-open); every 25
 // operations every host's whole tree is compared with the model. At the
 // end the volume, unmounted, is strictly clean. Seeded; the seed is
 // printed. DOPPEL_MULTIHOST_MODEL_OPS sets the number of operations
@@ -239,6 +241,9 @@ func (m *hostModel) step(i int) {
 		m.files[p] = d
 		touched, what = []string{p}, "overwrite"
 	}
+	if what == "append" || what == "overwrite" {
+		m.closeToOpen(m.other(h), touched[0], i)
+	}
 	start := time.Now()
 	o := m.other(h)
 	m.settle(o, touched)
@@ -272,6 +277,16 @@ func (m *hostModel) cloneModel(src, dst string) []string {
 	}
 	slices.Sort(made)
 	return made
+}
+
+// closeToOpen reads p on host o at once, without waiting for the
+// notification: p existed there before, and a close on one host that
+// returned makes an open on any other see the data (docs/SHARED.md, 9.3).
+func (m *hostModel) closeToOpen(o *volume, p string, i int) {
+	m.t.Helper()
+	if msg := m.check(o, p); msg != "" {
+		m.t.Fatalf("op %d, close-to-open on %s: %s\nhistory:\n%s", i, o.Mnt, msg, m.history(p))
+	}
 }
 
 // settle waits until host o shows the paths as the model says, within the
@@ -320,38 +335,58 @@ func (m *hostModel) check(o *volume, p string) string {
 	return ""
 }
 
-// compareAll compares every host's whole tree with the model.
+// compareAll compares every host's whole tree with the model, allowing
+// each host the coherence bound for what the last operations changed.
 func (m *hostModel) compareAll() {
 	m.t.Helper()
 	for _, h := range m.hosts {
-		seen := map[string]bool{}
-		err := filepath.WalkDir(h.Mnt, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			msg := m.compareHost(h)
+			if msg == "" {
+				break
 			}
-			rel, _ := filepath.Rel(h.Mnt, path)
-			if rel == "." {
-				return nil
+			if time.Now().After(deadline) {
+				m.t.Fatalf("%s after 3 s", msg)
 			}
-			if strings.HasPrefix(rel, ".doppel") {
-				return fs.SkipDir
-			}
-			seen[rel] = true
-			if _, isFile := m.files[rel]; d.IsDir() && !m.dirs[rel] || !d.IsDir() && !isFile {
-				return fmt.Errorf("%s: %s (directory: %v) is not in the model", h.Mnt, rel, d.IsDir())
-			}
-			return nil
-		})
-		m.must(err, "walk "+h.Mnt)
-		for p := range m.files {
-			if msg := m.check(h, p); msg != "" || !seen[p] {
-				m.t.Fatalf("%s: %s (listed: %v)\nhistory:\n%s\nlistings:\n%s", h.Mnt, msg, seen[p], m.history(p), m.listings(p))
-			}
-		}
-		for d := range m.dirs {
-			if d != "" && !seen[d] {
-				m.t.Fatalf("%s: directory %s is missing", h.Mnt, d)
-			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// compareHost compares host h's whole tree with the model; "" when they
+// agree.
+func (m *hostModel) compareHost(h *volume) string {
+	seen := map[string]bool{}
+	err := filepath.WalkDir(h.Mnt, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(h.Mnt, path)
+		if rel == "." {
+			return nil
+		}
+		if strings.HasPrefix(rel, ".doppel") {
+			return fs.SkipDir
+		}
+		seen[rel] = true
+		if _, isFile := m.files[rel]; d.IsDir() && !m.dirs[rel] || !d.IsDir() && !isFile {
+			return fmt.Errorf("%s: %s (directory: %v) is not in the model", h.Mnt, rel, d.IsDir())
+		}
+		return nil
+	})
+	if err != nil {
+		return "walk " + h.Mnt + ": " + err.Error()
+	}
+	for p := range m.files {
+		if msg := m.check(h, p); msg != "" || !seen[p] {
+			return fmt.Sprintf("%s: %s (listed: %v)\nhistory:\n%s\nlistings:\n%s", h.Mnt, msg, seen[p], m.history(p), m.listings(p))
+		}
+	}
+	for d := range m.dirs {
+		if d != "" && !seen[d] {
+			return fmt.Sprintf("%s: directory %s is missing", h.Mnt, d)
+		}
+	}
+	return ""
 }

@@ -37,7 +37,8 @@
 //   - open_records.go: files open on other hosts (records per session, so
 //     that an unlink elsewhere keeps them; docs/SHARED.md 9.5).
 //   - other_hosts.go: other hosts' changes read from the journal and told
-//     to the frontend (kernel invalidation, 9.3).
+//     to the frontend (kernel invalidation, 9.3), by the listener and
+//     before every open (close-to-open).
 //   - file_locks.go: fcntl and flock locks kept by the volume when
 //     several hosts mount it (records per session and lock owner, 9.4).
 //   - policy.go: the chunking policy of a file (xattr, inherited).

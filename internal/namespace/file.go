@@ -146,6 +146,9 @@ func (v *FS) Create(c vfs.Caller, parent uint64, name string, mode uint32, flags
 
 // Open implements vfs.FS.
 func (v *FS) Open(ino uint64, flags uint32) (vfs.Handle, error) {
+	if err := v.catchUpForOpen(); err != nil {
+		return 0, v.errno("open", err)
+	}
 	n, err := loadInode(v.meta, ino)
 	if err != nil {
 		return 0, v.errno("open", err)

@@ -13,7 +13,8 @@ import (
 // journal from the last version it applied to the volume's version now,
 // skips this host's own commits, and tells the Invalidator (the FUSE
 // frontend, which tells the kernel) of every inode and name that changed,
-// so that the kernel's caches of them go.
+// so that the kernel's caches of them go. Every open does the same before
+// it replies (close-to-open, catchUpForOpen).
 
 // Invalidator drops what a frontend caches of inodes and names.
 type Invalidator interface {
@@ -25,6 +26,7 @@ type Invalidator interface {
 type otherHosts struct {
 	mu      sync.Mutex
 	applied uint64 // the journal is applied up to this version
+	watch   bool   // WatchOtherHosts was called
 	inv     Invalidator
 }
 
@@ -37,7 +39,7 @@ func (v *FS) WatchOtherHosts() error {
 	}
 	v.eng.TrackOwnCommits()
 	v.others.mu.Lock()
-	v.others.applied = cur
+	v.others.applied, v.others.watch = cur, true
 	v.others.mu.Unlock()
 	return nil
 }
@@ -61,6 +63,48 @@ func (v *FS) fresh() meta.Reader {
 // OtherHostsCommitted applies the journal up to the volume's version. It
 // returns how many changes of other hosts it found.
 func (v *FS) OtherHostsCommitted() (int, error) {
+	n, names, err := v.applyOtherHosts()
+	v.invalidateNames(names)
+	return n, err
+}
+
+// catchUpForOpen is close-to-open (docs/SHARED.md, 9.3): before an open on
+// a volume several hosts mount replies, what other hosts committed is
+// applied, so the open reads the inode afresh and the kernel, its cached
+// attributes dropped, asks for them again (and drops the file's pages if
+// the size or mtime moved). It costs one round trip when nothing changed.
+// The kernel may hold the file's inode lock during the open (O_TRUNC), and
+// dropping a name waits for its directory's lock, which an unlink of that
+// same file holds while it waits for the file's: names go in the
+// background, as the notification's delay allows anyway.
+func (v *FS) catchUpForOpen() error {
+	v.others.mu.Lock()
+	watch := v.others.watch
+	v.others.mu.Unlock()
+	if !watch || v.opt.Sessions == nil { // one host: nothing to catch up
+		return nil
+	}
+	_, names, err := v.applyOtherHosts()
+	if len(names) > 0 {
+		go v.invalidateNames(names)
+	}
+	return err
+}
+
+// changedName is a name another host changed: entry name in directory dir.
+type changedName struct {
+	dir  uint64
+	name string
+}
+
+// applyOtherHosts reads the journal from the last version applied to the
+// volume's version, drops the caches and the kernel's attributes of the
+// inodes other hosts changed, and returns how many changes it found and
+// the names to drop. Attributes are dropped before the mutex is released,
+// so that a caller that finds nothing left to apply knows the kernel
+// holds none of them; names are the caller's to drop, without the mutex
+// (dropping one can wait for a directory's lock, see catchUpForOpen).
+func (v *FS) applyOtherHosts() (int, []changedName, error) {
 	// A lock another host held may have gone: waiting requests try again.
 	v.fileLocks.wake()
 	v.others.mu.Lock()
@@ -68,61 +112,69 @@ func (v *FS) OtherHostsCommitted() (int, error) {
 	r := v.fresh()
 	cur, err := readU64(r, schema.KeyVersion, 0)
 	if err != nil || cur <= v.others.applied {
-		return 0, err
+		return 0, nil, err
 	}
 	own := v.eng.TakeOwnCommits(cur)
 	floor, err := readU64(r, schema.KeyJournalFloor, 0)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if floor > v.others.applied+1 {
 		// Pruned past where this host was: which changed is not known;
 		// the kernel's caches time out within a second.
 		v.others.applied = cur
 		v.dropCaches()
-		return 1, nil
+		return 1, nil, nil
 	}
 	it, err := r.NewIter(schema.JournalRange(v.others.applied+1, cur+1))
 	if err != nil {
-		return 0, err
-	}
-	type entry struct {
-		dir  uint64
-		name string
+		return 0, nil, err
 	}
 	var inodes []uint64
-	var names []entry
+	var names []changedName
 	for ok := it.First(); ok; ok = it.Next() {
 		ver, ino, name, err := schema.ParseJournalKey(it.Key())
 		if err != nil || own[ver] {
 			continue
 		}
 		if name != "" {
-			names = append(names, entry{ino, name})
+			names = append(names, changedName{ino, name})
 		}
 		inodes = append(inodes, ino)
 	}
 	if err := it.Close(); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	v.others.applied = cur
 	if len(inodes) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	v.dropCaches()
-	if inv := v.others.inv; inv != nil {
-		for _, e := range names {
-			inv.InvalidateEntry(e.dir, e.name)
-		}
-		seen := map[uint64]bool{}
-		for _, ino := range inodes {
-			if !seen[ino] {
-				seen[ino] = true
-				inv.InvalidateInode(ino)
-			}
+	inv := v.others.inv
+	if inv == nil {
+		return len(inodes), nil, nil
+	}
+	seen := map[uint64]bool{}
+	for _, ino := range inodes {
+		if !seen[ino] {
+			seen[ino] = true
+			inv.InvalidateInode(ino)
 		}
 	}
-	return len(inodes), nil
+	return len(inodes), names, nil
+}
+
+// invalidateNames tells the Invalidator of names other hosts changed.
+func (v *FS) invalidateNames(names []changedName) {
+	v.others.mu.Lock()
+	inv := v.others.inv
+	v.others.mu.Unlock()
+	if inv == nil {
+		return
+	}
+	for _, e := range names {
+		inv.InvalidateEntry(e.dir, e.name)
+	}
 }
 
 // dropCaches drops the metadata store's cache (a notification may have
