@@ -98,7 +98,10 @@ func freePort() (int, error) {
 
 // start runs versitygw on s.addr and waits until it answers HTTP.
 func (s *Server) start() error {
-	cmd := exec.Command(s.bin, "--port", s.addr, "--quiet", "posix", s.Root)
+	// --keep-alive: without it versitygw answers every request with
+	// "Connection: close", so each PUT and GET dials anew, which no S3
+	// service a user runs does.
+	cmd := exec.Command(s.bin, "--port", s.addr, "--quiet", "--keep-alive", "posix", s.Root)
 	// The credentials go through the environment, not the command line.
 	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
 	out := &bytes.Buffer{}
