@@ -476,16 +476,6 @@ clone_part() {
 }
 
 bench_start
-if has_part seq; then
-	# A warm-up, untimed: the system timed first in a run met an S3 server
-	# that had served nothing yet, and spent up to 2.5 s more of its CPU on
-	# the same 4 GiB of PUTs than in later repetitions (docs/BENCHMARKS.md,
-	# "Keep-alive"). 1 GiB of PUTs and GETs from bench/s3sdk warms it.
-	log "warm-up: the S3 server (bench/s3sdk, untimed)"
-	S3SDK_ENDPOINT=$S3_URL S3SDK_BUCKET=warmup "$S3SDK" -client 'aws-sdk-go-v2 (UNSIGNED' \
-		-objects 256 -ranges 1 -rounds 1 -par 8 >>"$LOGF" 2>&1 || die "bench/s3sdk warm-up failed (see $LOGF)"
-	sync
-fi
 for rep in $(seq "$REPS"); do
 	# Each repetition starts with the next system: the system timed first
 	# meets the S3 server and PostgreSQL just started, and doppel shared,
