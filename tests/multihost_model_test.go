@@ -293,20 +293,26 @@ func (m *hostModel) closeToOpen(o *volume, p string, i int) {
 // coherence bound.
 func (m *hostModel) settle(o *volume, paths []string) {
 	m.t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		bad := ""
+	if bad := m.within(func() string {
 		for _, p := range paths {
 			if msg := m.check(o, p); msg != "" {
-				bad = msg
-				break
+				return msg
 			}
 		}
-		if bad == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("%s: %s after 3 s\nhistory:\n%s\nlistings:\n%s", o.Mnt, bad, m.history(paths[0]), m.listings(paths[0]))
+		return ""
+	}); bad != "" {
+		m.t.Fatalf("%s: %s after 3 s\nhistory:\n%s\nlistings:\n%s", o.Mnt, bad, m.history(paths[0]), m.listings(paths[0]))
+	}
+}
+
+// within calls differ until it returns "" or the coherence bound (3 s)
+// has passed, and returns what it said last.
+func (m *hostModel) within(differ func() string) string {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		msg := differ()
+		if msg == "" || time.Now().After(deadline) {
+			return msg
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -340,16 +346,8 @@ func (m *hostModel) check(o *volume, p string) string {
 func (m *hostModel) compareAll() {
 	m.t.Helper()
 	for _, h := range m.hosts {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			msg := m.compareHost(h)
-			if msg == "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				m.t.Fatalf("%s after 3 s", msg)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if msg := m.within(func() string { return m.compareHost(h) }); msg != "" {
+			m.t.Fatalf("%s after 3 s", msg)
 		}
 	}
 }
