@@ -63,6 +63,8 @@ func (v *FS) fresh() meta.Reader {
 // OtherHostsCommitted applies the journal up to the volume's version. It
 // returns how many changes of other hosts it found.
 func (v *FS) OtherHostsCommitted() (int, error) {
+	// A lock another host held may have gone: waiting requests try again.
+	v.fileLocks.wake()
 	n, names, err := v.applyOtherHosts()
 	v.invalidateNames(names)
 	return n, err
@@ -105,8 +107,6 @@ type changedName struct {
 // holds none of them; names are the caller's to drop, without the mutex
 // (dropping one can wait for a directory's lock, see catchUpForOpen).
 func (v *FS) applyOtherHosts() (int, []changedName, error) {
-	// A lock another host held may have gone: waiting requests try again.
-	v.fileLocks.wake()
 	v.others.mu.Lock()
 	defer v.others.mu.Unlock()
 	r := v.fresh()
