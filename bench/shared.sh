@@ -23,6 +23,7 @@
 #
 # Measured per system and repetition:
 #   write     dd of BENCH_SEQ_MIB MiB of random data (1 MiB writes, conv=fsync)
+#             from the host's page cache, after the caches were dropped
 #   read      cold read with cat: unmount, delete the local read cache
 #             (doppel: STORE/s3/cache; JuiceFS: its --cache-dir), echo 3 >
 #             /proc/sys/vm/drop_caches, mount again
@@ -385,10 +386,15 @@ cpu_end() {
 # seq_part SYS: write, cold read, rm and space on the current volume.
 seq_part() {
 	local sys=$1 t b0 b1
+	# Every write starts from the same memory: the host's caches dropped
+	# (which writes back the dirty pages of what ran before, the source
+	# file's creation, the S3 server's last objects: the system timed first
+	# paid for them), then the source read back in. Before, only writes that
+	# followed another system's cold read started so; a run's first writes,
+	# after the set-up's churn, took the S3 server 3 s more kernel time
+	# (docs/BENCHMARKS.md, "All rows at the sizes, again").
+	drop_caches
 	cat "$SRC" >/dev/null
-	# Dirty pages left by what ran before (the source file's creation, the
-	# S3 server's last objects) are written back before the clock starts,
-	# as untar and clone do: the system timed first paid for them.
 	sync
 	b0=$(vol_bytes)
 	cpu_start
