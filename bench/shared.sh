@@ -395,7 +395,6 @@ seq_part() {
 	# (docs/BENCHMARKS.md, "All rows at the sizes, again").
 	drop_caches
 	cat "$SRC" >/dev/null
-	sync
 	b0=$(vol_bytes)
 	cpu_start
 	timed t dd if="$SRC" of="$VOL_MNT/seq" bs=1M conv=fsync status=none || die "$sys: dd failed"
