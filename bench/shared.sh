@@ -87,6 +87,8 @@ SPACE_WAIT=${BENCH_SPACE_WAIT:-120}
 PARTS=${BENCH_PARTS:-seq files untar clone}
 read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-doppel-shared juicefs doppel-embedded}"
 PROFILE=${BENCH_PROFILE:-}
+KEEPALIVE=on
+[ "${BENCH_VGW_KEEPALIVE:-1}" = 1 ] || KEEPALIVE=off
 DIR=${BENCH_DIR:-/var/tmp/doppel-bench-shared}
 OUT=${BENCH_OUT:-$DIR/report.md}
 positive_ints "$REPS" "$SEQ_MIB" "$NFILES" "$FILE_SIZE" "$CLONE_FILES" "$SPACE_WAIT"
@@ -198,7 +200,7 @@ log "starting versitygw ($VGW)"
 mkdir -p "$RUN/s3"
 S3_PORT=$(free_port)
 ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-	"$VGW" --port "127.0.0.1:$S3_PORT" --quiet $([ "${BENCH_VGW_KEEPALIVE:-1}" = 1 ] && echo --keep-alive) \
+	"$VGW" --port "127.0.0.1:$S3_PORT" --quiet $([ "$KEEPALIVE" = on ] && echo --keep-alive) \
 	${BENCH_VGW_OPTS:-} posix "$RUN/s3" >>"$LOGF" 2>&1 &
 VGW_PID=$!
 S3_URL=http://127.0.0.1:$S3_PORT
@@ -608,7 +610,7 @@ space_cell() { # space_cell SYS
 	echo
 	machine_section "$DIR" "$CMDLINE" "as root" \
 		"| PostgreSQL | $PG_VERSION (fsync on, synchronous_commit on, defaults otherwise), 127.0.0.1 |" \
-		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend on BENCH_DIR, 127.0.0.1, keep-alive $([ "${BENCH_VGW_KEEPALIVE:-1}" = 1 ] && echo on || echo off) |" \
+		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend on BENCH_DIR, 127.0.0.1, keep-alive $KEEPALIVE |" \
 		"| JuiceFS | $(has_system juicefs && "$JUICEFS" version 2>/dev/null | sed 's/^juicefs version //') |"
 } | tee "$OUT"
 log "report in $OUT"

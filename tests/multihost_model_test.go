@@ -301,14 +301,18 @@ func (m *hostModel) settle(o *volume, paths []string) {
 		}
 		return ""
 	}); bad != "" {
-		m.t.Fatalf("%s: %s after 3 s\nhistory:\n%s\nlistings:\n%s", o.Mnt, bad, m.history(paths[0]), m.listings(paths[0]))
+		m.t.Fatalf("%s: %s after %v\nhistory:\n%s\nlistings:\n%s", o.Mnt, bad, coherenceBound, m.history(paths[0]), m.listings(paths[0]))
 	}
 }
 
-// within calls differ until it returns "" or the coherence bound (3 s)
-// has passed, and returns what it said last.
+// coherenceBound is how long another host's change may take to be seen
+// (names and attributes; docs/SHARED.md, 9.3).
+const coherenceBound = 3 * time.Second
+
+// within calls differ until it returns "" or coherenceBound has passed,
+// and returns what it said last.
 func (m *hostModel) within(differ func() string) string {
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(coherenceBound)
 	for {
 		msg := differ()
 		if msg == "" || time.Now().After(deadline) {
@@ -347,7 +351,7 @@ func (m *hostModel) compareAll() {
 	m.t.Helper()
 	for _, h := range m.hosts {
 		if msg := m.within(func() string { return m.compareHost(h) }); msg != "" {
-			m.t.Fatalf("%s after 3 s", msg)
+			m.t.Fatalf("%s after %v", msg, coherenceBound)
 		}
 	}
 }
