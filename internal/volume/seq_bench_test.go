@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
@@ -63,9 +64,11 @@ func benchSequential(b *testing.B, data []byte, newVolume func() string) {
 			b.StopTimer()
 			v, err := Open(newVolume(), quietLog())
 			testutil.Check(b, err)
+			trips := pgTrips(v)
 			b.StartTimer()
 			testutil.Check(b, writeSequential(v, data))
 			b.StopTimer()
+			reportTrips(b, v, trips, len(data))
 			testutil.Check(b, v.Close())
 		}
 	})
@@ -87,6 +90,7 @@ func benchSequential(b *testing.B, data []byte, newVolume func() string) {
 			testutil.Check(b, err)
 			h, err := v.NS.Open(a.Ino, syscall.O_RDONLY)
 			testutil.Check(b, err)
+			trips := pgTrips(v)
 			b.StartTimer()
 			for off := 0; off < len(data); off += len(buf) {
 				n, err := v.NS.Read(h, int64(off), buf)
@@ -96,10 +100,28 @@ func benchSequential(b *testing.B, data []byte, newVolume func() string) {
 				}
 			}
 			b.StopTimer()
+			reportTrips(b, v, trips, len(data))
 			testutil.Check(b, v.NS.Release(h))
 			testutil.Check(b, v.Close())
 		}
 	})
+}
+
+// pgTrips is the round trips v's PostgreSQL store sent so far (0 for an
+// embedded volume).
+func pgTrips(v *Volume) int64 {
+	if pgs, ok := v.Meta.(*pgstore.Store); ok {
+		return pgs.RoundTrips()
+	}
+	return 0
+}
+
+// reportTrips adds the PostgreSQL round trips since since, per MiB of
+// n bytes, to b's metrics (last iteration's).
+func reportTrips(b *testing.B, v *Volume, since int64, n int) {
+	if _, ok := v.Meta.(*pgstore.Store); ok {
+		b.ReportMetric(float64(pgTrips(v)-since)/float64(n>>20), "pg/MiB")
+	}
 }
 
 // writeSequential writes data to the new file "seq" in 1 MiB writes,

@@ -93,6 +93,9 @@ func (p *pager) lt(k []byte) (kv, bool, error) {
 	if k != nil && bytes.Compare(k, p.lower) <= 0 {
 		return kv{}, false, nil
 	}
+	if k != nil && !p.ok {
+		return p.around(k)
+	}
 	inWin := p.ok && (p.hiEnd || k != nil && bytes.Compare(k, p.hi) <= 0) &&
 		(k == nil || bytes.Compare(k, p.lo) > 0)
 	if inWin {
@@ -132,4 +135,53 @@ func (p *pager) lt(k []byte) (kv, bool, error) {
 		return kv{}, false, nil
 	}
 	return rows[len(rows)-1], true, nil
+}
+
+// Rows a pager's first seek below a key reads before it: a seek below
+// a key is most often followed by moves forward (an extent scan's
+// first step), so it reads a few rows back and a page forward in one
+// round trip.
+const aroundBack = 4
+
+// around is lt(k) for a pager that has read nothing yet: the rows just
+// below k and a page of those from k on, in one statement.
+func (p *pager) around(k []byte) (kv, bool, error) {
+	fwd := 2 * p.pageSize()
+	var rows []kv
+	var err error
+	if p.upper != nil {
+		rows, err = p.r.rows(p.r.st.aroundTo, k, p.lower, aroundBack, fwd, p.upper)
+	} else {
+		rows, err = p.r.rows(p.r.st.around, k, p.lower, aroundBack, fwd)
+	}
+	if err != nil {
+		return kv{}, false, err
+	}
+	// The two halves' order in the result is not promised: split by key.
+	var back, ahead []kv
+	for _, e := range rows {
+		if bytes.Compare(e.k, k) < 0 {
+			back = append(back, e)
+		} else {
+			ahead = append(ahead, e)
+		}
+	}
+	byKey := func(a, b kv) int { return bytes.Compare(a.k, b.k) }
+	slices.SortFunc(back, byKey)
+	slices.SortFunc(ahead, byKey)
+	p.win, p.ok = append(back, ahead...), true
+	p.loStart = len(back) < aroundBack
+	if p.loStart {
+		p.lo = p.lower
+	} else {
+		p.lo = back[0].k
+	}
+	p.hiEnd = len(ahead) < fwd
+	if !p.hiEnd { // the last row's immediate successor
+		p.hi = append(slices.Clone(ahead[len(ahead)-1].k), 0)
+	}
+	if len(back) == 0 {
+		return kv{}, false, nil
+	}
+	return back[len(back)-1], true, nil
 }

@@ -71,6 +71,26 @@ func testRoundTrips(t *testing.T, e *env) {
 	if got := count(func() { scan(pgstore.FirstPage) }); got != 2 {
 		t.Errorf("First and %d Nexts took %d round trips, want 2 pages", pgstore.FirstPage, got)
 	}
+	seekLT := func(at string, steps int) func() { // an extent scan's first steps
+		return func() {
+			it, err := s.NewIter([]byte("k"), []byte("l"))
+			must(t, err)
+			defer it.Close()
+			ok := it.SeekLT([]byte(at))
+			for range steps {
+				ok = it.Next()
+			}
+			if !ok {
+				t.Fatalf("SeekLT(%s) and %d Nexts ended early", at, steps)
+			}
+		}
+	}
+	for range 3 { // each connection prepares the statement first
+		seekLT("k00100", 1)()
+	}
+	if got := count(seekLT("k00100", 2*pgstore.FirstPage-1)); got != 1 {
+		t.Errorf("SeekLT and %d Nexts took %d round trips, want 1", 2*pgstore.FirstPage-1, got)
+	}
 	// Pages of 16, 32, ... 1024, then 1024 each: 5000 keys in 10 pages,
 	// and an empty one that finds the end.
 	if got := count(func() { scan(keys) }); got < 8 || got > 11 {

@@ -15,6 +15,7 @@ const FormatVersion = 1
 type stmts struct {
 	get, getMany                   string
 	asc, ascTo, desc, descFrom     string
+	around, aroundTo               string
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
 	reserve                        string
@@ -38,6 +39,12 @@ func newStmts(schema string) *stmts {
 		ascTo:    q(`SELECT k, v FROM S.kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3`),
 		desc:     q(`SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k DESC LIMIT $2`),
 		descFrom: q(`SELECT k, v FROM S.kv WHERE k < $1 AND k >= $2 ORDER BY k DESC LIMIT $3`),
+		// Both sides of a key at once: a seek below it and the moves
+		// forward that follow (pager.around).
+		around: q(`(SELECT k, v FROM S.kv WHERE k < $1 AND k >= $2 ORDER BY k DESC LIMIT $3)
+			UNION ALL (SELECT k, v FROM S.kv WHERE k >= $1 ORDER BY k LIMIT $4)`),
+		aroundTo: q(`(SELECT k, v FROM S.kv WHERE k < $1 AND k >= $2 ORDER BY k DESC LIMIT $3)
+			UNION ALL (SELECT k, v FROM S.kv WHERE k >= $1 AND k < $5 ORDER BY k LIMIT $4)`),
 		nextval:  q(`SELECT nextval('S.version')`),
 		delRange: q(`DELETE FROM S.kv WHERE k >= $1 AND k < $2`),
 		delFrom:  q(`DELETE FROM S.kv WHERE k >= $1`),

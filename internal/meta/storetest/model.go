@@ -135,4 +135,46 @@ func compare(t *testing.T, rnd *rand.Rand, r meta.Reader, model map[string]strin
 	if err := it.Error(); err != nil {
 		t.Fatalf("%s: seeks in [%q, %q): %v", where, lower, upper, err)
 	}
+	// A fresh iterator's first move a seek below a key, then a walk on
+	// either way: an extent scan's first steps.
+	for _, forward := range []bool{true, false} {
+		var walk []string
+		if forward && i > 0 {
+			walk = append(walk, want[i-1])
+		}
+		if forward {
+			walk = append(walk, want[i:]...)
+		} else {
+			walk = slices.Clone(want[:i])
+			slices.Reverse(walk)
+		}
+		if got := seekLTWalk(t, r, lower, upper, at, forward); !slices.Equal(got, walk) {
+			t.Fatalf("%s: SeekLT(%q) in [%q, %q), then forward %v: %q, want %q", where, at, lower, upper, forward, got, walk)
+		}
+	}
+}
+
+// seekLTWalk opens an iterator over [lower, upper), seeks below at and
+// returns the keys from there on, forward (Next) or backward (Prev).
+func seekLTWalk(t *testing.T, r meta.Reader, lower, upper, at string, forward bool) []string {
+	it, err := r.NewIter([]byte(lower), bytesOrNil(upper))
+	must(t, err)
+	defer it.Close()
+	var got []string
+	for ok := it.SeekLT([]byte(at)); ok; {
+		got = append(got, string(it.Key()))
+		if forward {
+			ok = it.Next()
+		} else {
+			ok = it.Prev()
+		}
+	}
+	if forward && len(got) == 0 {
+		// Nothing below at: Next from before the first key starts there.
+		for ok := it.Next(); ok; ok = it.Next() {
+			got = append(got, string(it.Key()))
+		}
+	}
+	must(t, it.Error())
+	return got
 }
