@@ -30,7 +30,8 @@ const pollEvery = time.Second
 func (s *Store) Fresh() meta.Reader { return &s.r }
 
 // Listen starts the listener; handle runs in one goroutine, after other
-// sessions' commits (the record cache dropped first) and every pollEvery.
+// sessions' commits (the record cache dropped first) and every pollEvery,
+// but not after this session's own.
 // stop ends it and waits for it.
 func (s *Store) Listen(handle func()) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
@@ -42,21 +43,31 @@ func (s *Store) Listen(handle func()) (stop func()) {
 				conn.Close(context.Background())
 			}
 		}()
+		var handled time.Time
 		for {
 			select {
 			case <-quit:
 				return
 			default:
 			}
+			others := false
 			if conn == nil || conn.IsClosed() {
 				conn = s.listenConn()
 				// Whatever came while the connection was down is unknown.
 				s.DropCaches()
+				others = true
 			}
 			if conn != nil && s.waitOthers(conn, quit) {
 				s.DropCaches()
+				others = true
 			}
-			handle()
+			// This session's own notifications wake the wait too; they
+			// run the handler only at the poll's pace (each run reads
+			// the store).
+			if others || time.Since(handled) >= pollEvery {
+				handle()
+				handled = time.Now()
+			}
 			if conn == nil {
 				select {
 				case <-quit:
