@@ -66,6 +66,10 @@
 #   BENCH_SHARED_INIT_OPTS  extra doppel init options of the doppel-shared volumes,
 #                       e.g. "--chunking cdc:64K:256K:1M"
 #   BENCH_VGW_OPTS      extra versitygw options, e.g. "--access-log /tmp/s3.log"
+#   BENCH_PG_DELAY      a duration (e.g. 250us): the file systems reach PostgreSQL
+#                       through bench/cmd/delayproxy, which holds data that long
+#                       each way, as for a server elsewhere in a data centre
+#                       (a round trip of twice that); unset: directly
 #   BENCH_VGW_KEEPALIVE 1: versitygw keeps connections open between requests,
 #                       as every S3 service a user runs does; 0: its default,
 #                       "Connection: close" on every response [1]
@@ -88,6 +92,8 @@ PARTS=${BENCH_PARTS:-seq files untar clone}
 read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-doppel-shared juicefs doppel-embedded}"
 PROFILE=${BENCH_PROFILE:-}
 KEEPALIVE=on
+PG_DELAY=${BENCH_PG_DELAY:-}
+[ -z "$PG_DELAY" ] || [[ "$PG_DELAY" =~ ^[0-9]+(\.[0-9]+)?(ns|us|ms|s)$ ]] || die "BENCH_PG_DELAY: want a duration such as 250us, not $PG_DELAY"
 [ "${BENCH_VGW_KEEPALIVE:-1}" = 1 ] || KEEPALIVE=off
 DIR=${BENCH_DIR:-/var/tmp/doppel-bench-shared}
 OUT=${BENCH_OUT:-$DIR/report.md}
@@ -113,7 +119,9 @@ make -C "$DOPPEL_REPO_ROOT" build >/dev/null
 DOPPEL=$DOPPEL_REPO_ROOT/bin/doppel
 FILEOPS=$DOPPEL_REPO_ROOT/bin/fileops
 GENTREE=$DOPPEL_REPO_ROOT/bin/gentree
-(cd "$DOPPEL_REPO_ROOT" && go build -o "$FILEOPS" ./bench/cmd/fileops && go build -o "$GENTREE" ./bench/cmd/gentree)
+DELAYPROXY=$DOPPEL_REPO_ROOT/bin/delayproxy
+(cd "$DOPPEL_REPO_ROOT" && go build -o "$FILEOPS" ./bench/cmd/fileops && go build -o "$GENTREE" ./bench/cmd/gentree &&
+	go build -o "$DELAYPROXY" ./bench/cmd/delayproxy)
 S3SDK=$DOPPEL_REPO_ROOT/bin/s3sdk
 (cd "$DOPPEL_REPO_ROOT/bench/s3sdk" && go build -o "$S3SDK" .)
 
@@ -141,7 +149,7 @@ free_port() {
 # --- cleanup -----------------------------------------------------------------------
 
 MOUNTS=() # "kind store-or-meta mnt"
-VGW_PID="" PG_STARTED=""
+VGW_PID="" PG_STARTED="" PROXY_PID=""
 cleanup() {
 	local m kind store mnt
 	stop_timed
@@ -153,6 +161,10 @@ cleanup() {
 		juicefs) timeout 60 "$JUICEFS" umount --force "$mnt" >>"$LOGF" 2>&1 || fuse_force_unmount "$mnt" || true ;;
 		esac
 	done
+	if [ -n "$PROXY_PID" ]; then
+		kill -TERM "$PROXY_PID" 2>/dev/null || true
+		wait "$PROXY_PID" 2>/dev/null || true
+	fi
 	if [ -n "$VGW_PID" ]; then
 		kill -TERM "$VGW_PID" 2>/dev/null || true
 		wait "$VGW_PID" 2>/dev/null || true
@@ -195,6 +207,20 @@ runuser -u postgres -- "$PGBIN/pg_ctl" -D "$RUN/pg/data" -l "$PGLOG" -w -t 120 \
 psql_() { psql -X -q -h 127.0.0.1 -p "$PG_PORT" -U bench -d postgres -v ON_ERROR_STOP=1 "$@"; }
 psql_ -c 'CREATE DATABASE doppel' >>"$LOGF" 2>&1 || die "CREATE DATABASE failed"
 PG_VERSION=$(psql_ -At -c 'SHOW server_version')
+# META_PORT is where the file systems reach PostgreSQL: the server, or a
+# delay proxy in front of it.
+META_PORT=$PG_PORT
+if [ -n "$PG_DELAY" ]; then
+	META_PORT=$(free_port)
+	"$DELAYPROXY" -listen "127.0.0.1:$META_PORT" -target "127.0.0.1:$PG_PORT" -one-way "$PG_DELAY" >>"$LOGF" 2>&1 &
+	PROXY_PID=$!
+	for _ in $(seq 50); do
+		[ -z "$(ss -Htln "sport = :$META_PORT")" ] || break
+		sleep 0.1
+	done
+	[ -n "$(ss -Htln "sport = :$META_PORT")" ] || die "delayproxy did not start (see $LOGF)"
+	log "PostgreSQL reached through delayproxy on port $META_PORT, $PG_DELAY each way"
+fi
 
 log "starting versitygw ($VGW)"
 mkdir -p "$RUN/s3"
@@ -231,7 +257,7 @@ new_volume() {
 		VOL_KIND=doppel VOL_STORE=$RUN/vol/$VOLN VOL_SPACE=$RUN/s3/$BUCKET/v$VOLN
 		# shellcheck disable=SC2086 # options, split on purpose
 		"$DOPPEL" init --store "$VOL_STORE" ${BENCH_SHARED_INIT_OPTS:-} \
-			--meta "postgres://bench@127.0.0.1:$PG_PORT/doppel?sslmode=disable" \
+			--meta "postgres://bench@127.0.0.1:$META_PORT/doppel?sslmode=disable" \
 			--data "s3://$BUCKET/v$VOLN?endpoint=$S3_URL&region=us-east-1" >>"$LOGF" 2>&1 ||
 			die "doppel init (shared) failed (see $LOGF)"
 		;;
@@ -243,7 +269,7 @@ new_volume() {
 		local trash=()
 		[ "$sys" = juicefs ] || trash=(--trash-days 0)
 		psql_ -c "CREATE DATABASE jfs$VOLN" >>"$LOGF" 2>&1 || die "CREATE DATABASE jfs$VOLN failed"
-		VOL_KIND=juicefs VOL_STORE="postgres://bench@127.0.0.1:$PG_PORT/jfs$VOLN?sslmode=disable"
+		VOL_KIND=juicefs VOL_STORE="postgres://bench@127.0.0.1:$META_PORT/jfs$VOLN?sslmode=disable"
 		VOL_SPACE=$RUN/s3/$BUCKET/jfs-$VOLN VOL_CACHE=$RUN/jfscache/$VOLN
 		"$JUICEFS" format --no-color --storage s3 --bucket "$S3_URL/$BUCKET" "${trash[@]}" \
 			"$VOL_STORE" "jfs-$VOLN" >>"$LOGF" 2>&1 || die "juicefs format failed (see $LOGF)"
@@ -609,7 +635,7 @@ space_cell() { # space_cell SYS
 	echo '```'
 	echo
 	machine_section "$DIR" "$CMDLINE" "as root" \
-		"| PostgreSQL | $PG_VERSION (fsync on, synchronous_commit on, defaults otherwise), 127.0.0.1 |" \
+		"| PostgreSQL | $PG_VERSION (fsync on, synchronous_commit on, defaults otherwise), 127.0.0.1$([ -z "$PG_DELAY" ] || echo ", reached through bench/cmd/delayproxy holding data $PG_DELAY each way") |" \
 		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend on BENCH_DIR, 127.0.0.1, keep-alive $KEEPALIVE |" \
 		"| JuiceFS | $(has_system juicefs && "$JUICEFS" version 2>/dev/null | sed 's/^juicefs version //') |"
 } | tee "$OUT"

@@ -9,6 +9,8 @@
 //   - env.go: EnvInt (test lengths and seeds from the environment).
 //   - rand.go: Rand, a randomized test's source, its seed logged.
 //   - cpu.go: ProcessCPUSeconds (a server's CPU time, for benchmarks).
+//   - delay.go: StartDelayProxy and DelayProxy, a TCP proxy that holds
+//     data a while each way (a server's round trips away from loopback).
 //
 // Subpackage pgtest starts a private PostgreSQL server for a test.
 package testutil

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
 	"github.com/doppelfs/doppel/internal/testutil"
@@ -21,7 +23,10 @@ import (
 // in 1 MiB reads, on a shared volume (PostgreSQL + S3 on loopback) and on
 // an embedded one: the volume-level half of bench/shared.sh's sequential
 // rows, without FUSE, for profiling (-cpuprofile, -trace). The file is
-// DOPPEL_BENCH_SEQ_MIB MiB (default 128) of random bytes.
+// DOPPEL_BENCH_SEQ_MIB MiB (default 128) of random bytes. The shared
+// volume reports PostgreSQL's round trips per MiB; DOPPEL_BENCH_PG_DELAY
+// (a duration, e.g. 250us) puts a proxy that holds data that long each
+// way between the volume and PostgreSQL, as for a server elsewhere.
 //
 //	go test -run '^$' -bench Sequential -benchtime 3x ./internal/volume
 func BenchmarkSequential(b *testing.B) {
@@ -38,6 +43,11 @@ func BenchmarkSequential(b *testing.B) {
 		b.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
 		b.Setenv("PGPASSWORD", pg.Password)
 		e := &s3env{pg: pg, s3: s3srv, dsn: pg.CreateDB(b, "bench")}
+		if d := os.Getenv("DOPPEL_BENCH_PG_DELAY"); d != "" {
+			oneWay, err := time.ParseDuration(d)
+			testutil.Check(b, err)
+			e.dsn = viaDelayProxy(b, e.dsn, oneWay)
+		}
 		n := 0
 		benchSequential(b, data, func() string {
 			n++
@@ -105,6 +115,15 @@ func benchSequential(b *testing.B, data []byte, newVolume func() string) {
 			testutil.Check(b, v.Close())
 		}
 	})
+}
+
+// viaDelayProxy returns dsn with its host and port those of a
+// testutil.DelayProxy to them.
+func viaDelayProxy(b *testing.B, dsn string, oneWay time.Duration) string {
+	u, err := url.Parse(dsn)
+	testutil.Check(b, err)
+	u.Host = testutil.DelayProxy(b, u.Host, oneWay)
+	return u.String()
 }
 
 // pgTrips is the round trips v's PostgreSQL store sent so far (0 for an
