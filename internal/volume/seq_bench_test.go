@@ -3,8 +3,8 @@ package volume
 import (
 	"errors"
 	"fmt"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
