@@ -29,6 +29,7 @@ type counters struct {
 	retired, deleted     atomic.Int64
 	foreignCommits       atomic.Int64
 	filterMisses         atomic.Int64 // dedup lookups the filter answered (dedupfilter.go)
+	windowHits           atomic.Int64 // reads and hole searches a window answered (extent_window_cache.go)
 }
 
 // Counters returns the running totals.

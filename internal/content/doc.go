@@ -27,6 +27,13 @@
 // window's data lies in file order in one segment file (inorder.go),
 // which the host's own readahead serves, or is in memory already.
 //
+// The extents that sequential reads and the readahead scan are kept as
+// extent windows (extent_window_cache.go), dropped for an inode by every
+// commit that changes its extents, so that the reads after them do not
+// scan the store again: on PostgreSQL each scan is a round trip the read
+// waits for. An engine whose store other processes write
+// (Config.OtherWriters) keeps none.
+//
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
 // its background loop; compact_move.go: moving live chunks without racing

@@ -47,6 +47,11 @@ type Config struct {
 	// (segment files: at once) or by compaction (S3 packs): the same
 	// final space, more bytes written meanwhile.
 	DeferDedup bool
+	// OtherWriters says that other processes commit to the metadata
+	// store (a volume several hosts mount): their changes reach this
+	// engine only when it next commits, so it keeps no decoded extents
+	// between reads (extent_window_cache.go).
+	OtherWriters bool
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -65,6 +70,7 @@ type Engine struct {
 	log       *slog.Logger
 	hostCache hostCache       // files whose host page cache reads leave alone (hostcache.go)
 	hints     bool            // extents carry location hints (hints.go)
+	windows   *extentWindows  // nil with Config.OtherWriters (extent_window_cache.go)
 	slots     blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
 	reclaimer
 	counters counters
@@ -138,6 +144,9 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		}
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return nil, err
+	}
+	if !cfg.OtherWriters {
+		e.windows = newExtentWindows()
 	}
 	if v, err := m.Get(schema.KeyVersion); err == nil {
 		if e.version, err = schema.ParseU64(v); err != nil {

@@ -131,6 +131,7 @@ func (t *Tx) Punch(ino uint64, start, end int64) (int64, error) {
 // put stores one extent and counts its reference.
 func (t *Tx) put(ino uint64, p Piece) error {
 	t.refs[p.Hash]++
+	t.extentsChanged(ino)
 	return t.b.Set(schema.ExtentKey(ino, p.Off), p.Extent.Encode())
 }
 
@@ -220,6 +221,7 @@ func (t *Tx) Shift(ino uint64, from, delta int64) error {
 		slices.Reverse(pieces)
 	}
 	for _, p := range pieces {
+		t.extentsChanged(ino)
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return err
 		}

@@ -33,16 +33,7 @@ func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) er
 	end := off + int64(len(buf))
 	pos := off // bytes before pos are filled or found to be a hole
 	var pieces []Piece
-	if len(buf) <= pointReadMax {
-		p, ok, err := extentAt(r, ino, off)
-		if err != nil {
-			return err
-		}
-		if ok && p.End() >= end {
-			pieces, pos = []Piece{p.clip(off, end)}, end
-		}
-	}
-	err := scanExtents(r, ino, pos, end, func(p Piece) error {
+	add := func(p Piece) error {
 		p = p.clip(off, end)
 		if p.Off < pos { // only damaged metadata can say so
 			return &RecordError{Ino: ino, Record: "extent", Err: fmt.Errorf("%w: extent at %d overlaps the one before", schema.ErrBadRecord, p.Off)}
@@ -51,9 +42,30 @@ func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) er
 		pieces = append(pieces, p)
 		pos = p.End()
 		return nil
-	})
+	}
+	win, ok, err := e.windowed(r, ino, off, end)
 	if err != nil {
 		return err
+	}
+	if ok {
+		for _, p := range win {
+			if err := add(p); err != nil {
+				return err
+			}
+		}
+	} else {
+		if len(buf) <= pointReadMax {
+			p, ok, err := extentAt(r, ino, off)
+			if err != nil {
+				return err
+			}
+			if ok && p.End() >= end {
+				pieces, pos = []Piece{p.clip(off, end)}, end
+			}
+		}
+		if err := scanExtents(r, ino, pos, end, add); err != nil {
+			return err
+		}
 	}
 	clear(buf[pos-off:])
 	direct, err := e.readPieces(pieces, buf, off)
@@ -441,17 +453,57 @@ func (e *Engine) SeekHole(r meta.Reader, ino uint64, off int64) (int64, error) {
 // any reads every extent up to its end; a block export's BLOCK_STATUS,
 // asked over and over for parts of a large disk, would read them again
 // each time.
+//
+// The extents it reads become a window (extent_window_cache.go) for the
+// reads that follow, and a window that covers [off, limit) answers it.
 func (e *Engine) SeekHoleBefore(r meta.Reader, ino uint64, off, limit int64) (int64, error) {
 	pos := off
-	err := scanExtents(r, ino, off, limit, func(p Piece) error {
+	step := func(p Piece) error {
 		if p.Off > pos {
 			return io.EOF
 		}
 		pos = max(pos, p.End())
 		return nil
+	}
+	w := e.windows
+	if w == nil || r != meta.Reader(e.meta) || limit <= off {
+		err := scanExtents(r, ino, off, limit, step)
+		if err == io.EOF {
+			err = nil
+		}
+		return min(pos, max(limit, off)), err
+	}
+	if ps, ok := w.get(ino, off, limit); ok {
+		e.counters.windowHits.Add(1)
+		for _, p := range ps {
+			if step(p) != nil {
+				break
+			}
+		}
+		return min(pos, limit), nil
+	}
+	at := w.snapshot()
+	var seen []Piece
+	keep := true // false once the range is too long for a window
+	err := scanExtents(r, ino, off, limit, func(p Piece) error {
+		if err := step(p); err != nil {
+			return err
+		}
+		if keep = keep && len(seen) < maxWindowPieces; keep {
+			seen = append(seen, p)
+		} else {
+			seen = nil
+		}
+		return nil
 	})
 	if err == io.EOF {
 		err = nil
 	}
-	return min(pos, max(limit, off)), err
+	if err != nil {
+		return 0, err
+	}
+	if end := min(pos, limit); keep && end > off {
+		w.put(ino, off, end, seen, at)
+	}
+	return min(pos, limit), nil
 }

@@ -150,7 +150,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 				return
 			}
 		}
-		pieces, err := Extents(r, ino, from, to)
+		pieces, err := e.readaheadExtents(r, ino, from, to)
 		if err != nil || len(pieces) == 0 {
 			return
 		}
@@ -179,4 +179,27 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 		}
 	}()
 	return streaming
+}
+
+// readaheadExtents returns ino's extents in [from, to), clipped to it, as
+// Extents does, and keeps what it read as an extent window: the reads the
+// readahead runs ahead of then find their extents there instead of
+// scanning the store again (a round trip each on PostgreSQL).
+func (e *Engine) readaheadExtents(r meta.Reader, ino uint64, from, to int64) ([]Piece, error) {
+	w := e.windows
+	if w == nil || r != meta.Reader(e.meta) {
+		return Extents(r, ino, from, to)
+	}
+	at := w.snapshot()
+	var whole, clipped []Piece
+	err := scanExtents(r, ino, from, to, func(p Piece) error {
+		whole = append(whole, p)
+		clipped = append(clipped, p.clip(from, to))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.put(ino, from, to, whole, at)
+	return clipped, nil
 }

@@ -34,6 +34,7 @@ func (t *Tx) AdjustStats(d schema.Stats) {
 // fixes the inode's mapped bytes.
 func (t *Tx) DropExtent(ino uint64, off int64, length uint32) error {
 	t.delta.LogicalBytes -= int64(length)
+	t.extentsChanged(ino)
 	return t.b.Delete(schema.ExtentKey(ino, off))
 }
 

@@ -26,13 +26,14 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc    // chunks whose last reference went; punch once durable
-	dupes   []blob.Loc    // stored bytes nobody references; punch at once
-	after   []func()      // run once committed
-	locked  []func()      // run once committed, before the lock goes
-	aborted []func()      // run if it aborts, before the lock goes
-	trees   TreeJournal   // the clones an inode lies in (SetTrees)
-	created []schema.Hash // chunks whose records this tx creates
+	freed   []blob.Loc          // chunks whose last reference went; punch once durable
+	dupes   []blob.Loc          // stored bytes nobody references; punch at once
+	after   []func()            // run once committed
+	locked  []func()            // run once committed, before the lock goes
+	aborted []func()            // run if it aborts, before the lock goes
+	trees   TreeJournal         // the clones an inode lies in (SetTrees)
+	created []schema.Hash       // chunks whose records this tx creates
+	extents map[uint64]struct{} // inodes whose extents this tx changes
 	done    bool
 }
 
@@ -63,6 +64,15 @@ func (e *Engine) Begin() (*Tx, error) {
 func (e *Engine) AwaitTransactions() {
 	e.txMu.Lock()
 	e.txMu.Unlock() //nolint:staticcheck // an empty critical section is the point
+}
+
+// extentsChanged notes that the transaction changes ino's extents: its
+// extent windows go when it commits.
+func (t *Tx) extentsChanged(ino uint64) {
+	if t.extents == nil {
+		t.extents = map[uint64]struct{}{}
+	}
+	t.extents[ino] = struct{}{}
 }
 
 // Batch is the metadata batch of the transaction.
@@ -147,6 +157,9 @@ func (t *Tx) Commit(sync bool) error {
 	err := t.b.Commit(sync)
 	if len(t.fresh) > 0 {
 		t.e.syncGate.RUnlock()
+	}
+	if t.extents != nil && t.e.windows != nil {
+		t.e.windows.drop(t.extents) // committed or not known: either way
 	}
 	if err != nil {
 		// Whether the records landed is not known: the dedup filter

@@ -65,6 +65,7 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **Piece) (int64, error) {
 	var mapped int64
 	for _, p := range pieces {
+		t.extentsChanged(ino)
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return 0, err
 		}

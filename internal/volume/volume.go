@@ -281,7 +281,7 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room,
-		DeferDedup: v.host.DeferDedup}
+		DeferDedup: v.host.DeferDedup, OtherWriters: v.MultiHost}
 	compact, err := compactFromEnv()
 	if err != nil {
 		return err
