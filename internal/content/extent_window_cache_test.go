@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/doppelfs/doppel/internal/testutil"
 )
@@ -16,14 +15,9 @@ import (
 // extent windows (sequential reads, SeekHoleBefore over long ranges) and
 // with random reads and seeks, all compared with a reference image. A
 // window that outlived a change of the extents it holds reads stale
-// bytes or finds a stale hole. Seeded (-content.seed replays it).
+// bytes or finds a stale hole. Seeded (DOPPEL_TEST_SEED replays it).
 func TestExtentWindowsModel(t *testing.T) {
-	seed := *modelSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun: -run TestExtentWindowsModel -content.seed=%d)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 77))
+	r := testutil.Rand(t)
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K")})
 	const size = 1 << 20
 	const blk = 4096
@@ -32,7 +26,7 @@ func TestExtentWindowsModel(t *testing.T) {
 	var log []string
 	fail := func(format string, args ...any) {
 		t.Helper()
-		t.Fatalf("seed %d: %s\nlast steps:\n%v", seed, fmt.Sprintf(format, args...), log[max(0, len(log)-12):])
+		t.Fatalf("%s\nlast steps:\n%v", fmt.Sprintf(format, args...), log[max(0, len(log)-12):])
 	}
 	// hole reports whether [off, off+n) of the model is stored as a hole:
 	// a block of zeros is not stored (written, zero writes and punches
