@@ -191,8 +191,8 @@ func (w *extentWindows) drop(inos map[uint64]struct{}) {
 // the read continues an earlier one (reaching seqReadAhead further). It
 // reports false when the read should scan the store as it did before.
 func (e *Engine) windowed(r meta.Reader, ino uint64, off, end int64) ([]Piece, bool, error) {
-	w := e.windows
-	if w == nil || r != meta.Reader(e.meta) {
+	w := e.windowsFor(r)
+	if w == nil {
 		return nil, false, nil
 	}
 	seq := w.sequential(ino, off, end)
@@ -203,16 +203,34 @@ func (e *Engine) windowed(r meta.Reader, ino uint64, off, end int64) ([]Piece, b
 	if !seq || end-off < minSeqWindowRead {
 		return nil, false, nil
 	}
-	wend := end + seqReadAhead
-	at := w.snapshot()
-	var all []Piece
-	if err := scanExtents(r, ino, off, wend, func(p Piece) error {
-		all = append(all, p)
-		return nil
-	}); err != nil {
+	all, err := w.scan(r, ino, off, end+seqReadAhead)
+	if err != nil {
 		return nil, false, err
 	}
-	w.put(ino, off, wend, all, at)
 	n := sort.Search(len(all), func(i int) bool { return all[i].Off >= end })
 	return all[:n], true, nil
+}
+
+// windowsFor returns the engine's windows if reads from r may use them:
+// r is the engine's own store and the engine keeps windows. Else nil.
+func (e *Engine) windowsFor(r meta.Reader) *extentWindows {
+	if e.windows == nil || r != meta.Reader(e.meta) {
+		return nil
+	}
+	return e.windows
+}
+
+// scan reads the whole extents of ino overlapping [start, end) from r and
+// keeps them as a window, unless a commit overtook the scan.
+func (w *extentWindows) scan(r meta.Reader, ino uint64, start, end int64) ([]Piece, error) {
+	at := w.snapshot()
+	var whole []Piece
+	if err := scanExtents(r, ino, start, end, func(p Piece) error {
+		whole = append(whole, p)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	w.put(ino, start, end, whole, at)
+	return whole, nil
 }

@@ -465,8 +465,8 @@ func (e *Engine) SeekHoleBefore(r meta.Reader, ino uint64, off, limit int64) (in
 		pos = max(pos, p.End())
 		return nil
 	}
-	w := e.windows
-	if w == nil || r != meta.Reader(e.meta) || limit <= off {
+	w := e.windowsFor(r)
+	if w == nil || limit <= off {
 		err := scanExtents(r, ino, off, limit, step)
 		if err == io.EOF {
 			err = nil

@@ -186,20 +186,17 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 // readahead runs ahead of then find their extents there instead of
 // scanning the store again (a round trip each on PostgreSQL).
 func (e *Engine) readaheadExtents(r meta.Reader, ino uint64, from, to int64) ([]Piece, error) {
-	w := e.windows
-	if w == nil || r != meta.Reader(e.meta) {
+	w := e.windowsFor(r)
+	if w == nil {
 		return Extents(r, ino, from, to)
 	}
-	at := w.snapshot()
-	var whole, clipped []Piece
-	err := scanExtents(r, ino, from, to, func(p Piece) error {
-		whole = append(whole, p)
-		clipped = append(clipped, p.clip(from, to))
-		return nil
-	})
+	whole, err := w.scan(r, ino, from, to)
 	if err != nil {
 		return nil, err
 	}
-	w.put(ino, from, to, whole, at)
+	clipped := make([]Piece, len(whole))
+	for i, p := range whole {
+		clipped[i] = p.clip(from, to)
+	}
 	return clipped, nil
 }
