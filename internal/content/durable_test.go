@@ -1,8 +1,11 @@
 package content
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -60,4 +63,91 @@ func TestDurableCommitsSyncDataFirst(t *testing.T) {
 			t.Errorf("durable commits %v: %d data syncs for a commit without new chunks", durable, cb.syncs)
 		}
 	}
+}
+
+// blockingBlobs holds its first Sync until release is closed.
+type blockingBlobs struct {
+	blob.Store
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (b *blockingBlobs) Sync() error {
+	first := false
+	b.once.Do(func() { first = true })
+	if first {
+		close(b.entered)
+		<-b.release
+	}
+	return b.Store.Sync()
+}
+
+// TestSyncHoldsCommitsOnlyWhereCommitsAreNotDurable: while Engine.Sync
+// waits for the blob store, a commit that brings new chunks waits for it
+// on Pebble (its log is made durable by that Sync, after the data), and
+// goes ahead where every commit is durable at once (it has synced its own
+// chunks): a periodic sync must not stall a streaming writer there.
+func TestSyncHoldsCommitsOnlyWhereCommitsAreNotDurable(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
+		if _, ok := v.meta.(meta.CommitsDurable); ok && !durable {
+			continue // a shared kind's PostgreSQL store: always durable
+		}
+		v.e.Close()
+		bb := &blockingBlobs{Store: v.blobs, entered: make(chan struct{}), release: make(chan struct{})}
+		var m meta.Store = v.meta
+		if durable {
+			m = durableStore{v.meta}
+		}
+		e, err := New(m, bb, v.cfg, v.e.log)
+		testutil.Check(t, err)
+		v.e = e
+		synced := make(chan error, 1)
+		go func() { synced <- e.Sync() }()
+		<-bb.entered
+		data := testutil.RandBytes(rand.New(rand.NewPCG(9, 10)), 128<<10)
+		wrote := make(chan error, 1)
+		go func() { wrote <- commitNew(e, 5, data) }()
+		if durable {
+			select { // the commit must not wait for the Sync, which waits for us
+			case err := <-wrote:
+				testutil.Check(t, err)
+			case <-time.After(20 * time.Second):
+				close(bb.release)
+				t.Fatal("a commit of new chunks waited for a Sync where commits are durable")
+			}
+			close(bb.release)
+		} else {
+			select {
+			case err := <-wrote:
+				t.Fatalf("a commit of new chunks landed (err %v) while Sync made the data durable before the log", err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(bb.release)
+			testutil.Check(t, <-wrote)
+		}
+		testutil.Check(t, <-synced)
+		if got := v.read(5, 0, len(data)); !bytes.Equal(got, data) {
+			t.Errorf("durable commits %v: the file does not read back as written", durable)
+		}
+	}
+}
+
+// commitNew writes data at the start of ino in one transaction, as
+// env.write does, returning errors instead of failing the test (it runs
+// outside the test's goroutine).
+func commitNew(e *Engine, ino uint64, data []byte) error {
+	ps, _, err := e.Prepare(0, data, true)
+	if err != nil {
+		return err
+	}
+	tx, err := e.Begin()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.WriteChunks(ino, ps); err != nil {
+		tx.Abort()
+		return err
+	}
+	return tx.Commit(false)
 }

@@ -91,7 +91,12 @@ func (w *extentWindows) get(ino uint64, start, end int64) ([]Piece, bool) {
 
 // sequential notes a read of [off, end) of ino and reports whether it
 // continues one of the file's recent reads (several copier threads may
-// each read their own part of a file in order).
+// each read their own part of a file in order). It is not the readahead's
+// test (loads.noteRead): that one follows a single reader per file, within
+// a window either side of its last read, because parallel FUSE requests of
+// one reader arrive out of order; a window is worth its scan only for a
+// read that continues another exactly, and nbdcopy reads one export from
+// several connections at once, each in order.
 func (w *extentWindows) sequential(ino uint64, off, end int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
