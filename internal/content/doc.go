@@ -44,5 +44,19 @@
 // each transaction holds the volume's transaction lock, and one that finds
 // other hosts' commits drops what this engine kept of the volume first
 // (foreign.go; docs/SHARED.md, section 9); background work runs only
-// under its lease (meta.Leaser).
+// under its lease (meta.Leaser).//
+// Files: engine.go (Config, New, Sync, Close), tx.go (Tx: one metadata
+// transaction), commit.go and writeranges.go (cut chunks to committed
+// extents), prepare.go (cutting, hashing and storing: Prepared), hash.go,
+// inline.go (chunks kept in their records), compress.go, writebuf.go and
+// bufpool.go (the per-file write buffer), extents.go (the extent map),
+// read.go (ReadAt), chunk_load.go (loading and verifying one chunk;
+// ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
+// locations and bytes kept in memory), readahead.go, inorder.go,
+// hostcache.go, hints.go, extent_window_cache.go, dedupfilter.go and
+// created.go (dedup lookups), clonecopy.go (clones), usage.go (reference
+// tallies), reclaim.go (freeing space), recover.go and repair.go (after a
+// crash; fsck), journal.go and retain.go (what a transaction changed, for
+// diff and pins), compact*.go, foreign.go (other hosts' commits),
+// counters.go (metrics).
 package content
