@@ -26,6 +26,27 @@ type countingBlobs struct {
 
 func (c *countingBlobs) Sync() error { c.syncs++; return c.Store.Sync() }
 
+// envWithBlobs is a test env whose engine sees the blob store through
+// wrap, on a store whose commits are durable at once if durable (as
+// PostgreSQL's are) or at Sync (Pebble's). It reports false where the
+// matrix's store cannot be of the kind asked for (a shared kind's
+// PostgreSQL store is always durable).
+func envWithBlobs(t *testing.T, durable bool, wrap func(blob.Store) blob.Store) (*env, bool) {
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
+	if _, ok := v.meta.(meta.CommitsDurable); ok && !durable {
+		return nil, false
+	}
+	v.e.Close()
+	var m meta.Store = v.meta
+	if durable {
+		m = durableStore{v.meta}
+	}
+	e, err := New(m, wrap(v.blobs), v.cfg, v.e.log)
+	testutil.Check(t, err)
+	v.e = e
+	return v, true
+}
+
 // TestDurableCommitsSyncDataFirst: on a store whose commits are durable
 // when they return, a commit that brings new chunks makes their bytes
 // durable before it (ordered mode), and one that brings none does not
@@ -33,21 +54,11 @@ func (c *countingBlobs) Sync() error { c.syncs++; return c.Store.Sync() }
 // not sync the data.
 func TestDurableCommitsSyncDataFirst(t *testing.T) {
 	for _, durable := range []bool{false, true} {
-		v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-		if _, ok := v.meta.(meta.CommitsDurable); ok && !durable {
-			// A shared kind's PostgreSQL store: every commit is durable,
-			// so there is no store of the other kind to test here.
+		cb := &countingBlobs{}
+		v, ok := envWithBlobs(t, durable, func(b blob.Store) blob.Store { cb.Store = b; return cb })
+		if !ok {
 			continue
 		}
-		v.e.Close()
-		cb := &countingBlobs{Store: v.blobs}
-		var m meta.Store = v.meta
-		if durable {
-			m = durableStore{v.meta}
-		}
-		e, err := New(m, cb, v.cfg, v.e.log)
-		testutil.Check(t, err)
-		v.e = e
 		data := testutil.RandBytes(rand.New(rand.NewPCG(7, 8)), 128<<10)
 		v.write(5, 0, data)
 		want := 0
@@ -89,19 +100,12 @@ func (b *blockingBlobs) Sync() error {
 // chunks): a periodic sync must not stall a streaming writer there.
 func TestSyncHoldsCommitsOnlyWhereCommitsAreNotDurable(t *testing.T) {
 	for _, durable := range []bool{false, true} {
-		v := newEnv(t, Config{Chunking: policy(t, "fixed:64K")})
-		if _, ok := v.meta.(meta.CommitsDurable); ok && !durable {
-			continue // a shared kind's PostgreSQL store: always durable
+		bb := &blockingBlobs{entered: make(chan struct{}), release: make(chan struct{})}
+		v, ok := envWithBlobs(t, durable, func(b blob.Store) blob.Store { bb.Store = b; return bb })
+		if !ok {
+			continue
 		}
-		v.e.Close()
-		bb := &blockingBlobs{Store: v.blobs, entered: make(chan struct{}), release: make(chan struct{})}
-		var m meta.Store = v.meta
-		if durable {
-			m = durableStore{v.meta}
-		}
-		e, err := New(m, bb, v.cfg, v.e.log)
-		testutil.Check(t, err)
-		v.e = e
+		e := v.e
 		synced := make(chan error, 1)
 		go func() { synced <- e.Sync() }()
 		<-bb.entered
