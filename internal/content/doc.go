@@ -44,7 +44,8 @@
 // each transaction holds the volume's transaction lock, and one that finds
 // other hosts' commits drops what this engine kept of the volume first
 // (foreign.go; docs/SHARED.md, section 9); background work runs only
-// under its lease (meta.Leaser).//
+// under its lease (meta.Leaser).
+//
 // Files: engine.go (Config, New, Sync, Close), tx.go (Tx: one metadata
 // transaction), commit.go and writeranges.go (cut chunks to committed
 // extents), prepare.go (cutting, hashing and storing: Prepared), hash.go,
