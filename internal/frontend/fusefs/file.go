@@ -20,6 +20,7 @@ func (f *FS) Create(_ <-chan struct{}, in *fuse.CreateIn, name string, out *fuse
 	f.privs.set(a.Ino, true) // a new file has no capabilities
 	fillEntry(a, &out.EntryOut)
 	out.Fh = uint64(h)
+	out.OpenFlags |= writeOnlyFlags(in.Flags)
 	return fuse.OK
 }
 
@@ -37,8 +38,23 @@ func (f *FS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (st fus
 	// with AUTO_INVAL_DATA the kernel drops the pages anyway when it sees
 	// the size or mtime change. Rereads then cost no request and no
 	// verification: the pages were verified when they were read.
-	out.OpenFlags |= fuse.FOPEN_KEEP_CACHE
+	out.OpenFlags |= fuse.FOPEN_KEEP_CACHE | writeOnlyFlags(in.Flags)
 	return fuse.OK
+}
+
+// writeOnlyFlags makes the writes of a handle open for writing only
+// bypass the kernel's page cache (FOPEN_DIRECT_IO): a handle that cannot
+// read gains nothing from the pages, while copying every byte into them
+// before it reaches the daemon cost the writer about as much CPU as the
+// daemon spends cutting and hashing it, and left the cache full of pages
+// that a later change of mtime drops anyway (docs/BENCHMARKS.md, "Writes
+// of write-only handles around the page cache"). The kernel invalidates
+// the pages other handles cached (or map) of each range written so.
+func writeOnlyFlags(openFlags uint32) uint32 {
+	if openFlags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		return fuse.FOPEN_DIRECT_IO
+	}
+	return 0
 }
 
 func (f *FS) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (_ fuse.ReadResult, st fuse.Status) {
