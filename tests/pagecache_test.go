@@ -111,16 +111,7 @@ func TestWriteOnlyHandleKeepsOthersCoherent(t *testing.T) {
 	if err := os.WriteFile(p, want, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	mem, err := unix.Mmap(int(r.Fd()), 0, len(want), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(mem)
+	r, mem := openMapped(t, p, len(want))
 	check := func(what string) {
 		t.Helper()
 		got := make([]byte, len(want))
@@ -152,8 +143,10 @@ func TestWriteOnlyHandleKeepsOthersCoherent(t *testing.T) {
 	if _, err := w.WriteAt(grown, int64(len(want))); err != nil { // past the end
 		t.Fatal(err)
 	}
-	if fi, err := r.Stat(); err != nil || fi.Size() != int64(len(want)+len(grown)) {
-		t.Fatalf("size after appending through the write-only handle: %v, %v", fi.Size(), err)
+	if fi, err := r.Stat(); err != nil {
+		t.Fatal(err)
+	} else if fi.Size() != int64(len(want)+len(grown)) {
+		t.Fatalf("size after appending through the write-only handle: %d, want %d", fi.Size(), len(want)+len(grown))
 	}
 	got, err := os.ReadFile(p)
 	if err != nil {
@@ -205,16 +198,7 @@ func TestWriteOnlyHandleWritesAroundPageCache(t *testing.T) {
 		if _, err := f.Write(data); err != nil {
 			t.Fatal(err)
 		}
-		r, err := os.Open(p) // before the writer's close, so nothing is dropped for a new mtime
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		mem, err := unix.Mmap(int(r.Fd()), 0, len(data), unix.PROT_READ, unix.MAP_SHARED)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer unix.Munmap(mem)
+		_, mem := openMapped(t, p, len(data)) // before the writer's close, so nothing is dropped for a new mtime
 		vec := make([]byte, len(data)/os.Getpagesize())
 		if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
 			t.Fatal(errno)
@@ -234,4 +218,21 @@ func TestWriteOnlyHandleWritesAroundPageCache(t *testing.T) {
 	if n := resident("wo", os.O_WRONLY); n != 0 {
 		t.Errorf("%d of %d pages written through a write-only handle are in the page cache, want none", n, len(data)/os.Getpagesize())
 	}
+}
+
+// openMapped opens p for reading and maps its first n bytes shared; both
+// are undone when the test ends.
+func openMapped(t *testing.T, p string, n int) (*os.File, []byte) {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	mem, err := unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(mem) })
+	return f, mem
 }

@@ -47,8 +47,8 @@ func (f *FS) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) (st fus
 // read gains nothing from the pages, while copying every byte into them
 // before it reaches the daemon cost the writer about as much CPU as the
 // daemon spends cutting and hashing it, and left the cache full of pages
-// that a later change of mtime drops anyway (docs/BENCHMARKS.md, "Writes
-// of write-only handles around the page cache"). The kernel invalidates
+// that a later change of mtime drops anyway (docs/BENCHMARKS.md,
+// "Write-only handles around the page cache"). The kernel invalidates
 // the pages other handles cached (or map) of each range written so.
 func writeOnlyFlags(openFlags uint32) uint32 {
 	if openFlags&syscall.O_ACCMODE == syscall.O_WRONLY {
