@@ -1,8 +1,10 @@
 package content
 
 import (
+	"cmp"
 	"errors"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -25,14 +27,15 @@ type reclaimer struct {
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	eng     *Engine
-	lastErr string // of the last failed sync, logged once; reclaimer goroutine only
+	every   time.Duration // between passes
+	lastErr string        // of the last failed sync, logged once; reclaimer goroutine only
 	// held is read-locked by HoldReclaim and write-locked by a pass; a
 	// pass does not wait for holds but leaves its work for the next tick.
 	held sync.RWMutex
 }
 
 func (r *reclaimer) start(e *Engine, every time.Duration) {
-	r.eng, r.quit = e, make(chan struct{})
+	r.eng, r.every, r.quit = e, every, make(chan struct{})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -65,14 +68,46 @@ func (r *reclaimer) add(locs []blob.Loc) {
 // is no longer written comes back within about two seconds.
 const slotLife = 1500 * time.Millisecond
 
+// punchBatch is how many locations a pass punches between looks at the
+// clock: a punch of a scattered 4 KiB block costs ext4 tens of µs (more on
+// a file system mounted with discard), so a pass with a few hundred
+// thousand of them to punch runs for seconds.
+const punchBatch = 4096
+
 // reclaim makes the metadata durable, then punches what was pending before
 // (or pools it, see above) and the slots pooled longer than slotLife; the
 // last pass (final) pools nothing and punches every pooled slot.
+//
+// A pass whose punching outlasts the reclaimer's interval takes in, between
+// batches, what was freed meanwhile, as a new pass would: otherwise the
+// blocks a writer frees wait for the punching to end before they are
+// pooled, the writer's new blocks are appended meanwhile, and the pooled
+// blocks they could have taken expire and are punched in turn.
 func (r *reclaimer) reclaim(final bool) {
 	if !r.held.TryLock() {
 		return // an online check reads chunks a pass could punch; next tick
 	}
 	defer r.held.Unlock()
+	locs := r.collect(final)
+	next := time.Now().Add(r.every)
+	for len(locs) > 0 {
+		n := min(len(locs), punchBatch)
+		r.eng.freeAll(locs[:n])
+		if err := r.eng.dropFreeRecords(locs[:n]); err != nil {
+			r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
+		}
+		locs = locs[n:]
+		if !final && time.Now().After(next) {
+			locs = append(locs, r.collect(false)...)
+			next = time.Now().Add(r.every)
+		}
+	}
+}
+
+// collect makes the metadata of what is pending durable and returns what
+// to punch now, in file order: what the store did not pool and the slots
+// that expired (all of them when final).
+func (r *reclaimer) collect(final bool) []blob.Loc {
 	r.rmu.Lock()
 	locs := r.pending
 	r.pending = nil
@@ -98,13 +133,10 @@ func (r *reclaimer) reclaim(final bool) {
 		}
 		locs = append(locs, slots.ExpireSlots(life)...)
 	}
-	if len(locs) == 0 {
-		return
-	}
-	r.eng.freeAll(locs)
-	if err := r.eng.dropFreeRecords(locs); err != nil {
-		r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
-	}
+	slices.SortFunc(locs, func(a, b blob.Loc) int {
+		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
+	})
+	return locs
 }
 
 // HoldReclaim keeps freed chunks from being punched until the returned

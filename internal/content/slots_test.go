@@ -287,3 +287,49 @@ func (c *countClaims) ClaimSlot(l blob.Loc) bool {
 	}
 	return ok
 }
+
+// overflowOnce is a SlotReuser whose first offer pools nothing (as a full
+// pool does) and calls during before returning.
+type overflowOnce struct {
+	blob.SlotReuser
+	during func()
+}
+
+func (o *overflowOnce) OfferSlots(freed []blob.Loc) []blob.Loc {
+	if f := o.during; f != nil {
+		o.during = nil
+		f()
+		return freed
+	}
+	return o.SlotReuser.OfferSlots(freed)
+}
+
+// TestLongPassPoolsWhatIsFreedMeanwhile: a pass whose punching outlasts
+// the reclaimer's interval pools, between its batches, the blocks freed
+// since it began, so that a writer's new blocks go into them instead of
+// being appended while the punching goes on.
+func TestLongPassPoolsWhatIsFreedMeanwhile(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(34, 34))
+	v.write(2, 0, testutil.RandBytes(r, 4*4096))
+	later := testutil.RandBytes(r, 2*4096)
+	v.write(3, 0, later)
+	freedLater := map[blob.Loc]bool{v.chunkLoc(later[:4096]): true, v.chunkLoc(later[4096:]): true}
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.e.slots = &overflowOnce{SlotReuser: v.e.slots, during: func() {
+		v.do(func(tx *Tx) error { return tx.DropAll(3) }) // freed while the pass runs
+	}}
+	v.e.reclaimer.every = time.Nanosecond // any punching outlasts it
+	v.e.reclaimer.reclaim(false) // punches inode 2's blocks; pools inode 3's
+	for l := range freedLater {
+		if !v.hasFreeRecord(l) {
+			t.Fatalf("block %+v, freed during the pass, was punched", l)
+		}
+	}
+	fresh := testutil.RandBytes(r, 4096)
+	v.write(4, 0, fresh)
+	if l := v.chunkLoc(fresh); !freedLater[l] {
+		t.Errorf("a new block went to %+v, not into a block freed during the pass (%v)", l, freedLater)
+	}
+	v.checkContent(4, fresh)
+}
