@@ -320,7 +320,7 @@ func TestLongPassPoolsWhatIsFreedMeanwhile(t *testing.T) {
 		v.do(func(tx *Tx) error { return tx.DropAll(3) }) // freed while the pass runs
 	}}
 	v.e.reclaimer.every = time.Nanosecond // any punching outlasts it
-	v.e.reclaimer.reclaim(false) // punches inode 2's blocks; pools inode 3's
+	v.e.reclaimer.reclaim(false)          // punches inode 2's blocks; pools inode 3's
 	for l := range freedLater {
 		if !v.hasFreeRecord(l) {
 			t.Fatalf("block %+v, freed during the pass, was punched", l)
