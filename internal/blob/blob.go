@@ -105,6 +105,17 @@ type StreamPrefetcher interface {
 	PrefetchStream(locs []Loc, streamed int64)
 }
 
+// GoneTeller is implemented by stores whose segments can be deleted while
+// location hints still name them (packs that compaction rewrote and
+// retired): a read through such a hint would ask for bytes that are not
+// there and then fall back to the chunk's record, so the content layer
+// asks first.
+type GoneTeller interface {
+	// Gone reports whether the store knows segment to be deleted (it
+	// deleted it, or a read found it missing); false when it cannot tell.
+	Gone(segment uint32) bool
+}
+
 // ResidencyProber is implemented by stores that can tell, without
 // waiting, whether a location's bytes are in memory (the segment files'
 // pages in the host's page cache): readahead of data already there is

@@ -100,3 +100,68 @@ func TestCompactionMovesLateChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestHintsIntoCompactedPacks: on an S3 store, extents carry location
+// hints too. Compaction moves a chunk out of a sparse pack and the pack
+// is deleted: the file's extent still names the old pack, the store knows
+// it is gone, so reads pass over the hint (no GET of the deleted pack) and
+// go by the chunk's record, and the file reads back right, before and
+// after a reopen.
+func TestHintsIntoCompactedPacks(t *testing.T) {
+	e, s, reopen := s3Engine(t)
+	defer func() { e.Close() }()
+	garbage, err := s.Put(testutil.SeededBytes(4, 56<<10))
+	testutil.Check(t, err)
+	x := testutil.SeededBytes(5, 4096)
+	px, _, err := e.Prepare(0, x, true)
+	testutil.Check(t, err)
+	tx, err := e.Begin()
+	testutil.Check(t, err)
+	if _, err := tx.WriteChunks(1, px); err != nil {
+		tx.Abort()
+		t.Fatal(err)
+	}
+	testutil.Check(t, tx.Commit(false))
+	testutil.Check(t, s.Sync())
+	pack := garbage.Segment
+	pieces, err := Extents(e.meta, 1, 0, 4096)
+	testutil.Check(t, err)
+	if len(pieces) != 1 || !pieces[0].Hint.Has() || pieces[0].Hint.Segment != pack {
+		t.Fatalf("extents %+v; want one hinted into pack %d", pieces, pack)
+	}
+	if _, ok := e.hintedLoc(pieces[0]); !ok {
+		t.Fatal("a hint into a pack that exists is passed over")
+	}
+	testutil.Check(t, s.Free(garbage))
+	cfg := CompactConfig{MaxLive: 0.9, MinReclaim: -1}
+	if res, err := e.Compact(cfg, false); err != nil || res.Rewritten != 1 {
+		t.Fatalf("pass: %+v, %v; want pack %d rewritten", res, err, pack)
+	}
+	got := make([]byte, len(x))
+	if err := e.ReadAt(1, 0, got); err != nil || !bytes.Equal(got, x) {
+		t.Fatalf("read through a hint into a retired pack: %v (equal %v)", err, bytes.Equal(got, x))
+	}
+	time.Sleep(5 * time.Millisecond)
+	if res, err := e.Compact(cfg, false); err != nil || res.Deleted != 1 {
+		t.Fatalf("second pass: %+v, %v; want the retired pack deleted", res, err)
+	}
+	if !s.Gone(pack) {
+		t.Fatalf("the store deleted pack %d and does not know it is gone", pack)
+	}
+	for round := range 2 {
+		pieces, err := Extents(e.meta, 1, 0, 4096)
+		testutil.Check(t, err)
+		if len(pieces) != 1 || pieces[0].Hint.Segment != pack {
+			t.Fatalf("extents %+v; want the stale hint into pack %d kept", pieces, pack)
+		}
+		if _, ok := e.hintedLoc(pieces[0]); ok {
+			t.Fatalf("round %d: a hint into deleted pack %d is still trusted", round, pack)
+		}
+		clear(got)
+		if err := e.ReadAt(1, 0, got); err != nil || !bytes.Equal(got, x) {
+			t.Fatalf("round %d: read after the pack was deleted: %v (equal %v)", round, err, bytes.Equal(got, x))
+		}
+		testutil.Check(t, e.Close())
+		e = reopen()
+	}
+}

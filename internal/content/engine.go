@@ -70,8 +70,12 @@ type Engine struct {
 	log       *slog.Logger
 	hostCache hostCache       // files whose host page cache reads leave alone (hostcache.go)
 	hints     bool            // extents carry location hints (hints.go)
-	windows   *extentWindows  // nil with Config.OtherWriters (extent_window_cache.go)
-	slots     blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
+	gone      blob.GoneTeller // where hints may name deleted segments
+	// hostReadahead: sequential reads of data stored in order are left to
+	// the host's readahead of the segment files (inorder.go).
+	hostReadahead bool
+	windows       *extentWindows  // nil with Config.OtherWriters (extent_window_cache.go)
+	slots         blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
 	reclaimer
 	counters counters
 
@@ -137,8 +141,10 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		cfg.ReadaheadBytes = DefaultReadahead
 	}
 	e := &Engine{meta: m, blobs: b, cfg: cfg, chunk: ch, comp: comp, cache: newChunkCache(cfg.CacheChunks), locs: newLocCache(),
-		loads: newLoads(cfg.ReadaheadBytes), log: log, hints: usesHints(b, cfg)}
+		loads: newLoads(cfg.ReadaheadBytes), log: log, hints: usesHints(cfg)}
 	e.slots, _ = b.(blob.SlotReuser)
+	e.gone, _ = b.(blob.GoneTeller)
+	e.hostReadahead = e.hints && !movesChunks(b)
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

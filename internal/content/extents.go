@@ -13,15 +13,28 @@ import (
 type Piece struct {
 	Off int64
 	schema.Extent
+	// whole is, for a piece a read clipped out of an extent over a whole
+	// chunk, that extent's hint and the chunk's length: the read can load
+	// the whole chunk through it instead of looking its record up. It is
+	// never stored (put writes Extent).
+	whole wholeHint
+}
+
+// wholeHint is the location hint of a whole chunk of length bytes.
+type wholeHint struct {
+	hint   schema.Hint
+	length uint32
 }
 
 // End is the file offset just past the piece.
 func (p Piece) End() int64 { return p.Off + int64(p.Length) }
 
 // clip narrows p to [start, end), which must overlap it. A narrowed
-// piece is no longer its whole chunk and loses its location hint.
+// piece is no longer its whole chunk and loses its location hint (which
+// it keeps as whole, for reads).
 func (p Piece) clip(start, end int64) Piece {
-	if start > p.Off || p.End() > end {
+	if (start > p.Off || p.End() > end) && p.Hint.Has() {
+		p.whole = wholeHint{hint: p.Hint, length: p.Length}
 		p.Hint = schema.Hint{}
 	}
 	if start > p.Off {

@@ -13,18 +13,28 @@ import (
 // read of 4 KiB blocks).
 //
 // The chunk record stays the truth. A hint goes stale when the copy a
-// write stored loses to another copy of the same bytes, or when a chunk
-// a write found held is freed and stored again before the commit; a
-// stale hint's bytes fail the check, and the read falls back to the
-// record. Hints are written and used only where chunks never move
-// (stores that are not blob.Compactable: compaction would leave every
-// hint into a retired pack costing a failed GET) and only while reads are
-// verified: an unverified read cannot tell a stale hint from the chunk.
+// write stored loses to another copy of the same bytes, when a chunk a
+// write found held is freed and stored again before the commit, or when
+// compaction moves the chunk to another pack (stores that are
+// blob.Compactable). A stale hint's bytes fail the check, or its segment
+// is gone, and the read falls back to the record. A compacted pack is
+// retired and deleted only after a grace period; until then its bytes
+// are still the chunk's. Once it is deleted, the store tells so
+// (blob.GoneTeller: it deleted the pack, or a read found it missing), and
+// hints into it are passed over without asking for it again. Hints are
+// written and used only while reads are verified: an unverified read
+// cannot tell a stale hint from the chunk.
+//
+// On an S3 store, hints spare a sequential read the lookups of its chunks'
+// records (a PostgreSQL query per window and the record cache's work).
 
 // usesHints says whether the engine writes and trusts location hints.
-func usesHints(b blob.Store, cfg Config) bool {
+func usesHints(cfg Config) bool { return cfg.VerifyReads }
+
+// movesChunks says whether b's compaction moves chunks between segments.
+func movesChunks(b blob.Store) bool {
 	_, moves := b.(blob.Compactable)
-	return cfg.VerifyReads && !moves
+	return moves
 }
 
 // hintOf is the hint for an extent of chunk p: where p's bytes are stored
@@ -62,8 +72,38 @@ func (e *Engine) noteHeld(p *Prepared, rec []byte) {
 // engine trusts hints and p has one (clip drops the hint of a piece that
 // is no longer a whole chunk).
 func (e *Engine) hintedLoc(p Piece) (blob.Loc, bool) {
-	if !e.hints || !p.Hint.Has() || p.ChunkOff != 0 {
+	if !e.hints || !p.Hint.Has() || p.ChunkOff != 0 || e.gone != nil && e.gone.Gone(p.Hint.Segment) {
 		return blob.Loc{}, false
 	}
 	return blob.Loc{Segment: p.Hint.Segment, Offset: p.Hint.Offset, Length: p.Length}, true
+}
+
+// wholeChunkHint returns where p's whole chunk lies by a location hint,
+// its check and whether there is one: p's own hint, or for a piece a read
+// clipped out of a hinted extent, that extent's (Piece.whole). Such a
+// chunk can be loaded without looking its record up.
+func (e *Engine) wholeChunkHint(p Piece) (blob.Loc, uint64, bool) {
+	if loc, ok := e.hintedLoc(p); ok {
+		return loc, p.Hint.Check, true
+	}
+	return e.clippedHint(p)
+}
+
+// clippedHint is wholeChunkHint for a piece a read clipped out of a
+// hinted extent only.
+func (e *Engine) clippedHint(p Piece) (blob.Loc, uint64, bool) {
+	w := p.whole
+	if !e.hints || !w.hint.Has() || e.gone != nil && e.gone.Gone(w.hint.Segment) {
+		return blob.Loc{}, 0, false
+	}
+	return blob.Loc{Segment: w.hint.Segment, Offset: w.hint.Offset, Length: w.length}, w.hint.Check, true
+}
+
+// loadHinted loads chunk h whole through a location hint (loc, check),
+// or, if its bytes fail the check or cannot be read, by its record.
+func (e *Engine) loadHinted(h schema.Hash, loc blob.Loc, check uint64) ([]byte, error) {
+	if data, err := e.blobs.Read(loc, make([]byte, loc.Length)); err == nil && schema.CheckSum(data) == check {
+		return data, nil
+	}
+	return e.loadChunk(h)
 }

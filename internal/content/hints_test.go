@@ -44,7 +44,6 @@ func (c *chunkReadCounter) NewIter(lo, hi []byte) (meta.Iterator, error) {
 // finds the bytes without reading a single chunk record; without hints
 // the same reads do look records up (the counter works).
 func TestHintedReadsLookUpNoRecords(t *testing.T) {
-	needSegmentFiles(t, "hints are kept only where chunks never move")
 	const size = 1 << 20
 	for _, hints := range []bool{true, false} {
 		v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
@@ -75,13 +74,38 @@ func TestHintedReadsLookUpNoRecords(t *testing.T) {
 	}
 }
 
+// TestPartialReadsOfHintedChunksLookUpNoRecords: reads that cut chunks
+// (a FUSE read's ends fall inside chunks of a CDC file) load the whole
+// chunk through the hint of the extent they cut, so neither they nor the
+// readahead running ahead of them read a chunk record.
+func TestPartialReadsOfHintedChunksLookUpNoRecords(t *testing.T) {
+	const size = 512 << 10
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
+	data := testutil.RandBytes(rand.New(rand.NewPCG(25, 25)), size)
+	v.write(2, 0, data)
+	v.reopen() // no cached chunks or records
+	v.readyFilter()
+	counter := &chunkReadCounter{Store: v.e.meta}
+	v.e.meta = counter
+	defer func() { v.e.meta = counter.Store }()
+	for off := int64(0); off < size; off += 5000 {
+		n := min(3000, size-off)
+		if got := v.read(2, off, int(n)); !bytes.Equal(got, data[off:off+n]) {
+			t.Fatalf("read of %d bytes at %d returned other data", n, off)
+		}
+	}
+	v.e.loads.running.Wait()
+	if n := counter.reads.Load(); n != 0 {
+		t.Errorf("reads cutting hinted chunks read chunk records %d times", n)
+	}
+}
+
 // TestReadsPassOverStaleHints: a hint that names other bytes, punched
 // bytes, a segment that does not exist or a check that does not match
 // costs a wasted read, never wrong data: the read falls back to the
 // chunk's record. Whole reads (runs of hinted chunks), block reads and
 // partial reads all return the file's content.
 func TestReadsPassOverStaleHints(t *testing.T) {
-	needSegmentFiles(t, "hints are kept only where chunks never move")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true})
 	const blocks = 6
 	data := testutil.RandBytes(rand.New(rand.NewPCG(22, 22)), blocks*4096)
@@ -147,7 +171,6 @@ func TestReadsPassOverStaleHints(t *testing.T) {
 // a chunk) leaves the pieces that no longer map their whole chunk
 // without a hint, and the file reads back right.
 func TestHintsOnlyOnWholeChunks(t *testing.T) {
-	needSegmentFiles(t, "hints are kept only where chunks never move")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:16K"), VerifyReads: true})
 	data := testutil.RandBytes(rand.New(rand.NewPCG(24, 24)), 64<<10)
 	v.write(2, 0, data)

@@ -13,7 +13,7 @@ import (
 // whose last chunk was overwritten later (stored far beyond the rest), or
 // extents without location hints; a window without extents is empty.
 func TestStoredInOrderTellsLayouts(t *testing.T) {
-	needSegmentFiles(t, "location hints are kept only for chunks in segment files")
+	needSegmentFiles(t, "readahead is left to the host only for chunks in segment files")
 	const size, window = 16 << 20, 1 << 20
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), VerifyReads: true})
 	rng := rand.New(rand.NewPCG(12, 12))

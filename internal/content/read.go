@@ -115,7 +115,7 @@ func (e *Engine) readPieces(pieces []Piece, buf []byte, off int64) ([]blob.Loc, 
 	// looked up together.
 	var want []schema.Hash
 	for _, p := range pieces {
-		if _, hinted := e.hintedLoc(p); !hinted && p.ChunkOff == 0 && !e.cache.c.Contains(p.Hash) {
+		if _, _, hinted := e.wholeChunkHint(p); !hinted && p.ChunkOff == 0 && !e.cache.c.Contains(p.Hash) {
 			want = append(want, p.Hash)
 		}
 	}
@@ -283,7 +283,7 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		e.counters.cacheHits.Add(1)
 		return blob.Loc{}, copyPiece(dst, data, p)
 	}
-	if p.ChunkOff == 0 {
+	if _, _, clipped := e.clippedHint(p); p.ChunkOff == 0 && !clipped {
 		c, cached, err := e.chunkRecord(p.Hash)
 		if err != nil {
 			return blob.Loc{}, err
@@ -302,7 +302,7 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 			return chunkLoc(c), nil
 		}
 	}
-	data, err := e.chunkData(p.Hash)
+	data, err := e.chunkDataOf(p)
 	if err != nil {
 		return blob.Loc{}, err
 	}

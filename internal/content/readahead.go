@@ -61,6 +61,13 @@ func newLoads(window int64) *loads {
 // chunkData returns a chunk's raw bytes, from the cache, from a load in
 // progress, or from the blob store.
 func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
+	return e.chunkDataOf(Piece{Extent: schema.Extent{Hash: h}})
+}
+
+// chunkDataOf is chunkData for piece p's chunk, which it loads through
+// the hint of the extent p was clipped out of, if it has one.
+func (e *Engine) chunkDataOf(p Piece) ([]byte, error) {
+	h := p.Hash
 	if p, ok := e.cache.get(h); ok {
 		e.counters.cacheHits.Add(1)
 		return p, nil
@@ -76,7 +83,11 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 	c := &load{done: make(chan struct{})}
 	l.inflight[h] = c
 	l.mu.Unlock()
-	c.data, c.err = e.loadChunk(h)
+	if loc, check, ok := e.clippedHint(p); ok {
+		c.data, c.err = e.loadHinted(h, loc, check)
+	} else {
+		c.data, c.err = e.loadChunk(h)
+	}
 	if c.err == nil {
 		e.cache.add(h, c.data)
 	}
@@ -144,7 +155,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 	l.running.Add(1)
 	go func() {
 		defer func() { <-l.slots; l.running.Done() }()
-		if e.hints { // chunks in segment files (inorder.go)
+		if e.hostReadahead { // chunks in segment files (inorder.go)
 			first, last, empty, err := windowEnds(r, ino, from, to)
 			if err != nil || empty || endsInOrder(first, last) || e.endsInMemory(first, last) {
 				return
@@ -160,7 +171,7 @@ func (e *Engine) noteRead(r meta.Reader, ino uint64, off, end int64) (streaming 
 			if e.cache.c.Contains(p.Hash) {
 				continue
 			}
-			if loc, ok := e.hintedLoc(p); ok {
+			if loc, _, ok := e.wholeChunkHint(p); ok {
 				locs = append(locs, loc) // no record to look up
 			} else {
 				hs = append(hs, p.Hash)

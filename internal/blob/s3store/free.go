@@ -102,6 +102,7 @@ func (s *Store) deletePack(num uint32, o object) error {
 		return err
 	}
 	s.ledger.forget(num)
+	s.gone.add(num)
 	return nil
 }
 

@@ -261,6 +261,7 @@ func (s *Store) runFetch(f *fetch) {
 	rb := pooledRecordBuf(int(f.end - f.start)) // the cache writes it without a copy
 	err := s.objs.get(f.num, int64(f.start), rb.data)
 	<-s.fetchSlots
+	s.gone.noteMissing(f.num, err)
 	f.rb = rb
 	if err == nil {
 		f.buf = rb.data

@@ -65,6 +65,7 @@ func (s *Store) Read(loc blob.Loc, buf []byte) ([]byte, error) {
 		return buf, nil
 	}
 	if err := s.objs.get(loc.Segment, off, buf); err != nil {
+		s.gone.noteMissing(loc.Segment, err)
 		return nil, err
 	}
 	if s.cache != nil {

@@ -40,12 +40,14 @@ type Store struct {
 	fetchSlots  chan struct{} // bounds prefetch GETs
 	staged      *staging      // prefetched ranges in memory
 	prefetching sync.WaitGroup
+	gone        gonePacks // packs known to be deleted (gone.go)
 }
 
 var (
 	_ blob.Store            = (*Store)(nil)
 	_ blob.LocSyncer        = (*Store)(nil)
 	_ blob.StreamPrefetcher = (*Store)(nil)
+	_ blob.GoneTeller       = (*Store)(nil)
 )
 
 // allocBlock is how many pack numbers the store reserves at once.
