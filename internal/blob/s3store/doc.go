@@ -42,6 +42,8 @@
 //     shared volume's metadata store, or the file "dead" of the store
 //     directory).
 //   - inspect.go: blob.Inspector, what fsck asks about packs.
+//   - gone.go: blob.GoneTeller, the packs known to be deleted (location
+//     hints into them are passed over).
 //
 // The local store directory (Config.Dir, mode 0700, locked while open)
 // holds: next (the LocalAllocator's highest pack number, 8 hex digits;
