@@ -32,6 +32,9 @@ type reclaimer struct {
 	// held is read-locked by HoldReclaim and write-locked by a pass; a
 	// pass does not wait for holds but leaves its work for the next tick.
 	held sync.RWMutex
+	// later holds what a pass that let a hold in between its batches left
+	// to punch (durable already); guarded by held.
+	later []blob.Loc
 }
 
 func (r *reclaimer) start(e *Engine, every time.Duration) {
@@ -72,7 +75,7 @@ const slotLife = 1500 * time.Millisecond
 // clock: a punch of a scattered 4 KiB block costs ext4 tens of µs (more on
 // a file system mounted with discard), so a pass with a few hundred
 // thousand of them to punch runs for seconds.
-const punchBatch = 4096
+var punchBatch = 4096 // a variable for tests
 
 // reclaim makes the metadata durable, then punches what was pending before
 // (or pools it, see above) and the slots pooled longer than slotLife; the
@@ -87,8 +90,8 @@ func (r *reclaimer) reclaim(final bool) {
 	if !r.held.TryLock() {
 		return // an online check reads chunks a pass could punch; next tick
 	}
-	defer r.held.Unlock()
-	locs := r.collect(final)
+	locs := append(r.later, r.collect(final)...)
+	r.later = nil
 	next := time.Now().Add(r.every)
 	for len(locs) > 0 {
 		n := min(len(locs), punchBatch)
@@ -96,12 +99,20 @@ func (r *reclaimer) reclaim(final bool) {
 		if err := r.eng.dropFreeRecords(locs[:n]); err != nil {
 			r.eng.log.Warn("reclaim: drop free records (they are punched again at the next open)", "err", err)
 		}
-		locs = locs[n:]
+		// Between batches, a hold (an online check) or a compaction
+		// pass may come in; the rest is then punched by a later pass.
+		r.later = locs[n:]
+		r.held.Unlock()
+		if !r.held.TryLock() {
+			return
+		}
+		locs, r.later = r.later, nil
 		if !final && time.Now().After(next) {
 			locs = append(locs, r.collect(false)...)
 			next = time.Now().Add(r.every)
 		}
 	}
+	r.held.Unlock()
 }
 
 // collect makes the metadata of what is pending durable and returns what

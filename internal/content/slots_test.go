@@ -333,3 +333,57 @@ func TestLongPassPoolsWhatIsFreedMeanwhile(t *testing.T) {
 	}
 	v.checkContent(4, fresh)
 }
+
+// TestLongPassLetsAHoldIn: between two batches of its punching, a pass
+// lets a hold (an online check) in, punches nothing while it is held, and
+// leaves the rest to a pass after the hold.
+func TestLongPassLetsAHoldIn(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(35, 35))
+	data := testutil.RandBytes(r, 3*4096)
+	v.write(2, 0, data)
+	var locs []blob.Loc
+	for i := range 3 {
+		locs = append(locs, v.chunkLoc(data[i*4096:(i+1)*4096]))
+	}
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	defer func(n int) { punchBatch = n }(punchBatch)
+	punchBatch = 1
+	held := make(chan func())
+	v.e.slots = &overflowOnce{SlotReuser: v.e.slots, during: func() {
+		started := make(chan struct{})
+		go func() {
+			close(started)
+			held <- v.e.HoldReclaim() // waits for the pass's first batch
+		}()
+		<-started
+		time.Sleep(100 * time.Millisecond) // the hold is waiting by then
+	}}
+	v.e.reclaimer.reclaim(false)
+	release := <-held
+	left := 0
+	for _, l := range locs {
+		if v.hasFreeRecord(l) {
+			left++
+		}
+	}
+	if left == 0 || left == len(locs) {
+		t.Fatalf("%d of %d freed blocks left unpunched; want the pass to stop after its first batch", left, len(locs))
+	}
+	v.e.reclaimer.reclaim(false) // held: does nothing
+	for _, l := range locs {
+		if v.hasFreeRecord(l) {
+			left--
+		}
+	}
+	if left != 0 {
+		t.Fatalf("%d blocks punched while a hold was in", left)
+	}
+	release()
+	v.e.reclaimer.reclaim(false)
+	for _, l := range locs {
+		if v.hasFreeRecord(l) {
+			t.Errorf("block %+v still unpunched after the hold ended", l)
+		}
+	}
+}
