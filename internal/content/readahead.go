@@ -68,9 +68,9 @@ func (e *Engine) chunkData(h schema.Hash) ([]byte, error) {
 // the hint of the extent p was clipped out of, if it has one.
 func (e *Engine) chunkDataOf(p Piece) ([]byte, error) {
 	h := p.Hash
-	if p, ok := e.cache.get(h); ok {
+	if data, ok := e.cache.get(h); ok {
 		e.counters.cacheHits.Add(1)
-		return p, nil
+		return data, nil
 	}
 	e.counters.cacheMiss.Add(1)
 	l := e.loads
