@@ -72,10 +72,16 @@ func (e *Engine) noteHeld(p *Prepared, rec []byte) {
 // engine trusts hints and p has one (clip drops the hint of a piece that
 // is no longer a whole chunk).
 func (e *Engine) hintedLoc(p Piece) (blob.Loc, bool) {
-	if !e.hints || !p.Hint.Has() || p.ChunkOff != 0 || e.gone != nil && e.gone.Gone(p.Hint.Segment) {
+	if !e.trusts(p.Hint) || p.ChunkOff != 0 {
 		return blob.Loc{}, false
 	}
 	return blob.Loc{Segment: p.Hint.Segment, Offset: p.Hint.Offset, Length: p.Length}, true
+}
+
+// trusts reports whether a read may go by hint h: the engine uses hints,
+// h is set, and the store does not know its segment to be deleted.
+func (e *Engine) trusts(h schema.Hint) bool {
+	return e.hints && h.Has() && (e.gone == nil || !e.gone.Gone(h.Segment))
 }
 
 // wholeChunkHint returns where p's whole chunk lies by a location hint,
@@ -93,7 +99,7 @@ func (e *Engine) wholeChunkHint(p Piece) (blob.Loc, uint64, bool) {
 // hinted extent only.
 func (e *Engine) clippedHint(p Piece) (blob.Loc, uint64, bool) {
 	w := p.whole
-	if !e.hints || !w.hint.Has() || e.gone != nil && e.gone.Gone(w.hint.Segment) {
+	if !e.trusts(w.hint) {
 		return blob.Loc{}, 0, false
 	}
 	return blob.Loc{Segment: w.hint.Segment, Offset: w.hint.Offset, Length: w.length}, w.hint.Check, true

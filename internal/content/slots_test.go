@@ -56,6 +56,16 @@ func (v *env) storeIntoFreedBlock(seed uint64) (blob.Loc, []byte, []*Prepared) {
 	return l, fresh, ps
 }
 
+// blockLocs returns where the chunks of data's 4 KiB blocks are stored.
+func (v *env) blockLocs(data []byte) []blob.Loc {
+	v.t.Helper()
+	var locs []blob.Loc
+	for off := 0; off < len(data); off += 4096 {
+		locs = append(locs, v.chunkLoc(data[off:off+4096]))
+	}
+	return locs
+}
+
 func (v *env) hasFreeRecord(l blob.Loc) bool {
 	v.t.Helper()
 	_, err := v.meta.Get(schema.FreeKey(l.Segment, l.Offset))
@@ -74,10 +84,7 @@ func TestFreedBlocksTakeNewBlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 31))
 	old := testutil.RandBytes(r, 8*4096)
 	v.write(2, 0, old)
-	var freed []blob.Loc
-	for i := range 4 {
-		freed = append(freed, v.chunkLoc(old[i*4096:(i+1)*4096]))
-	}
+	freed := v.blockLocs(old[:4*4096])
 	over := testutil.RandBytes(r, 4*4096)
 	v.write(2, 0, over) // drops the first four chunks
 	for _, l := range freed {
@@ -342,10 +349,7 @@ func TestLongPassLetsAHoldIn(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 35))
 	data := testutil.RandBytes(r, 3*4096)
 	v.write(2, 0, data)
-	var locs []blob.Loc
-	for i := range 3 {
-		locs = append(locs, v.chunkLoc(data[i*4096:(i+1)*4096]))
-	}
+	locs := v.blockLocs(data)
 	v.do(func(tx *Tx) error { return tx.DropAll(2) })
 	defer func(n int) { punchBatch = n }(punchBatch)
 	punchBatch = 1
