@@ -45,7 +45,7 @@ func newObjects(cfg Config) *objects {
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		// Ranged reads of the FUSE requests run beside the uploads and
 		// prefetch GETs; 8 more covers them and the odd HEAD or LIST.
-		HTTPClient: newSendfileClient(cfg.Uploads + cfg.Fetches + 8),
+		HTTPClient: newWholeBodyClient(cfg.Uploads + cfg.Fetches + 8),
 	}
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -89,16 +89,13 @@ func (o *objects) ctx() (context.Context, context.CancelFunc) {
 // the CPU's instruction at several GB/s) still lets the server refuse a
 // body damaged in transit (TestPutChecksumRefused), and the request
 // itself stays signed. docs/SHARED.md, "Client library". crc is the
-// CRC32C of data. If file is not nil, data is its bytes from offset 0
-// (a pack's memfd), and they are sent with sendfile (sendfileClient).
-func (o *objects) put(num uint32, data []byte, file *os.File, crc uint32) error {
+// CRC32C of data, which goes to the socket with one write
+// (wholeBodyClient).
+func (o *objects) put(num uint32, data []byte, crc uint32) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
-	var body io.ReadSeeker = bytes.NewReader(data)
-	if file != nil {
-		ctx = withFileBody(ctx, file)
-		body = io.NewSectionReader(file, 0, int64(len(data)))
-	}
+	ctx = withWholeBody(ctx, data)
+	body := bytes.NewReader(data)
 	_, err := o.c.PutObject(ctx, &s3.PutObjectInput{Bucket: &o.bucket, Key: aws.String(o.key(num)),
 		Body: body, ContentLength: aws.Int64(int64(len(data))),
 		ChecksumCRC32C: aws.String(crc32cBase64(crc))},

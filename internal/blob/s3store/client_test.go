@@ -5,7 +5,7 @@ import (
 	"context"
 	"hash/crc32"
 	"io"
-	"syscall"
+	"net"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,7 +22,7 @@ func TestPutChecksumRefused(t *testing.T) {
 	srv := s3test.Start(t)
 	o := newObjects(testConfig(t, srv, "crc"))
 	data := bytes.Repeat([]byte("doppel"), 100000)
-	if err := o.put(1, data, nil, crc32.Checksum(data, castagnoli)); err != nil {
+	if err := o.put(1, data, crc32.Checksum(data, castagnoli)); err != nil {
 		t.Fatal(err)
 	}
 	got := make([]byte, len(data))
@@ -43,27 +43,26 @@ func TestPutChecksumRefused(t *testing.T) {
 	}
 }
 
-// A pack sent from its memfd (sendfile) stores the file's first
-// len(data) bytes, wherever the file's offset was and however much
-// longer the file is, on every upload of it.
-func TestPutFromMemfd(t *testing.T) {
+// A pack's body goes to the socket with one write, from a pack's
+// mapping and from the heap alike, and the object holds exactly its
+// bytes, on every upload of it.
+func TestPutWritesBodyWhole(t *testing.T) {
 	m := newMappedPackMem(1 << 20)
 	if m == nil {
-		t.Skip("no memfd here")
+		t.Skip("no anonymous mapping here")
 	}
 	defer m.release()
 	srv := s3test.Start(t)
-	o := newObjects(testConfig(t, srv, "memfd"))
-	data := append(m.data, bytes.Repeat([]byte("memfd!"), 120000)...)
-	for num := uint32(1); num <= 2; num++ {
-		if _, err := m.file.Seek(0, io.SeekEnd); err != nil {
+	o := newObjects(testConfig(t, srv, "whole"))
+	mapped := append(m.data, bytes.Repeat([]byte("mapped"), 120000)...)
+	heap := bytes.Repeat([]byte("heap!"), 70000)
+	for num, data := range map[uint32][]byte{1: mapped, 2: mapped, 3: heap} {
+		before := bodiesWrittenWhole.Load()
+		if err := o.put(num, data, crc32.Checksum(data, castagnoli)); err != nil {
 			t.Fatal(err)
 		}
-		if f := m.fileOf(data); f != m.file {
-			t.Fatalf("fileOf the mapping's bytes is %v", f)
-		}
-		if err := o.put(num, data, m.fileOf(data), crc32.Checksum(data, castagnoli)); err != nil {
-			t.Fatal(err)
+		if n := bodiesWrittenWhole.Load() - before; n != 1 {
+			t.Errorf("pack %d: %d bodies written whole, want 1", num, n)
 		}
 		obj, err := o.head(num)
 		if err != nil || obj.size != int64(len(data)) {
@@ -74,9 +73,46 @@ func TestPutFromMemfd(t *testing.T) {
 			t.Fatalf("pack %d reads back different (%v)", num, err)
 		}
 	}
-	if f := m.fileOf(append(data[:len(data):len(data)], 1)); f != nil {
-		t.Fatal("fileOf a copy on the heap names the memfd")
+}
+
+// wholeWriteConn writes the unread rest of a wholeBody, up to net/http's
+// limit, with one Write; other readers go through the connection's own
+// ReadFrom or a copy.
+func TestWholeWriteConnWritesOnce(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	body := &wholeBody{data: data}
+	head := make([]byte, 100)
+	if n, _ := body.Read(head); n != 100 {
+		t.Fatal("short read")
+	}
+	rec := &writeRecorder{}
+	c := wholeWriteConn{rec}
+	lr := &io.LimitedReader{R: body, N: int64(len(data) - 100)}
+	n, err := c.ReadFrom(lr)
+	if err != nil || n != int64(len(data)-100) || len(rec.writes) != 1 || !bytes.Equal(rec.writes[0], data[100:]) {
+		t.Fatalf("ReadFrom: %d, %v, %d writes", n, err, len(rec.writes))
+	}
+	if lr.N != 0 {
+		t.Fatalf("limit left at %d", lr.N)
+	}
+	if m, err := body.Read(head); m != 0 || err != io.EOF {
+		t.Fatalf("body after: %d, %v", m, err)
+	}
+	rec.writes = nil
+	if n, err := c.ReadFrom(bytes.NewReader(data)); err != nil || n != int64(len(data)) || !bytes.Equal(bytes.Join(rec.writes, nil), data) {
+		t.Fatalf("other reader: %d, %v", n, err)
 	}
 }
 
-var _ syscall.Conn = fileBody{} // what makes net/http use sendfile
+// writeRecorder is a net.Conn that keeps what is written to it.
+type writeRecorder struct {
+	net.Conn
+	writes [][]byte
+}
+
+func (w *writeRecorder) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+var _ io.ReaderFrom = wholeWriteConn{} // what net/http hands the body to

@@ -21,9 +21,10 @@
 //   - alloc.go: Allocator, which hands out pack numbers, and LocalAllocator.
 //   - store.go: Store, Open, Close, Segments, SessionStart, Usage.
 //   - put.go: packs in memory, Put, PutMany, StartPutMany, sealing.
-//   - packmem.go: the memory packs are filled in (a memfd's mapping where
-//     there is one) and its pool.
-//   - sendfile.go: the HTTP client that sends a pack's memfd with sendfile.
+//   - packmem.go: the memory packs are filled in (an anonymous mapping
+//     where there is one, outside the Go heap).
+//   - wholebody.go: the HTTP client that writes a pack's body to the
+//     socket with one write.
 //   - upload.go: uploads with retries, Sync.
 //   - read.go: Read, Forget.
 //   - prefetch.go: Prefetch, PrefetchStream: ranged GETs into memory

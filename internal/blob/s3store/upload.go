@@ -29,7 +29,7 @@ func (s *Store) upload(p *pack, done chan struct{}) {
 	if !skip {
 		pause := 100 * time.Millisecond
 		for try := 1; ; try++ {
-			if err = s.objs.put(p.num, p.buf, p.mem.fileOf(p.buf), p.crc); err == nil || try == s.cfg.Attempts {
+			if err = s.objs.put(p.num, p.buf, p.crc); err == nil || try == s.cfg.Attempts {
 				break
 			}
 			time.Sleep(pause)
