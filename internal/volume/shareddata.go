@@ -30,6 +30,16 @@ const DefaultCacheBytes = 1 << 30
 // keep content.DefaultReadahead.
 const S3Readahead = 32 << 20
 
+// SharedStreamFlush is the run a streaming writer commits at a time on a
+// volume whose commits are durable (PostgreSQL): there each commit is a
+// transaction on the server (about 1.7 ms of its CPU and a few round
+// trips) and seals a pack (one PUT), so runs of 16 MiB instead of 8 halve
+// both; on a 4 GiB write PostgreSQL's CPU fell by a quarter
+// (docs/BENCHMARKS.md, "Runs of 16 MiB on shared volumes"). Embedded
+// volumes keep namespace's 8 MiB: no gain was measured there, and the
+// runs in flight are heap memory.
+const SharedStreamFlush = 16 << 20
+
 // ErrDataNeedsMeta refuses --data without --meta.
 var ErrDataNeedsMeta = errors.New("--data (chunk data in S3) needs --meta (metadata in PostgreSQL): " +
 	"without --meta the metadata would stay in the store directory's Pebble store, on this machine's disk only, " +

@@ -291,6 +291,9 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		// Every commit is durable, so a chunk in the blob store costs a
 		// data sync before it; a small one costs less in its record.
 		cfg.InlineMax = content.SharedInlineMax
+		if nsOpt.StreamFlush == 0 {
+			nsOpt.StreamFlush = SharedStreamFlush
+		}
 	}
 	if _, remote := v.Blobs.(*s3store.Store); remote {
 		cfg.ReadaheadBytes = S3Readahead
