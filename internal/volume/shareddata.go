@@ -27,7 +27,10 @@ const DefaultCacheBytes = 1 << 30
 // in S3 prefetches: a GET takes milliseconds, not the fraction of one a
 // local read does, so streaming at disk speed needs tens of MiB in flight
 // (measured in docs/BENCHMARKS.md, "Shared volumes"). Embedded volumes
-// keep content.DefaultReadahead.
+// keep content.DefaultReadahead. It must stay well below the store's
+// prefetch memory (s3store's PrefetchBytes, 64 MiB): at 64 MiB the 4 GiB
+// cold read took 21–26 s instead of 3.6 s (2026-11-29, a throwaway
+// build), prefetched ranges being dropped before they were read.
 const S3Readahead = 32 << 20
 
 // SharedStreamFlush is the run a streaming writer commits at a time on a
@@ -35,9 +38,9 @@ const S3Readahead = 32 << 20
 // transaction on the server (about 1.7 ms of its CPU and a few round
 // trips) and seals a pack (one PUT), so runs of 16 MiB instead of 8 halve
 // both; on a 4 GiB write PostgreSQL's CPU fell by a quarter
-// (docs/BENCHMARKS.md, "Runs of 16 MiB on shared volumes"). Embedded
-// volumes keep namespace's 8 MiB: no gain was measured there, and the
-// runs in flight are heap memory.
+// (docs/BENCHMARKS.md, "A pack's body in one write; runs of 16 MiB on
+// shared volumes"). Embedded volumes keep namespace's 8 MiB: no gain was
+// measured there, and the runs in flight are heap memory.
 const SharedStreamFlush = 16 << 20
 
 // ErrDataNeedsMeta refuses --data without --meta.
