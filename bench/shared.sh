@@ -66,6 +66,9 @@
 #   BENCH_SHARED_INIT_OPTS  extra doppel init options of the doppel-shared volumes,
 #                       e.g. "--chunking cdc:64K:256K:1M"
 #   BENCH_VGW_OPTS      extra versitygw options, e.g. "--access-log /tmp/s3.log"
+#   BENCH_VGW_POSIX_OPTS  extra options of versitygw's posix backend, e.g.
+#                       "--data-integrity-etag" (ETags from the request's checksum
+#                       instead of an MD5 of every byte); the report says which
 #   BENCH_PG_DELAY      a duration (e.g. 250us): the file systems reach PostgreSQL
 #                       through bench/cmd/delayproxy, which holds data that long
 #                       each way, as for a server elsewhere in a data centre
@@ -227,7 +230,7 @@ mkdir -p "$RUN/s3"
 S3_PORT=$(free_port)
 ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
 	"$VGW" --port "127.0.0.1:$S3_PORT" --quiet $([ "$KEEPALIVE" = on ] && echo --keep-alive) \
-	${BENCH_VGW_OPTS:-} posix "$RUN/s3" >>"$LOGF" 2>&1 &
+	${BENCH_VGW_OPTS:-} posix ${BENCH_VGW_POSIX_OPTS:-} "$RUN/s3" >>"$LOGF" 2>&1 &
 VGW_PID=$!
 S3_URL=http://127.0.0.1:$S3_PORT
 for _ in $(seq 300); do
@@ -636,7 +639,7 @@ space_cell() { # space_cell SYS
 	echo
 	machine_section "$DIR" "$CMDLINE" "as root" \
 		"| PostgreSQL | $PG_VERSION (fsync on, synchronous_commit on, defaults otherwise), 127.0.0.1$([ -z "$PG_DELAY" ] || echo ", reached through bench/cmd/delayproxy holding data $PG_DELAY each way") |" \
-		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend on BENCH_DIR, 127.0.0.1, keep-alive $KEEPALIVE |" \
+		"| S3 | versitygw $(basename "$VGW" | sed 's/^versitygw-//') posix backend$([ -z "${BENCH_VGW_POSIX_OPTS:-}" ] || echo " ($BENCH_VGW_POSIX_OPTS)") on BENCH_DIR, 127.0.0.1, keep-alive $KEEPALIVE |" \
 		"| JuiceFS | $(has_system juicefs && "$JUICEFS" version 2>/dev/null | sed 's/^juicefs version //') |"
 } | tee "$OUT"
 log "report in $OUT"
