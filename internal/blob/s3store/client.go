@@ -105,6 +105,18 @@ func (o *objects) put(num uint32, data []byte, crc uint32) error {
 
 // get reads len(buf) bytes of pack num from off.
 func (o *objects) get(num uint32, off int64, buf []byte) error {
+	return o.getFilling(num, off, buf, nil)
+}
+
+// getStep is how many bytes of a ranged GET arrive between two calls of
+// getFilling's filled.
+const getStep = 512 << 10
+
+// getFilling is get that, if filled is not nil, calls it with how many
+// bytes of buf hold the range's bytes, every getStep bytes as they
+// arrive: reads of a long prefetch's first chunks need not wait for its
+// end.
+func (o *objects) getFilling(num uint32, off int64, buf []byte, filled func(n int)) error {
 	ctx, cancel := o.ctx()
 	defer cancel()
 	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(buf))-1)
@@ -113,11 +125,24 @@ func (o *objects) get(num uint32, off int64, buf []byte) error {
 		return o.wrap("get", num, err)
 	}
 	defer out.Body.Close()
-	n, err := io.ReadFull(out.Body, buf)
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		return fmt.Errorf("s3: pack %d: %d of %d bytes at %d: %w", num, n, len(buf), off, blob.ErrCorrupt)
+	step := len(buf)
+	if filled != nil {
+		step = getStep
 	}
-	return o.wrap("get", num, err)
+	for n := 0; n < len(buf); {
+		m, err := io.ReadFull(out.Body, buf[n:min(len(buf), n+step)])
+		n += m
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return fmt.Errorf("s3: pack %d: %d of %d bytes at %d: %w", num, n, len(buf), off, blob.ErrCorrupt)
+		}
+		if err != nil {
+			return o.wrap("get", num, err)
+		}
+		if filled != nil {
+			filled(n)
+		}
+	}
+	return nil
 }
 
 // head returns pack num's size and modification time.

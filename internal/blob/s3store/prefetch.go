@@ -16,15 +16,17 @@ const prefetchGap = 256 << 10
 // bytes stay in memory (staged) until the chunks it was asked for (and
 // those later prefetches found it holds) were read once, and its last
 // chunk too, or until room is needed; meanwhile they are written to the
-// read cache. A read of a chunk it holds waits for the GET if it is under way
-// rather than sending one of its own, and then copies from memory: a
-// streaming reader never waits for the disk cache.
+// read cache. A read of a chunk it holds waits for the GET if it is under
+// way rather than sending one of its own, but only until the chunk's
+// bytes arrived (filled), and then copies from memory: a streaming reader
+// never waits for the disk cache, nor for the rest of a long range.
 type fetch struct {
 	num        uint32
 	start, end uint64
 	done       chan struct{} // closed when the GET ended
 	rb         *recBuf       // the buffer of the GET, pooled; nil once recycled
-	buf        []byte        // the range's bytes, once done and err is nil
+	filled     uint64        // bytes of rb.data that hold the range's; staging.mu
+	ended      bool          // the GET ended (filled is final); staging.mu
 	err        error
 	// wanted holds the offsets of the chunks asked for (or claimed by a
 	// later prefetch) that no read took yet, taken those of the chunks read.
@@ -42,6 +44,7 @@ type fetch struct {
 // most limit bytes of memory whatever the readers do.
 type staging struct {
 	mu     sync.Mutex
+	arrive *sync.Cond // on mu: a fetch's filled grew or its GET ended
 	limit  int64
 	bytes  int64
 	byPack map[uint32][]*fetch
@@ -49,7 +52,9 @@ type staging struct {
 }
 
 func newStaging(limit int64) *staging {
-	return &staging{limit: limit, byPack: map[uint32][]*fetch{}}
+	st := &staging{limit: limit, byPack: map[uint32][]*fetch{}}
+	st.arrive = sync.NewCond(&st.mu)
+	return st
 }
 
 // covers reports whether a staged fetch holds l. st.mu is held.
@@ -62,22 +67,29 @@ func (st *staging) covering(l blob.Loc) *fetch {
 	return nil
 }
 
-// read fills buf with the bytes of l from a staged fetch, waiting for its
-// GET; false if no fetch holds l or its GET failed.
+// read fills buf with the bytes of l from a staged fetch, waiting for
+// them to arrive; false if no fetch holds l or its GET failed before they
+// did.
 func (st *staging) read(l blob.Loc, buf []byte) bool {
 	st.mu.Lock()
 	f := st.covering(l)
-	if f != nil {
-		f.readers++ // f.buf is not recycled while we copy
-	}
-	st.mu.Unlock()
 	if f == nil {
+		st.mu.Unlock()
 		return false
 	}
-	<-f.done
-	ok := f.err == nil
+	f.readers++ // f.rb is not recycled while we copy
+	from, to := l.Offset-f.start, l.Offset-f.start+uint64(l.Length)
+	for f.filled < to && !f.ended {
+		st.arrive.Wait()
+	}
+	ok := f.filled >= to
+	var data []byte
 	if ok {
-		copy(buf, f.buf[l.Offset-f.start:])
+		data = f.rb.data[from:to] // written before filled grew past it, never after
+	}
+	st.mu.Unlock()
+	if ok {
+		copy(buf, data)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -154,7 +166,7 @@ func (st *staging) release(f *fetch) {
 func (st *staging) recycle(f *fetch) {
 	if f.refs == 0 && f.readers == 0 && f.rb != nil {
 		f.rb.recycle()
-		f.rb, f.buf = nil, nil
+		f.rb = nil
 	}
 }
 
@@ -259,14 +271,22 @@ func (s *Store) prefetch(locs []blob.Loc, streamed int64, stream bool) {
 func (s *Store) runFetch(f *fetch) {
 	s.fetchSlots <- struct{}{}
 	rb := pooledRecordBuf(int(f.end - f.start)) // the cache writes it without a copy
-	err := s.objs.get(f.num, int64(f.start), rb.data)
+	st := s.staged
+	st.mu.Lock()
+	f.rb = rb // not recycled before the release below: this holds a ref
+	st.mu.Unlock()
+	err := s.objs.getFilling(f.num, int64(f.start), rb.data, func(n int) {
+		st.mu.Lock()
+		f.filled = uint64(n)
+		st.mu.Unlock()
+		st.arrive.Broadcast()
+	})
 	<-s.fetchSlots
 	s.gone.noteMissing(f.num, err)
-	f.rb = rb
-	if err == nil {
-		f.buf = rb.data
-	}
-	f.err = err
+	st.mu.Lock()
+	f.err, f.ended = err, true
+	st.mu.Unlock()
+	st.arrive.Broadcast()
 	close(f.done)
 	if err != nil {
 		s.staged.mu.Lock()

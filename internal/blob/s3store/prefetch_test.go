@@ -1,12 +1,15 @@
 package s3store
 
 import (
+	"bytes"
 	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
 )
 
@@ -189,5 +192,63 @@ func TestStreamFetchGoesOnToThePackEnd(t *testing.T) {
 	checkAll(t, s, locs[n-3:n], data[n-3:n])
 	if held := s.staged.held(); held != 0 {
 		t.Fatalf("%d bytes still staged after the pack's last chunk was read", held)
+	}
+}
+
+// A read of a staged fetch's chunk takes its bytes as soon as they have
+// arrived, not once the whole range has: the first chunks of a long
+// prefetch are read while the rest is still coming. A chunk the GET
+// failed before reaching is not read from it.
+func TestStagedReadTakesBytesAsTheyArrive(t *testing.T) {
+	const half = 32 << 10
+	st := newStaging(1 << 20)
+	f := &fetch{num: 1, start: 0, end: 3 * half, done: make(chan struct{}),
+		wanted: map[uint64]bool{0: true, half: true, 2 * half: true}, taken: map[uint64]bool{}}
+	if !st.add(f, f.end) {
+		t.Fatal("no room")
+	}
+	st.mu.Lock()
+	f.rb = recordBuf(3 * half)
+	st.mu.Unlock()
+	arrive := func(n uint64, ended bool) {
+		st.mu.Lock()
+		f.filled, f.ended = n, ended
+		st.mu.Unlock()
+		st.arrive.Broadcast()
+	}
+	want := testutil.RandBytes(rand.New(rand.NewPCG(5, 5)), 3*half)
+	copy(f.rb.data[:half], want[:half])
+	arrive(half, false)
+
+	read := func(off uint64) (chan bool, []byte) {
+		buf := make([]byte, half)
+		got := make(chan bool, 1)
+		go func() { got <- st.read(blob.Loc{Segment: 1, Offset: off, Length: half}, buf) }()
+		return got, buf
+	}
+	got, buf := read(0)
+	select {
+	case ok := <-got:
+		if !ok || !bytes.Equal(buf, want[:half]) {
+			t.Fatalf("first chunk: ok %v, bytes equal %v", ok, bytes.Equal(buf, want[:half]))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a read of bytes that arrived waits for the rest of the range")
+	}
+	got, buf = read(half)
+	select {
+	case <-got:
+		t.Fatal("a read returned before its bytes arrived")
+	case <-time.After(50 * time.Millisecond):
+	}
+	copy(f.rb.data[half:2*half], want[half:2*half])
+	arrive(2*half, false)
+	if ok := <-got; !ok || !bytes.Equal(buf, want[half:2*half]) {
+		t.Fatalf("second chunk: ok %v", ok)
+	}
+	got, _ = read(2 * half)
+	arrive(2*half, true) // the GET failed before the third chunk
+	if ok := <-got; ok {
+		t.Fatal("a chunk the GET never delivered was read from it")
 	}
 }
