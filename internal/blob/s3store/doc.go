@@ -30,7 +30,8 @@
 //   - prefetch.go: Prefetch, PrefetchStream: ranged GETs into memory
 //     (staging, bounded by Config.PrefetchBytes), read from there and
 //     written to the cache (of a long sequential stream, only its head);
-//     a stream's last range of a pack goes on to the pack's end.
+//     a stream's last range of a pack goes on to the pack's end, and
+//     reads take its bytes as they arrive.
 //   - bufpool.go: the pool of prefetch buffers, in size classes.
 //   - cache.go: the local read cache: its index, gets, puts, promotion of
 //     records read again (checked by an XXH3 per 64 KiB block).
