@@ -27,7 +27,6 @@ type fetch struct {
 	rb         *recBuf       // the buffer of the GET, pooled; nil once recycled
 	filled     uint64        // bytes of rb.data that hold the range's; staging.mu
 	ended      bool          // the GET ended (filled is final); staging.mu
-	err        error
 	// wanted holds the offsets of the chunks asked for (or claimed by a
 	// later prefetch) that no read took yet, taken those of the chunks read.
 	wanted, taken map[uint64]bool
@@ -284,23 +283,23 @@ func (s *Store) runFetch(f *fetch) {
 	<-s.fetchSlots
 	s.gone.noteMissing(f.num, err)
 	st.mu.Lock()
-	f.err, f.ended = err, true
+	f.ended = true
 	st.mu.Unlock()
 	st.arrive.Broadcast()
 	close(f.done)
 	if err != nil {
-		s.staged.mu.Lock()
-		s.staged.unstage(f) // the reads GET their chunks themselves
-		s.staged.release(f)
-		s.staged.mu.Unlock()
+		st.mu.Lock()
+		st.unstage(f) // the reads GET their chunks themselves
+		st.release(f)
+		st.mu.Unlock()
 		return
 	}
 	if s.cache != nil && !f.uncached {
 		s.cache.putRecord(blob.Loc{Segment: f.num, Offset: f.start, Length: uint32(f.end - f.start)}, rb)
 	}
-	s.staged.mu.Lock()
-	s.staged.release(f)
-	s.staged.mu.Unlock()
+	st.mu.Lock()
+	st.release(f)
+	st.mu.Unlock()
 }
 
 // scanCached is how much of a sequential stream PrefetchStream writes to
