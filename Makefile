@@ -81,8 +81,9 @@ test: deps
 #   postgres:     content (the engine's tests, on raw stores), namespace
 #                 and fsck (clone isolation model at 300 ops),
 #                 then from tests/ the FUSE model tests, the kill -9 crash
-#                 and crash-loop tests, clone isolation and the fsck and
-#                 damage tests (the clone crash tests run on S3 only).
+#                 and crash-loop tests, clone isolation, the fsck and
+#                 damage tests and the block export's tests (the clone
+#                 crash tests run on S3 only).
 #   postgres+s3:  content, namespace, fsck and the whole end-to-end package tests/
 #                 (-short: FUSE model 3000 ops, 8 kills of the crash loop),
 #                 but for the tests that start servers of their own
@@ -93,7 +94,7 @@ test: deps
 SHARED_ENV = DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_SHARED_CLONE_MODEL_OPS:-300}" \
 	DOPPEL_MODEL_OPS="$${DOPPEL_SHARED_MODEL_OPS:-3000}" \
 	DOPPEL_CRASH_CYCLES="$${DOPPEL_SHARED_CRASH_CYCLES:-8}"
-SHARED_PG_E2E = TestModel|TestCrash|TestCloneIsolation|TestFsck|TestDamageDetected
+SHARED_PG_E2E = TestModel|TestCrash|TestCloneIsolation|TestFsck|TestDamageDetected|TestNBD|TestBlockPurge
 SHARED_COMPACT = DOPPEL_COMPACT=interval=20ms,max-live=0.9,min-reclaim=0,retire-grace=50ms,sweep=200ms
 SHARED_OWN_SERVERS = TestSharedVolumeEndToEnd|TestSharedS3|TestSharedVolumeServiceFault|TestSharedVolumeServicesDownAtMount|TestSharedJoin|TestMultiHost
 

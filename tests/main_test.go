@@ -139,9 +139,17 @@ func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
 		logPath: filepath.Join(logDir, "doppel.log"),
 	}
 	t.Cleanup(func() { v.cleanup(t) })
-	args := append([]string{"init", "--store", v.Store}, initArgs...)
-	// The matrix's kind, unless the test picks where the metadata lives
-	// itself (a test of shared volumes on a server of its own).
+	initStore(t, v.Store, initArgs...)
+	v.mount(t)
+	return v
+}
+
+// initStore runs doppel init for a volume of the matrix's kind in store,
+// unless the test picks where the metadata lives itself (a test of shared
+// volumes on a server of its own).
+func initStore(t testing.TB, store string, initArgs ...string) {
+	t.Helper()
+	args := append([]string{"init", "--store", store}, initArgs...)
 	if !slices.Contains(initArgs, "--meta") && !slices.Contains(initArgs, "--meta-file") {
 		if u := voltest.MetaURL(); u != "" {
 			args = append(args, "--meta", u)
@@ -153,8 +161,6 @@ func newVolumeAt(t testing.TB, store string, initArgs ...string) *volume {
 	if out, err := runDoppel(time.Minute, args...); err != nil {
 		t.Fatalf("doppel %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	v.mount(t)
-	return v
 }
 
 // needSegmentFiles skips the rest of a test that damages segment files

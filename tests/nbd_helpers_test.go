@@ -31,14 +31,11 @@ func requireNBDTools(t testing.TB, tools ...string) {
 	}
 }
 
-// newStore inits a volume that is not mounted.
+// newStore inits a volume of the matrix's kind that is not mounted.
 func newStore(t testing.TB, initArgs ...string) string {
 	t.Helper()
 	store := realTempDir(t)
-	args := append([]string{"init", "--store", store}, initArgs...)
-	if out, err := runDoppel(time.Minute, args...); err != nil {
-		t.Fatalf("doppel %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
+	initStore(t, store, initArgs...)
 	return store
 }
 

@@ -4,13 +4,15 @@ import (
 	"github.com/doppelfs/doppel/internal/blob"
 )
 
-// SharedInlineMax is the InlineMax of shared volumes: chunks of up to one
-// blob.Align. A smaller chunk would take a whole aligned 4 KiB slot of a
+// SharedInlineMax is the InlineMax of shared volumes: chunks smaller than
+// one blob.Align. Such a chunk would take a whole aligned 4 KiB slot of a
 // pack anyway, and on a metadata store whose every commit is durable,
 // storing it in the blob store costs a data sync (an upload to S3, an
 // fsync of a segment) before the commit that names it; inline, the
 // commit alone makes it durable (docs/SHARED.md, "Small chunks inline").
-const SharedInlineMax = blob.Align
+// Chunks of a whole 4 KiB stay out: the fixed 4 KiB blocks of a block
+// export or a VM image would otherwise all be PostgreSQL rows.
+const SharedInlineMax = blob.Align - 1
 
 // inlines reports whether a new chunk of n raw bytes goes into its record
 // rather than the blob store.

@@ -20,7 +20,7 @@ import (
 
 // TestCompactionUnderLoad is the randomized test of compaction and the
 // orphan sweep (issue 14, "Space returns"). A volume with its data in S3
-// in small packs (8 KiB chunks: 4 KiB ones would go inline in their
+// in small packs (8 KiB chunks: ones under 4 KiB would go inline in their
 // records) is written with a random model workload (fresh and
 // repeated data, overwrites, truncations, deletions, fsyncs) while the
 // compactor rewrites every pack less than 95 % live and sweeps for

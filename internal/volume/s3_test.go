@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/blob/s3store"
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/fsck"
@@ -356,8 +357,9 @@ func TestS3DeadSpansInMetadata(t *testing.T) {
 // small file uploads nothing, a copy of it is deduplicated against the
 // record, a read after a reopen without the local cache gets the bytes
 // from the record, and fsck --verify-data checks them. Unlinking both
-// copies deletes the record and no S3 request is made for it; a file
-// larger than the bound still goes to a pack.
+// copies deletes the record and no S3 request is made for it; a file of
+// one whole 4 KiB block (what a block export's chunks are) goes to a
+// pack.
 func TestS3SmallChunksInline(t *testing.T) {
 	e := newS3Env(t)
 	counter := newS3Counter(t, e.s3.Endpoint)
@@ -377,7 +379,7 @@ func TestS3SmallChunksInline(t *testing.T) {
 	if !c.IsInline() || c.Refs != 2 || c.Segment != 0 {
 		t.Errorf("the small files' chunk: inline %v, refs %d, segment %d; want inline, 2 refs (deduplicated), no segment", c.IsInline(), c.Refs, c.Segment)
 	}
-	big := testutil.SeededBytes(9, content.SharedInlineMax+1)
+	big := testutil.SeededBytes(9, blob.Align)
 	testutil.Check(t, writeFile(t, v, "big", big, false))
 	if c := chunkRecord(t, v, big); c.IsInline() || counter.read().minus(before).puts == 0 {
 		t.Errorf("a chunk of %d bytes was kept inline, or no pack was uploaded", len(big))
