@@ -23,10 +23,9 @@ const prefetchGap = 256 << 10
 type fetch struct {
 	num        uint32
 	start, end uint64
-	done       chan struct{} // closed when the GET ended
-	rb         *recBuf       // the buffer of the GET, pooled; nil once recycled
-	filled     uint64        // bytes of rb.data that hold the range's; staging.mu
-	ended      bool          // the GET ended (filled is final); staging.mu
+	rb         *recBuf // the buffer of the GET, pooled; nil once recycled
+	filled     uint64  // bytes of rb.data that hold the range's; staging.mu
+	ended      bool    // the GET ended (filled is final); staging.mu
 	// wanted holds the offsets of the chunks asked for (or claimed by a
 	// later prefetch) that no read took yet, taken those of the chunks read.
 	wanted, taken map[uint64]bool
@@ -118,10 +117,9 @@ func (st *staging) add(f *fetch, extendTo uint64) bool {
 	f.end = max(f.end, extendTo)
 	size := int64(f.end - f.start)
 	for i := 0; st.bytes+size > st.limit && i < len(st.order); {
-		select {
-		case <-st.order[i].done:
+		if st.order[i].ended {
 			st.unstage(st.order[i]) // removes it from order
-		default:
+		} else {
 			i++
 		}
 	}
@@ -243,7 +241,7 @@ func (s *Store) prefetch(locs []blob.Loc, streamed int64, stream bool) {
 	for i := 0; i < len(todo); {
 		f := &fetch{num: todo[i].Segment, start: todo[i].Offset, end: todo[i].Offset + uint64(todo[i].Length),
 			wanted: map[uint64]bool{todo[i].Offset: true}, taken: map[uint64]bool{},
-			done: make(chan struct{}), uncached: uncached}
+			uncached: uncached}
 		j := i + 1
 		for ; j < len(todo) && todo[j].Segment == f.num && todo[j].Offset <= f.end+prefetchGap; j++ {
 			f.end = max(f.end, todo[j].Offset+uint64(todo[j].Length))
@@ -286,7 +284,6 @@ func (s *Store) runFetch(f *fetch) {
 	f.ended = true
 	st.mu.Unlock()
 	st.arrive.Broadcast()
-	close(f.done)
 	if err != nil {
 		st.mu.Lock()
 		st.unstage(f) // the reads GET their chunks themselves

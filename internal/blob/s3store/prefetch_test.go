@@ -202,7 +202,7 @@ func TestStreamFetchGoesOnToThePackEnd(t *testing.T) {
 func TestStagedReadTakesBytesAsTheyArrive(t *testing.T) {
 	const half = 32 << 10
 	st := newStaging(1 << 20)
-	f := &fetch{num: 1, start: 0, end: 3 * half, done: make(chan struct{}),
+	f := &fetch{num: 1, start: 0, end: 3 * half,
 		wanted: map[uint64]bool{0: true, half: true, 2 * half: true}, taken: map[uint64]bool{}}
 	if !st.add(f, f.end) {
 		t.Fatal("no room")
