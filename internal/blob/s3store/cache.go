@@ -110,14 +110,17 @@ func (c *cache) unindex(r *record) {
 	c.size -= r.size
 }
 
-// covering returns the record whose range holds all of l. c.mu is held.
+// covering returns the newest record whose range holds all of l (a range
+// promoted out of an older record is in both). c.mu is held.
 func (c *cache) covering(l blob.Loc) *record {
+	var newest *record
 	for _, r := range c.packs[l.Segment] {
-		if r.loc.Offset <= l.Offset && l.Offset+uint64(l.Length) <= r.loc.Offset+uint64(r.loc.Length) {
-			return r
+		if r.loc.Offset <= l.Offset && l.Offset+uint64(l.Length) <= r.loc.Offset+uint64(r.loc.Length) &&
+			(newest == nil || r.seq > newest.seq) {
+			newest = r
 		}
 	}
-	return nil
+	return newest
 }
 
 func (c *cache) has(l blob.Loc) bool {
@@ -129,6 +132,12 @@ func (c *cache) has(l blob.Loc) bool {
 // get fills buf (of l.Length bytes) from the record that holds l,
 // checking the blocks of it that l overlaps. A record that fails a check
 // (or was overwritten meanwhile) leaves the index, and the read is a miss.
+//
+// A hit on a record the head will reach within the next half of the ring
+// promotes the blocks it read: they are written again at the head, as a
+// record of their own, from the bytes just read. Only those blocks: a
+// prefetch's record may hold megabytes, and copying all of it for every
+// 4 KiB read of a random reader took half the daemon's CPU.
 func (c *cache) get(l blob.Loc, buf []byte) bool {
 	c.mu.Lock()
 	r := c.covering(l)
@@ -143,59 +152,65 @@ func (c *cache) get(l blob.Loc, buf []byte) bool {
 	if sl == nil {
 		return false
 	}
-	if !c.readRecord(sl, r, l, buf) {
+	rel := l.Offset - r.loc.Offset
+	from, to := rel/cacheBlock*cacheBlock, min((rel+uint64(l.Length)+cacheBlock-1)/cacheBlock*cacheBlock, uint64(r.loc.Length))
+	var rb *recBuf
+	var span []byte
+	if promote {
+		rb = recordBuf(int(to - from))
+		span = rb.data
+	} else {
+		span = make([]byte, to-from)
+	}
+	if !c.readSpan(sl, r, from, span) {
 		c.mu.Lock()
+		r.promoting = r.promoting && !promote
 		c.unindex(r)
 		c.mu.Unlock()
 		return false
 	}
+	copy(buf, span[rel-from:])
 	if promote {
 		c.writing.Add(1)
 		go func() {
 			defer c.writing.Done()
-			c.promote(sl, r)
+			c.mu.Lock()
+			r.promoting = false
+			c.mu.Unlock()
+			c.writeNewerThan(blob.Loc{Segment: r.loc.Segment, Offset: r.loc.Offset + from, Length: uint32(to - from)}, rb, r)
 		}()
 	}
 	return true
 }
 
-// readRecord fills buf with the bytes of l from record r in slab sl,
-// checking every block of r that l overlaps.
-func (c *cache) readRecord(sl *slab, r *record, l blob.Loc, buf []byte) bool {
-	rel := l.Offset - r.loc.Offset
-	first, last := rel/cacheBlock, (rel+uint64(l.Length)-1)/cacheBlock
-	from, to := first*cacheBlock, min((last+1)*cacheBlock, uint64(r.loc.Length))
-	span := make([]byte, to-from)
-	sums := make([]byte, sumSize*(last-first+1))
+// drop takes record r out of the index (it failed a check).
+func (c *cache) drop(r *record) {
+	c.mu.Lock()
+	c.unindex(r)
+	c.mu.Unlock()
+}
+
+// readSpan fills span with the bytes of record r (in slab sl) from rel
+// on, which starts at a cacheBlock boundary and ends at one or at the
+// record's end, and checks them against the record's sums.
+func (c *cache) readSpan(sl *slab, r *record, rel uint64, span []byte) bool {
+	first := rel / cacheBlock
+	blocks := (uint64(len(span)) + cacheBlock - 1) / cacheBlock
+	sums := make([]byte, sumSize*blocks)
 	base := r.pos.off + headerSize
-	if n, err := sl.f.ReadAt(span, base+int64(from)); err != nil || n != len(span) {
+	if n, err := sl.f.ReadAt(span, base+int64(rel)); err != nil || n != len(span) {
 		return false
 	}
 	if n, err := sl.f.ReadAt(sums, base+int64(r.loc.Length)+sumSize*int64(first)); err != nil || n != len(sums) {
 		return false
 	}
-	for i := range last - first + 1 {
+	for i := range blocks {
 		block := span[i*cacheBlock : min((i+1)*cacheBlock, uint64(len(span)))]
 		if binary.BigEndian.Uint64(sums[i*sumSize:]) != xxh3.Hash(block) {
 			return false
 		}
 	}
-	copy(buf, span[rel-from:])
 	return true
-}
-
-// promote copies record r, which the head will soon overwrite, to the
-// head, as a hit on it showed it is still read.
-func (c *cache) promote(sl *slab, r *record) {
-	whole := recordBuf(int(r.loc.Length))
-	ok := c.readRecord(sl, r, r.loc, whole.data)
-	c.mu.Lock()
-	r.promoting = false
-	ok = ok && r.indexed
-	c.mu.Unlock()
-	if ok {
-		c.write(r.loc, whole)
-	}
 }
 
 // put adds range l of a pack (its bytes data, which it does not change)

@@ -200,11 +200,15 @@ func parseHeader(b []byte) (*record, bool) {
 }
 
 // write writes range l (its bytes in rb.data) at the head and indexes it
-// once it is on disk.
-func (c *cache) write(l blob.Loc, rb *recBuf) {
+// once it is on disk, unless a record holds l already.
+func (c *cache) write(l blob.Loc, rb *recBuf) { c.writeNewerThan(l, rb, nil) }
+
+// writeNewerThan is write where record old, and any record older than it,
+// do not count: a promotion copies part of old (l) to the head.
+func (c *cache) writeNewerThan(l blob.Loc, rb *recBuf, old *record) {
 	size := cacheRecordSize(l.Length)
 	c.mu.Lock()
-	if c.slabs == nil || c.covering(l) != nil {
+	if cov := c.covering(l); c.slabs == nil || cov != nil && (old == nil || cov.seq > old.seq) {
 		c.mu.Unlock()
 		return
 	}

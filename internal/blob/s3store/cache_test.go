@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -176,4 +177,65 @@ func dirBytes(t testing.TB, dir string) int64 {
 		n += st.Size()
 	}
 	return n
+}
+
+// A hit on a record the head will soon overwrite copies the blocks it
+// read to the head, once: they are then read from their new place and
+// outlive the old one; the record's other blocks do not.
+func TestCachePromotesWhatIsReadAgain(t *testing.T) {
+	c, err := openCache(t.TempDir(), 1<<20) // four slabs of 256 KiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	r := rand.New(rand.NewPCG(6, 6))
+	put := func(l blob.Loc) []byte {
+		data := make([]byte, l.Length)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		c.put(l, data)
+		c.writing.Wait()
+		return data
+	}
+	read := func(l blob.Loc, want []byte) {
+		t.Helper()
+		buf := make([]byte, l.Length)
+		if !c.get(l, buf) {
+			t.Fatalf("%+v: not in the cache", l)
+		}
+		if !bytes.Equal(buf, want) {
+			t.Fatalf("%+v: wrong bytes", l)
+		}
+		c.writing.Wait()
+	}
+	big := blob.Loc{Segment: 1, Length: 200 << 10}
+	data := put(big)
+	first := c.recordOf(t, big)
+	hot := blob.Loc{Segment: 1, Offset: 70 << 10, Length: 4 << 10} // in big's second block
+	cold := blob.Loc{Segment: 1, Offset: 150 << 10, Length: 4 << 10}
+	filler := uint32(2)
+	fill := func(until func() bool) {
+		for !until() {
+			put(blob.Loc{Segment: filler, Length: 60 << 10})
+			filler++
+		}
+	}
+	fill(func() bool { return c.ahead(first.pos) < c.limit/2 }) // the head comes near big
+	read(hot, data[hot.Offset:][:hot.Length])
+	c.mu.Lock()
+	moved := c.covering(hot)
+	c.mu.Unlock()
+	if moved == first || moved.loc != (blob.Loc{Segment: 1, Offset: 64 << 10, Length: 64 << 10}) {
+		t.Fatalf("read near the head's reach, %+v is held by %+v, want its block promoted", hot, moved.loc)
+	}
+	read(hot, data[hot.Offset:][:hot.Length]) // from its new place: nothing to promote
+	c.mu.Lock()
+	again := c.covering(hot)
+	c.mu.Unlock()
+	if again != moved {
+		t.Fatal("a block promoted just now was promoted again")
+	}
+	fill(func() bool { return !c.has(cold) }) // past big's place, not yet the promoted block's
+	read(hot, data[hot.Offset:][:hot.Length])
 }
