@@ -114,6 +114,7 @@ func TestCacheBounded(t *testing.T) {
 	if s.cache.has(locs[1]) {
 		t.Error("a chunk read once long ago was kept")
 	}
+	s.cache.writing.Wait() // a promotion the last read started
 	want := s.cache.bytes()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
