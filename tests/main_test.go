@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -156,6 +157,9 @@ func initStore(t testing.TB, store string, initArgs ...string) {
 		}
 		if u := voltest.DataURL(); u != "" {
 			args = append(args, "--data", u)
+			if n := voltest.CacheBytes(); n > 0 {
+				args = append(args, "--cache-size", strconv.FormatInt(n, 10))
+			}
 		}
 	}
 	if out, err := runDoppel(time.Minute, args...); err != nil {

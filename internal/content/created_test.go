@@ -1,6 +1,7 @@
 package content
 
 import (
+	"math"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/meta"
@@ -167,21 +168,31 @@ func TestCommitReadsChunkRecordsTogether(t *testing.T) {
 	v.write(1, 0, data)
 	ps, _, err := v.e.Prepare(0, data, true)
 	testutil.Check(t, err)
-	before := counted.RoundTrips()
-	tx := v.begin()
-	if _, err := tx.WriteChunks(2, ps); err != nil {
-		tx.Abort()
-		t.Fatal(err)
-	}
-	v.commit(tx)
 	// The lock, the extent map of the new file, the chunk records, the
 	// commit: an iterator would have needed 7 pages for the records alone.
-	if n := counted.RoundTrips() - before; n > 5 {
-		t.Errorf("a commit referencing 1024 held chunks cost %d round trips", n)
+	// The store's background queries (its session's heartbeat every 2 s,
+	// a new connection's handshake) count too and can only add to a
+	// commit's count: of up to three commits, the least must be in bounds.
+	const want = 5
+	n := int64(math.MaxInt64) // the least count so far
+	refs := uint64(1)
+	for try := 0; try < 3 && n > want; try++ {
+		before := counted.RoundTrips()
+		tx := v.begin()
+		if _, err := tx.WriteChunks(uint64(2+try), ps); err != nil {
+			tx.Abort()
+			t.Fatal(err)
+		}
+		v.commit(tx)
+		n = min(n, counted.RoundTrips()-before)
+		refs++
+	}
+	if n > want {
+		t.Errorf("a commit referencing 1024 held chunks cost %d round trips (the least of three commits)", n)
 	}
 	for _, c := range v.allChunks() {
-		if c.Refs != 2 {
-			t.Fatalf("chunk with %d refs, want 2", c.Refs)
+		if c.Refs != refs {
+			t.Fatalf("chunk with %d refs, want %d", c.Refs, refs)
 		}
 	}
 }

@@ -37,10 +37,14 @@ type cache struct {
 	dir      string
 	limit    int64 // the ring's bytes: slabs * slabSize
 	slabSize int64
-	direct   atomic.Bool    // write with O_DIRECT (until the file system refuses)
-	writing  sync.WaitGroup // writes and promotions under way
+	direct   atomic.Bool // write with O_DIRECT (until the file system refuses)
+	// writing counts the writes and promotions under way; they are added
+	// under mu while closing is false, so none is added while close waits
+	// (a WaitGroup's Add from zero must not race its Wait).
+	writing sync.WaitGroup
 
 	mu      sync.Mutex
+	closing bool // close has begun: nothing new is written
 	slabs   []*slab
 	head    ringPos // where the next record goes
 	seq     uint64  // of the newest record
@@ -145,8 +149,11 @@ func (c *cache) get(l blob.Loc, buf []byte) bool {
 	var sl *slab
 	if r != nil && c.slabs != nil {
 		sl = c.slabs[r.pos.slab]
-		promote = !r.promoting && c.ahead(r.pos) < c.limit/2
+		promote = !r.promoting && !c.closing && c.ahead(r.pos) < c.limit/2
 		r.promoting = r.promoting || promote
+	}
+	if promote {
+		c.writing.Add(1) // under mu, before close's Wait (closing)
 	}
 	c.mu.Unlock()
 	if sl == nil {
@@ -167,11 +174,13 @@ func (c *cache) get(l blob.Loc, buf []byte) bool {
 		r.promoting = r.promoting && !promote
 		c.unindex(r)
 		c.mu.Unlock()
+		if promote {
+			c.writing.Done()
+		}
 		return false
 	}
 	copy(buf, span[rel-from:])
 	if promote {
-		c.writing.Add(1)
 		go func() {
 			defer c.writing.Done()
 			c.mu.Lock()
@@ -192,7 +201,8 @@ func (c *cache) drop(r *record) {
 
 // readSpan fills span with the bytes of record r (in slab sl) from rel
 // on, which starts at a cacheBlock boundary and ends at one or at the
-// record's end, and checks them against the record's sums.
+// record's end, and checks them against the record's sums (seeded with
+// its seq: another record's bytes do not pass, cache_ring.go).
 func (c *cache) readSpan(sl *slab, r *record, rel uint64, span []byte) bool {
 	first := rel / cacheBlock
 	blocks := (uint64(len(span)) + cacheBlock - 1) / cacheBlock
@@ -206,7 +216,7 @@ func (c *cache) readSpan(sl *slab, r *record, rel uint64, span []byte) bool {
 	}
 	for i := range blocks {
 		block := span[i*cacheBlock : min((i+1)*cacheBlock, uint64(len(span)))]
-		if binary.BigEndian.Uint64(sums[i*sumSize:]) != xxh3.Hash(block) {
+		if binary.BigEndian.Uint64(sums[i*sumSize:]) != xxh3.HashSeed(block, r.seq) {
 			return false
 		}
 	}

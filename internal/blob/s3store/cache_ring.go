@@ -22,21 +22,26 @@ import (
 // one after the other from offset 0, each starting at an Align boundary:
 //
 //	header, headerSize (64) bytes, big endian:
-//	  "doppelrc", seq (u64), segment (u32), length (u32), offset (u64),
+//	  "doppelr2", seq (u64), segment (u32), length (u32), offset (u64),
 //	  24 zero bytes, XXH3 of the 56 bytes before it (u64)
 //	the range's bytes (length)
-//	an XXH3 of each cacheBlock of them (8 bytes each)
+//	an XXH3 of each cacheBlock of them, seeded with seq (8 bytes each)
 //	zeros up to the next Align boundary
 //
 // seq grows with every record written. Opening scans each slab for
 // headers (scan), indexes what it found (the newest record of a range
-// wins) and puts the head after the newest record. Headers are checked when the cache opens; the
-// bytes when they are read. A record the head overwrote while a read was
-// under way fails the read's check, which is a miss, never wrong bytes.
+// wins) and puts the head after the newest record. Headers are checked
+// when the cache opens; the bytes when they are read. A record the head
+// overwrote while a read was under way fails the read's check, which is
+// a miss, never wrong bytes: also when the head laid a record of the
+// same size at the same place, whose bytes and sums agree with each
+// other, because the sums are seeded with the seq of the record they
+// were written for (until 2026-11-29 they were not, and such a read
+// returned the other record's bytes; "doppelrc" was that layout's magic).
 
 const headerSize = 64
 
-var ringMagic = [8]byte{'d', 'o', 'p', 'p', 'e', 'l', 'r', 'c'}
+var ringMagic = [8]byte{'d', 'o', 'p', 'p', 'e', 'l', 'r', '2'}
 
 // maxSlab is the largest slab: the ring of a large cache is many slabs,
 // so that a lap frees space a slab at a time.
@@ -208,7 +213,7 @@ func (c *cache) write(l blob.Loc, rb *recBuf) { c.writeNewerThan(l, rb, nil) }
 func (c *cache) writeNewerThan(l blob.Loc, rb *recBuf, old *record) {
 	size := cacheRecordSize(l.Length)
 	c.mu.Lock()
-	if cov := c.covering(l); c.slabs == nil || cov != nil && (old == nil || cov.seq > old.seq) {
+	if cov := c.covering(l); c.slabs == nil || c.closing || cov != nil && (old == nil || cov.seq > old.seq) {
 		c.mu.Unlock()
 		return
 	}
@@ -224,7 +229,7 @@ func (c *cache) writeNewerThan(l blob.Loc, rb *recBuf, old *record) {
 	putHeader(rb.whole, r)
 	sums := rb.whole[headerSize+len(rb.data) : headerSize+len(rb.data)]
 	for off := 0; off < len(rb.data); off += cacheBlock {
-		sums = binary.BigEndian.AppendUint64(sums, xxh3.Hash(rb.data[off:min(off+cacheBlock, len(rb.data))]))
+		sums = binary.BigEndian.AppendUint64(sums, xxh3.HashSeed(rb.data[off:min(off+cacheBlock, len(rb.data))], r.seq))
 	}
 	clear(rb.whole[headerSize+len(rb.data)+len(sums):])
 	err := c.writeAt(sl, rb.whole[:size], r.pos.off)
@@ -288,6 +293,9 @@ func (c *cache) writeAt(sl *slab, b []byte, off int64) error {
 // close waits for the writes and promotions under way and closes the
 // slab files.
 func (c *cache) close() {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
 	c.writing.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()

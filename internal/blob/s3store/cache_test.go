@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
 )
 
@@ -239,4 +240,41 @@ func TestCachePromotesWhatIsReadAgain(t *testing.T) {
 	}
 	fill(func() bool { return !c.has(cold) }) // past big's place, not yet the promoted block's
 	read(hot, data[hot.Offset:][:hot.Length])
+}
+
+// A read that found its record in the index and then lost the race with
+// the head (which laid another record of the same size at the same place
+// before the read got to the disk) fails its check: the blocks' sums are
+// bound to the record they were written for, so the other record's bytes
+// and sums do not pass for it.
+func TestCacheReadOfOverwrittenRecordMisses(t *testing.T) {
+	c, err := openCache(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	r := rand.New(rand.NewPCG(8, 8))
+	put := func(l blob.Loc) {
+		rb := recordBuf(int(l.Length))
+		copy(rb.data, testutil.RandBytes(r, int(l.Length)))
+		c.putRecord(l, rb)
+	}
+	first := blob.Loc{Segment: 1, Length: 4096}
+	put(first)
+	c.mu.Lock()
+	old := c.covering(first)
+	sl := c.slabs[old.pos.slab]
+	c.mu.Unlock()
+	for n := uint32(2); ; n++ { // records of the same size until one lands where first was
+		put(blob.Loc{Segment: n, Length: 4096})
+		c.mu.Lock()
+		landed := c.entries[blob.Loc{Segment: n, Length: 4096}]
+		c.mu.Unlock()
+		if landed != nil && landed.pos == old.pos {
+			break
+		}
+	}
+	if c.readSpan(sl, old, 0, make([]byte, first.Length)) {
+		t.Fatal("the bytes of the record written over it passed the check of the record read")
+	}
 }

@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -94,6 +95,11 @@ func TestCacheRingWraps(t *testing.T) {
 			t.Fatalf("after %d puts the index holds %d bytes", i+1, c.bytes())
 		}
 	}
+	if !c.has(last) {
+		t.Fatal("the newest record is not found")
+	}
+	// check reads every range put (a hit near the head's reach promotes
+	// it) and returns how many were found.
 	check := func(c *cache) int {
 		found := 0
 		for l, w := range want {
@@ -105,23 +111,37 @@ func TestCacheRingWraps(t *testing.T) {
 				}
 			}
 		}
-		if !c.has(last) {
-			t.Fatal("the newest record is not found")
-		}
+		c.writing.Wait()
 		return found
 	}
 	if n := check(c); n == 0 || n == len(want) {
 		t.Fatalf("%d of %d ranges cached", n, len(want))
 	}
+	before := c.indexed()
 	c.close()
 	if c, err = openCache(dir, limit); err != nil {
 		t.Fatal(err)
 	}
 	defer c.close()
+	if after := c.indexed(); !maps.Equal(after, before) {
+		t.Fatalf("reopened, the cache indexes %d ranges; %d before", len(after), len(before))
+	}
 	check(c)
 	if dirBytes(t, c.dir) > limit {
 		t.Fatalf("%d bytes of files, limit %d", dirBytes(t, c.dir), limit)
 	}
+}
+
+// indexed returns the ranges the index holds, with the sequence numbers
+// of their records.
+func (c *cache) indexed() map[blob.Loc]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[blob.Loc]uint64{}
+	for l, r := range c.entries {
+		m[l] = r.seq
+	}
+	return m
 }
 
 func boolInt(b bool) int {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -29,6 +30,25 @@ func Postgres() bool { k := os.Getenv(Env); return k == "postgres" || k == "post
 
 // S3 reports whether the shared volumes keep their chunk data in S3.
 func S3() bool { return os.Getenv(Env) == "postgres+s3" }
+
+// CacheEnv, when set, is the bound in bytes of the local read cache of
+// the postgres+s3 kind's volumes (default: the product's): a small one
+// makes the tests go through the cache's eviction and promotion.
+const CacheEnv = "DOPPEL_TEST_CACHE_BYTES"
+
+// CacheBytes is CacheEnv's value, 0 when unset. It panics on a value that
+// is not a positive number of bytes.
+func CacheBytes() int64 {
+	v := os.Getenv(CacheEnv)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		panic(fmt.Sprintf("%s=%q: want a positive number of bytes", CacheEnv, v))
+	}
+	return n
+}
 
 // metaURL is the server's database URL without its password (the
 // password comes from PGPASSWORD, as a user's would).

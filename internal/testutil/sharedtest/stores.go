@@ -79,5 +79,6 @@ func (s Stores) openBlobs() (blob.Store, error) {
 		return nil, err
 	}
 	cfg.Dir = filepath.Join(s.Dir, "s3")
+	cfg.CacheBytes = CacheBytes()
 	return s3store.Open(cfg)
 }

@@ -37,6 +37,10 @@ func S3() bool { return sharedtest.S3() }
 // Main runs the package's tests (m.Run) and returns the exit code.
 func Main(m *testing.M) int { return sharedtest.Main(m) }
 
+// CacheBytes bounds the read cache of the postgres+s3 kind's volumes (0:
+// the default; sharedtest.CacheEnv).
+func CacheBytes() int64 { return sharedtest.CacheBytes() }
+
 // MetaURL is the --meta URL of the postgres kind ("" for embedded). It
 // panics when Main did not start the server.
 func MetaURL() string { return sharedtest.MetaURL() }
@@ -48,8 +52,7 @@ func DataURL() string { return sharedtest.DataURL() }
 // Init creates a volume of the matrix's kind in dir.
 func Init(t testing.TB, dir string, opt volume.InitOptions) {
 	t.Helper()
-	opt.Meta, opt.Data = MetaURL(), DataURL()
-	if err := volume.Init(dir, opt); err != nil {
+	if err := VolumeInit(dir, opt); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -57,5 +60,8 @@ func Init(t testing.TB, dir string, opt volume.InitOptions) {
 // VolumeInit is volume.Init creating a volume of the matrix's kind.
 func VolumeInit(dir string, opt volume.InitOptions) error {
 	opt.Meta, opt.Data = MetaURL(), DataURL()
+	if opt.Data != "" {
+		opt.CacheBytes = sharedtest.CacheBytes()
+	}
 	return volume.Init(dir, opt)
 }
