@@ -84,7 +84,9 @@ test: deps
 #                 and crash-loop tests, clone isolation, the fsck and
 #                 damage tests and the block export's tests (the clone
 #                 crash tests run on S3 only).
-#   postgres+s3:  content, namespace, fsck and the whole end-to-end package tests/
+#   postgres+s3:  (a read cache of 2 MiB, so that eviction and promotion
+#                 run under the model tests) content, namespace, fsck and
+#                 the whole end-to-end package tests/
 #                 (-short: FUSE model 3000 ops, 8 kills of the crash loop),
 #                 but for the tests that start servers of their own
 #                 (TestSharedVolumeEndToEnd, TestSharedS3*,
@@ -104,7 +106,7 @@ test-shared:
 		./internal/content ./internal/namespace ./internal/fsck
 	DOPPEL_TEST_META=postgres $(SHARED_ENV) \
 		$(GO) test -count=1 -short -timeout 15m -run '$(SHARED_PG_E2E)' ./tests
-	DOPPEL_TEST_META=postgres+s3 $(SHARED_ENV) $(SHARED_COMPACT) \
+	DOPPEL_TEST_META=postgres+s3 DOPPEL_TEST_CACHE_BYTES=2097152 $(SHARED_ENV) $(SHARED_COMPACT) \
 		$(GO) test -count=1 -p $(TEST_P) -short -timeout 20m -skip '$(SHARED_OWN_SERVERS)' \
 		./internal/content ./internal/namespace ./internal/fsck ./tests
 
