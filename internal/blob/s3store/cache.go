@@ -192,13 +192,6 @@ func (c *cache) get(l blob.Loc, buf []byte) bool {
 	return true
 }
 
-// drop takes record r out of the index (it failed a check).
-func (c *cache) drop(r *record) {
-	c.mu.Lock()
-	c.unindex(r)
-	c.mu.Unlock()
-}
-
 // readSpan fills span with the bytes of record r (in slab sl) from rel
 // on, which starts at a cacheBlock boundary and ends at one or at the
 // record's end, and checks them against the record's sums (seeded with
