@@ -13,9 +13,9 @@ import (
 // A randomized model of the read cache: records of random ranges of a few
 // packs (the model holds each pack's bytes), reads of ranges within them
 // from two goroutines at once (so promotions run beside puts and other
-// reads), and reopens while the other goroutine reads. The cache may miss anything; a hit must
-// return the pack's bytes, and neither its index nor its files may
-// exceed its bound.
+// reads), and reopens while the other goroutine reads. The cache may miss
+// anything; a hit must return the pack's bytes, and neither its index nor
+// its files may exceed its bound.
 func TestCacheModel(t *testing.T) {
 	r := testutil.Rand(t)
 	const packs, packSize = 4, 2 << 20
