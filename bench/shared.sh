@@ -66,8 +66,8 @@
 #                       further on [doppel-shared juicefs doppel-embedded]
 #                       (juicefs-notrash runs with seq when juicefs is listed)
 #   BENCH_PROFILE       directory for CPU profiles and execution traces of the
-#                       doppel-shared daemons, one pair per mount (DOPPEL_CPUPROFILE,
-#                       DOPPEL_TRACE); unset: none
+#                       doppel-shared daemons, one set per mount (DOPPEL_CPUPROFILE,
+#                       DOPPEL_TRACE, DOPPEL_ALLOCPROFILE); unset: none
 #   BENCH_PG_OPTS       extra postgres options, e.g. "-c log_min_duration_statement=20"
 #                       (the server log, RUN/pg.log, stays after the run)
 #   BENCH_SHARED_INIT_OPTS  extra doppel init options of the doppel-shared volumes,
@@ -305,6 +305,7 @@ vol_up() {
 		if [ -n "$PROFILE" ] && [ "$VOL_SYS" = doppel-shared ]; then
 			MOUNTN=$((MOUNTN + 1))
 			DOPPEL_CPUPROFILE=$PROFILE/v$VOLN-m$MOUNTN.cpu DOPPEL_TRACE=$PROFILE/v$VOLN-m$MOUNTN.trace \
+			DOPPEL_ALLOCPROFILE=$PROFILE/v$VOLN-m$MOUNTN.alloc \
 				doppel_up "$DOPPEL" "$VOL_STORE" "$VOL_MNT" "$LOGF"
 		else
 			doppel_up "$DOPPEL" "$VOL_STORE" "$VOL_MNT" "$LOGF"
@@ -485,11 +486,13 @@ files_part() {
 
 untar_and_sync() { tar -xf "$TARBALL" -C "$1" && sync; }
 untar_part() {
-	local sys=$1 t
+	local sys=$1 t b0
 	mkdir -p "$VOL_MNT/untar"
 	sync
+	b0=$(vol_bytes)
 	timed t untar_and_sync "$VOL_MNT/untar" || die "$sys: untar failed"
 	add untar_s "$sys" "$t"
+	add untar_added "$sys" $(($(vol_bytes) - b0))
 	log "  untar: ${t}s"
 }
 

@@ -214,7 +214,7 @@ func TestCLI(t *testing.T) {
 		}
 
 		// The metadata store's own configuration says so.
-		setMetaFormat(t, v.Store, 99)
+		was := setMetaFormat(t, v.Store, 99)
 		for _, args := range commands {
 			want := "upgrade doppel"
 			if args[0] == "init" {
@@ -225,7 +225,7 @@ func TestCLI(t *testing.T) {
 		if isMounted(v.Mnt) {
 			t.Fatal("a newer volume got mounted")
 		}
-		setMetaFormat(t, v.Store, 1)
+		setMetaFormat(t, v.Store, was)
 		v.mount(t)
 		checkFile(t, v.path("f"), data)
 	})
@@ -272,7 +272,9 @@ func treeDigest(t *testing.T, dir string) string {
 
 // setMetaFormat rewrites the format number in the configuration record of
 // an unmounted volume's metadata store.
-func setMetaFormat(t *testing.T, store string, format int) {
+// setMetaFormat sets the format the volume's metadata config says and
+// returns the one it said before.
+func setMetaFormat(t *testing.T, store string, format int) (was int) {
 	t.Helper()
 	editStoreMeta(t, store, func(b meta.Batch) error {
 		raw, err := b.Get(schema.KeyConfig)
@@ -283,8 +285,11 @@ func setMetaFormat(t *testing.T, store string, format int) {
 		if err := json.Unmarshal(raw, &cfg); err != nil {
 			return err
 		}
+		f, _ := cfg["format"].(float64)
+		was = int(f)
 		cfg["format"] = format
 		raw, _ = json.Marshal(cfg)
 		return b.Set(schema.KeyConfig, raw)
 	})
+	return was
 }

@@ -2,16 +2,34 @@ package blob
 
 import "errors"
 
-// Align is the alignment of every chunk's offset within its segment. It
-// matches the block size of common host file systems, so that punching the
+// Align is the alignment of every chunk's offset within its segment
+// (unless the store is an Aligner that says otherwise). It matches the
+// block size of common host file systems, so that punching the
 // Align-rounded range of a freed chunk releases whole blocks.
 const Align = 4096
 
 // Loc says where a chunk's stored bytes are.
 type Loc struct {
 	Segment uint32 // segment number, >= 1
-	Offset  uint64 // byte offset in the segment, a multiple of Align
+	Offset  uint64 // byte offset in the segment, a multiple of the store's alignment
 	Length  uint32 // stored length in bytes
+}
+
+// Aligner is implemented by stores whose chunks start at multiples of
+// something other than Align: S3 packs without padding, where nothing is
+// ever punched and chunks lie back to back (alignment 1).
+type Aligner interface {
+	Alignment() int64
+}
+
+// AlignmentOf is the alignment of s's chunk offsets: what s says if it is
+// an Aligner, else Align. Every span of a location (what a freed chunk
+// releases, what a live one holds) is taken at it.
+func AlignmentOf(s Store) int64 {
+	if a, ok := s.(Aligner); ok {
+		return a.Alignment()
+	}
+	return Align
 }
 
 // Store is where chunk bytes live. Implementations are safe for concurrent use.

@@ -12,10 +12,15 @@ import (
 // Span is a byte range [Start, End) of a segment file.
 type Span struct{ Start, End int64 }
 
-// LiveSpan is the Align-rounded range loc occupies.
-func LiveSpan(loc Loc) Span {
+// LiveSpan is the Align-rounded range loc occupies in a segment file.
+func LiveSpan(loc Loc) Span { return SpanAt(loc, Align) }
+
+// SpanAt is the range loc occupies in a store whose chunks start at
+// multiples of align (AlignmentOf): its bytes, up to the next boundary.
+func SpanAt(loc Loc, align int64) Span {
 	start := int64(loc.Offset)
-	return Span{start, roundUp(start + int64(loc.Length))}
+	end := start + int64(loc.Length)
+	return Span{start, (end + align - 1) / align * align}
 }
 
 // DataSpans lists f's data ranges (SEEK_DATA/SEEK_HOLE), widened to Align

@@ -81,9 +81,10 @@ func (e *Engine) sweepOrphans(store blob.Compactable) (int64, error) {
 	}
 	end := e.blobs.SessionStart()
 	live := map[uint32][]blob.Span{}
+	align := blob.AlignmentOf(e.blobs)
 	if err := e.eachChunk(func(_ schema.Hash, c schema.Chunk) {
 		if !c.IsInline() && c.Segment < end {
-			live[c.Segment] = append(live[c.Segment], blob.LiveSpan(chunkLoc(c)))
+			live[c.Segment] = append(live[c.Segment], blob.SpanAt(chunkLoc(c), align))
 		}
 	}); err != nil {
 		return 0, err

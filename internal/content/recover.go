@@ -154,6 +154,7 @@ func (e *Engine) reclaimOrphans(first uint32, rec *Recovery) error {
 		return nil
 	}
 	live := map[uint32][]blob.Span{}
+	align := blob.AlignmentOf(e.blobs)
 	it, err := e.meta.NewIter(schema.ChunkRange())
 	if err != nil {
 		return err
@@ -166,7 +167,7 @@ func (e *Engine) reclaimOrphans(first uint32, rec *Recovery) error {
 		}
 		if !c.IsInline() && c.Segment >= first && c.Segment < end {
 			loc := blob.Loc{Segment: c.Segment, Offset: c.Offset, Length: c.Stored}
-			live[c.Segment] = append(live[c.Segment], blob.LiveSpan(loc))
+			live[c.Segment] = append(live[c.Segment], blob.SpanAt(loc, align))
 		}
 	}
 	if err := it.Close(); err != nil {

@@ -62,7 +62,7 @@ func (c *checker) checkBlobs() error {
 		}
 		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
 			// Even a cut-off chunk's bytes are its own, not free space.
-			c.live[l.c.Segment] = append(c.live[l.c.Segment], blob.LiveSpan(l.loc()))
+			c.live[l.c.Segment] = append(c.live[l.c.Segment], blob.SpanAt(l.loc(), c.align))
 			if whole && c.opt.VerifyData {
 				v.verify(l)
 			}
@@ -96,7 +96,7 @@ func (c *checker) checkBlobs() error {
 // space to reclaim.
 func (c *checker) checkFreed() {
 	for _, f := range c.freed {
-		fs := blob.LiveSpan(f)
+		fs := blob.SpanAt(f, c.align)
 		key := schema.FreeKey(f.Segment, f.Offset)
 		overlap := false
 		for _, l := range c.live[f.Segment] {
@@ -120,7 +120,7 @@ func (c *checker) checkFreed() {
 func (c *checker) chunkAt(seg uint32, l blob.Span) string {
 	for h, ch := range c.chunks {
 		loc := located{h, ch.rec}.loc()
-		if !ch.bad && ch.rec.Segment == seg && blob.LiveSpan(loc) == l {
+		if !ch.bad && ch.rec.Segment == seg && blob.SpanAt(loc, c.align) == l {
 			return fmt.Sprintf("%x", h[:8])
 		}
 	}
@@ -179,7 +179,7 @@ func (c *checker) checkLoc(l located, sizes map[uint32]int64) (inSeg, whole bool
 	size, ok := sizes[l.c.Segment]
 	end := l.c.Offset + uint64(l.c.Stored)
 	switch {
-	case l.c.Segment == 0 || l.c.Offset%blob.Align != 0 || end < l.c.Offset:
+	case l.c.Segment == 0 || int64(l.c.Offset)%c.align != 0 || end < l.c.Offset:
 		c.damage(l.h, KindBadLocation, "chunk %x has location segment %d offset %d", l.h[:8], l.c.Segment, l.c.Offset)
 	case !ok:
 		c.damage(l.h, KindMissingSegment, "chunk %x is in segment %d, which does not exist", l.h[:8], l.c.Segment)
@@ -260,5 +260,3 @@ func (v *verifier) close() {
 		v.zstd.Close()
 	}
 }
-
-func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }

@@ -53,6 +53,7 @@ type checker struct {
 	r          meta.Reader // the view checked: a snapshot
 	opt        Options
 	online     bool   // the volume is in use (see CheckLive)
+	align      int64  // where chunks start in segments (blob.AlignmentOf): spans are taken at it
 	liveFrom   uint32 // online: segments from this number on are being written
 	rep        Report
 	problems   []pending
@@ -131,6 +132,7 @@ func check(ctx context.Context, s Stores, opt Options, online bool) (*checker, e
 		damaged:    map[schema.Hash][]damage{},
 		live:       map[uint32][]blob.Span{},
 		fix:        newPlan(),
+		align:      blob.AlignmentOf(s.Blobs),
 	}
 	c.rep.Online = online
 	if online {

@@ -65,7 +65,7 @@ func (c *checker) usedSpans(num uint32) []blob.Span {
 	used := slices.Clone(c.live[num])
 	for _, f := range c.freed {
 		if f.Segment == num {
-			used = append(used, blob.LiveSpan(f))
+			used = append(used, blob.SpanAt(f, c.align))
 		}
 	}
 	return used

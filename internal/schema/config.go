@@ -14,10 +14,26 @@ type Config struct {
 	Chunking    string `json:"chunking"`    // chunker.Policy string
 	Compression string `json:"compression"` // off, zstd, auto
 	Created     int64  `json:"created"`     // unix nanoseconds
+	// PackAlign is where chunks start in the volume's S3 packs: 1, back
+	// to back (format 2 on), or 0 for blob.Align boundaries, as every
+	// volume had before.
+	PackAlign int64 `json:"pack_align,omitempty"`
 }
 
-// FormatVersion is the metadata format this build writes and reads.
-const FormatVersion = 1
+// FormatVersion is the newest metadata format this build reads. A volume
+// is made at FormatBase unless it uses what a later format added, so that
+// older builds still open every volume they can handle:
+//
+//	2: S3 packs without padding (PackAlign 1). A build that predates
+//	   them would take their chunks' offsets for damage and round freed
+//	   spans up to 4 KiB, marking live neighbours dead.
+const FormatVersion = 2
+
+// FormatBase is the format of a volume that uses nothing newer.
+const FormatBase = 1
+
+// FormatUnpaddedPacks is the first format with PackAlign.
+const FormatUnpaddedPacks = 2
 
 // ErrNewerFormat is wrapped by the error for a volume written by a newer
 // doppel: nothing may read or repair it.
@@ -38,8 +54,11 @@ func DecodeConfig(b []byte) (Config, error) {
 	if c.Format > FormatVersion {
 		return c, fmt.Errorf("%w: volume metadata format %d, this doppel knows %d; upgrade doppel", ErrNewerFormat, c.Format, FormatVersion)
 	}
-	if c.Format != FormatVersion {
+	if c.Format < FormatBase {
 		return c, fmt.Errorf("%w: unknown volume metadata format %d", ErrBadRecord, c.Format)
+	}
+	if c.PackAlign != 0 && (c.PackAlign != 1 || c.Format < FormatUnpaddedPacks) {
+		return c, fmt.Errorf("%w: pack alignment %d in volume metadata format %d", ErrBadRecord, c.PackAlign, c.Format)
 	}
 	return c, nil
 }

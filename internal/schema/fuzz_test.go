@@ -185,7 +185,8 @@ func FuzzDecodeJournalEntry(f *testing.F) {
 func FuzzDecodeConfig(f *testing.F) {
 	for _, c := range []Config{
 		{Format: FormatVersion, UUID: "5f0b8a5e-8a1c-4a55-9b0c-0e0d9a5b1c11", Chunking: "cdc:16K:64K:256K", Compression: "zstd", Created: 1700000000000000000},
-		{Format: FormatVersion, Chunking: "fixed:4K", Compression: "off", Created: -1},
+		{Format: FormatBase, Chunking: "fixed:4K", Compression: "off", Created: -1},
+		{Format: FormatUnpaddedPacks, Chunking: "fixed:4K", Compression: "off", PackAlign: 1},
 	} {
 		f.Add(EncodeConfig(c))
 	}
@@ -193,14 +194,16 @@ func FuzzDecodeConfig(f *testing.F) {
 	f.Add([]byte(`{"format":1,"uuid":"\ud800\u00e9\u0000"}`))
 	f.Add([]byte(`{"format":1,"uuid":"bad utf-8 \xff"}`))
 	f.Add([]byte(`{"format":2}`))
+	f.Add([]byte(`{"format":1,"pack_align":1}`))
+	f.Add([]byte(`{"format":3}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeConfig(b)
 		if err != nil {
 			return
 		}
-		if c.Format != FormatVersion {
-			t.Fatalf("DecodeConfig(%q) accepted format %d", b, c.Format)
+		if c.Format < FormatBase || c.Format > FormatVersion || c.PackAlign != 0 && (c.PackAlign != 1 || c.Format < FormatUnpaddedPacks) {
+			t.Fatalf("DecodeConfig(%q) accepted format %d with pack alignment %d", b, c.Format, c.PackAlign)
 		}
 		enc := EncodeConfig(c)
 		c2, err := DecodeConfig(enc)

@@ -284,7 +284,8 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 func TestConfigRoundTrip(t *testing.T) {
 	for _, c := range []Config{
 		{Format: FormatVersion, UUID: "5f0b8a5e-8a1c-4a55-9b0c-0e0d9a5b1c11", Chunking: "cdc:16K:64K:256K", Compression: "zstd", Created: 1700000000000000000},
-		{Format: FormatVersion},
+		{Format: FormatBase},
+		{Format: FormatUnpaddedPacks, PackAlign: 1},
 		{Format: FormatVersion, UUID: "quote\" backslash\\ nul\x00 é", Chunking: "fixed:4K", Compression: "off", Created: math.MinInt64},
 	} {
 		got, err := DecodeConfig(EncodeConfig(c))
@@ -315,7 +316,9 @@ func TestConfigRejects(t *testing.T) {
 		{"wrong type", `{"format":"1"}`, true},
 		{"trailing garbage", `{"format":1}x`, true},
 		{"missing format", `{"uuid":"x"}`, false},
-		{"future format", `{"format":2}`, false},
+		{"future format", `{"format":3}`, false},
+		{"pack alignment before its format", `{"format":1,"pack_align":1}`, true},
+		{"pack alignment unknown", `{"format":2,"pack_align":512}`, true},
 		{"null", `null`, false},
 	}
 	for _, tc := range tests {

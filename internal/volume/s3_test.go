@@ -167,6 +167,54 @@ func TestS3VolumeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestS3PacksWithoutPadding: a new volume with data in S3 is made at the
+// format that puts chunks back to back in its packs, and its objects hold
+// exactly its chunks' bytes (at blob.Align boundaries, every
+// content-defined chunk but a pack's last would bring up to 4 KiB of
+// zeros along).
+func TestS3PacksWithoutPadding(t *testing.T) {
+	e := newS3Env(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	testutil.Check(t, Init(dir, InitOptions{Meta: e.dsn, Data: e.dataURL("unpadded")}))
+	v, err := Open(dir, quietLog())
+	testutil.Check(t, err)
+	if v.Config.Format != schema.FormatUnpaddedPacks || v.Config.PackAlign != 1 || blob.AlignmentOf(v.Blobs) != 1 {
+		t.Fatalf("format %d, pack alignment %d, store alignment %d; want %d, 1, 1", v.Config.Format, v.Config.PackAlign, blob.AlignmentOf(v.Blobs), schema.FormatUnpaddedPacks)
+	}
+	files := map[string][]byte{}
+	for i, n := range []int{3 << 20, 70000, 5000} {
+		name := fmt.Sprintf("f%d", i)
+		files[name] = testutil.SeededBytes(uint64(10+i), n)
+		testutil.Check(t, writeFile(t, v, name, files[name], true))
+	}
+	var stored int64
+	it, err := v.Meta.NewIter(schema.ChunkRange())
+	testutil.Check(t, err)
+	for ok := it.First(); ok; ok = it.Next() {
+		c, err := schema.DecodeChunk(it.Value())
+		testutil.Check(t, err)
+		if !c.IsInline() {
+			stored += int64(c.Stored)
+		}
+	}
+	testutil.Check(t, it.Close())
+	used, _, err := v.Blobs.Usage()
+	testutil.Check(t, err)
+	if used != stored {
+		t.Errorf("the packs hold %d bytes for %d bytes of chunks", used, stored)
+	}
+	testutil.Check(t, v.Close())
+	checkClean(t, dir)
+	v, err = Open(dir, quietLog())
+	testutil.Check(t, err)
+	defer v.Close()
+	for name, data := range files {
+		if got := readFile(t, v, name); !bytes.Equal(got, data) {
+			t.Errorf("%s reads back %d bytes that differ", name, len(got))
+		}
+	}
+}
+
 // TestS3InitRefusals: --data without --meta, credentials in the URL, a
 // missing bucket, wrong credentials and a prefix holding another volume's
 // packs are refused, each with a message saying so.

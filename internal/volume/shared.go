@@ -131,6 +131,12 @@ func initShared(dir string, opt InitOptions, cfg schema.Config) error {
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return err
 	}
+	if opt.Data != "" {
+		// Chunks lie back to back in S3 packs: the padding to 4 KiB that
+		// segment files need for punching only costs bytes in objects
+		// (docs/SHARED.md, "Packs without padding").
+		cfg.Format, cfg.PackAlign = max(cfg.Format, schema.FormatUnpaddedPacks), 1
+	}
 	info := sharedInfo{Meta: mu.stored, Schema: mu.schema, Data: opt.Data, CacheBytes: opt.CacheBytes}
 	if err := initSharedData(dir, info, m); err != nil {
 		return err

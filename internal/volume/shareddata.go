@@ -87,6 +87,9 @@ func s3Config(dir string, s sharedInfo, m meta.Store) (s3store.Config, error) {
 		return cfg, fmt.Errorf("data in S3 needs a metadata store that reserves pack numbers atomically (%T does not)", m)
 	}
 	cfg.Allocator, cfg.Dead = packAllocator{c}, deadRecords{m: m, writer: sessionOf(m)}
+	if cfg.Unpadded, err = unpaddedPacks(m); err != nil {
+		return cfg, err
+	}
 	cfg.Dir = filepath.Join(dir, S3Dir)
 	switch {
 	case cacheBytes == 0:
@@ -111,6 +114,24 @@ func s3Config(dir string, s sharedInfo, m meta.Store) (s3store.Config, error) {
 		tuneS3(&cfg)
 	}
 	return cfg, nil
+}
+
+// unpaddedPacks tells whether the volume in m puts its chunks back to back
+// in S3 packs (its config's PackAlign). A volume being made has no config
+// yet; nothing is put into its packs before it has.
+func unpaddedPacks(m meta.Store) (bool, error) {
+	raw, err := m.Get(schema.KeyConfig)
+	if errors.Is(err, meta.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c, err := schema.DecodeConfig(raw)
+	if err != nil {
+		return false, err
+	}
+	return c.PackAlign == 1, nil
 }
 
 // openSharedData opens the chunk store of a shared volume: the segment

@@ -84,7 +84,7 @@ func newConfig(opt InitOptions) (schema.Config, error) {
 	if !validCompression(opt.Compression) {
 		return schema.Config{}, fmt.Errorf("unknown compression %q (want off, zstd or auto)", opt.Compression)
 	}
-	return schema.Config{Format: schema.FormatVersion, UUID: newUUID(), Chunking: pol.String(), Compression: opt.Compression, Created: time.Now().UnixNano()}, nil
+	return schema.Config{Format: schema.FormatBase, UUID: newUUID(), Chunking: pol.String(), Compression: opt.Compression, Created: time.Now().UnixNano()}, nil
 }
 
 // InitOn writes a new volume's metadata into m, for callers that bring

@@ -33,8 +33,13 @@ func TestCacheModel(t *testing.T) {
 
 	var mu sync.Mutex // guards put and c (reopens replace it)
 	var put []blob.Loc
+	// Ranges start at Align boundaries half the time (packs with
+	// padding), anywhere else (packs without).
 	randRange := func(maxLen int) blob.Loc {
 		off := r.IntN(packSize/blob.Align) * blob.Align
+		if r.IntN(2) == 0 {
+			off = r.IntN(packSize - 1)
+		}
 		n := 1 + r.IntN(min(maxLen, packSize-off))
 		return blob.Loc{Segment: uint32(1 + r.IntN(packs)), Offset: uint64(off), Length: uint32(n)}
 	}
@@ -49,9 +54,12 @@ func TestCacheModel(t *testing.T) {
 		}
 	}
 	// within returns a chunk-like range inside l: from an Align boundary
-	// of it, of any length to its end.
+	// of it or from anywhere, of any length to its end.
 	within := func(l blob.Loc) blob.Loc {
 		off := uint64(r.IntN(int(l.Length)/blob.Align+1)) * blob.Align
+		if r.IntN(2) == 0 {
+			off = uint64(r.IntN(int(l.Length)))
+		}
 		if off >= uint64(l.Length) {
 			off = 0
 		}

@@ -197,7 +197,7 @@ func parseHeader(b []byte) (*record, bool) {
 	}
 	r := &record{seq: binary.BigEndian.Uint64(b[8:]), loc: blob.Loc{Segment: binary.BigEndian.Uint32(b[16:]),
 		Length: binary.BigEndian.Uint32(b[20:]), Offset: binary.BigEndian.Uint64(b[24:])}}
-	if r.loc.Length == 0 || checkLoc(r.loc) != nil {
+	if r.loc.Length == 0 || !validRange(r.loc) {
 		return nil, false
 	}
 	r.size = cacheRecordSize(r.loc.Length)

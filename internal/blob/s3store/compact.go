@@ -25,7 +25,7 @@ func (s *Store) SparseSegments(maxLive float64) []blob.SegmentUse {
 		if _, retired := s.retired[num]; retired || s.pending[num] != nil {
 			continue
 		}
-		size := roundUp(o.size)
+		size := s.alignUp(o.size)
 		live := size - total(s.ledger.dead[num])
 		if live > 0 && float64(live) < maxLive*float64(size) {
 			out = append(out, blob.SegmentUse{Num: num, Size: o.size, Live: live})
@@ -67,7 +67,7 @@ func (s *Store) Retire(num uint32) error {
 	if !ok {
 		return fmt.Errorf("s3: retire pack %d: %w", num, os.ErrNotExist)
 	}
-	s.ledger.add(num, blob.Span{Start: 0, End: roundUp(o.size)})
+	s.ledger.add(num, blob.Span{Start: 0, End: s.alignUp(o.size)})
 	s.retired[num] = time.Now()
 	return nil
 }
@@ -78,7 +78,7 @@ func (s *Store) Retire(num uint32) error {
 func (s *Store) retireDeadPacks() {
 	now := time.Now()
 	for num, o := range s.packs {
-		if s.ledger.allDead(num, roundUp(o.size)) {
+		if s.ledger.allDead(num, s.alignUp(o.size)) {
 			s.retired[num] = now
 		}
 	}

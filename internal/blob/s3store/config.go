@@ -48,6 +48,11 @@ type Config struct {
 	Attempts int
 	// RequestTimeout bounds one request; default 2 minutes.
 	RequestTimeout time.Duration
+	// Unpadded packs hold their chunks back to back instead of at
+	// blob.Align boundaries (Alignment). It is a property of the volume,
+	// fixed when it is made: every host must agree (a host that rounds
+	// freed spans to 4 KiB would mark live neighbours dead).
+	Unpadded bool
 }
 
 const (

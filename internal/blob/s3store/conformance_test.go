@@ -36,18 +36,24 @@ func open(t testing.TB, cfg s3store.Config) *s3store.Store {
 }
 
 // TestConformance runs the suite every blob.Store passes against a real
-// S3 server, with and without the read cache.
+// S3 server, with and without the read cache, with packs without padding
+// (what new volumes get) and with chunks at 4 KiB boundaries (volumes
+// made before).
 func TestConformance(t *testing.T) {
 	srv := s3test.Start(t)
 	for _, cached := range []bool{true, false} {
-		t.Run(map[bool]string{true: "cache", false: "nocache"}[cached], func(t *testing.T) {
-			storetest.Run(t, func(t testing.TB, dir string) blob.Store {
-				cfg := config(srv, dir)
-				if !cached {
-					cfg.CacheBytes = -1
-				}
-				return open(t, cfg)
+		for _, unpadded := range []bool{true, false} {
+			name := map[bool]string{true: "cache", false: "nocache"}[cached] + map[bool]string{true: "-unpadded", false: "-padded"}[unpadded]
+			t.Run(name, func(t *testing.T) {
+				storetest.Run(t, func(t testing.TB, dir string) blob.Store {
+					cfg := config(srv, dir)
+					cfg.Unpadded = unpadded
+					if !cached {
+						cfg.CacheBytes = -1
+					}
+					return open(t, cfg)
+				})
 			})
-		})
+		}
 	}
 }

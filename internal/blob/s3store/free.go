@@ -8,11 +8,11 @@ import (
 )
 
 // Free implements blob.Store. An object cannot be punched: the chunk's
-// Align-rounded span is recorded as dead in its pack, and a pack in the
+// span (to the store's alignment) is recorded as dead in its pack, and a pack in the
 // object store whose spans are all dead is deleted (one still uploading
 // is checked when its upload ends). Freeing a location twice counts once.
 func (s *Store) Free(loc blob.Loc) error {
-	if err := checkLoc(loc); err != nil {
+	if err := s.checkLoc(loc); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -28,7 +28,7 @@ func (s *Store) Free(loc blob.Loc) error {
 	// With Grace set, other hosts write packs this store has not listed:
 	// the span is recorded all the same, and the pack is deleted once a
 	// relisting finds it (compaction's, whose pass takes all-dead packs).
-	s.ledger.add(loc.Segment, blob.LiveSpan(loc))
+	s.ledger.add(loc.Segment, s.span(loc))
 	var o object
 	del := false
 	if listed {
@@ -64,7 +64,7 @@ func (s *Store) Reclaim(num uint32, live []blob.Span) (int64, error) {
 		s.mu.Unlock()
 		return 0, nil
 	}
-	dead := blob.Unused([]blob.Span{{Start: 0, End: roundUp(o.size)}}, live)
+	dead := blob.Unused([]blob.Span{{Start: 0, End: s.alignUp(o.size)}}, live)
 	added := s.ledger.add(num, dead...)
 	_, del := s.claimIfDead(num)
 	s.mu.Unlock()
@@ -79,7 +79,7 @@ func (s *Store) Reclaim(num uint32, live []blob.Span) (int64, error) {
 // s.mu is held.
 func (s *Store) claimIfDead(num uint32) (object, bool) {
 	o, ok := s.packs[num]
-	if _, retired := s.retired[num]; retired || !ok || !s.ledger.allDead(num, roundUp(o.size)) {
+	if _, retired := s.retired[num]; retired || !ok || !s.ledger.allDead(num, s.alignUp(o.size)) {
 		return o, false // a retired pack waits for DeleteRetired
 	}
 	delete(s.packs, num)
@@ -103,13 +103,5 @@ func (s *Store) deletePack(num uint32, o object) error {
 	}
 	s.ledger.forget(num)
 	s.gone.add(num)
-	return nil
-}
-
-// checkLoc rejects locations no Put can have returned.
-func checkLoc(loc blob.Loc) error {
-	if loc.Segment == 0 || loc.Offset%blob.Align != 0 || loc.Offset > 1<<62 {
-		return fmt.Errorf("s3: invalid location %+v: %w", loc, blob.ErrCorrupt)
-	}
 	return nil
 }

@@ -36,7 +36,8 @@ func (s *Store) SegmentSize(num uint32) (int64, error) {
 	return o.size, nil
 }
 
-// SegmentData implements blob.Inspector: the pack's Align-rounded extent
+// SegmentData implements blob.Inspector: the pack's extent (to the
+// store's alignment)
 // less the spans the dead-span ledger records.
 func (s *Store) SegmentData(num uint32) ([]blob.Span, error) {
 	size, err := s.SegmentSize(num)
@@ -45,7 +46,7 @@ func (s *Store) SegmentData(num uint32) ([]blob.Span, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return blob.Unused([]blob.Span{{Start: 0, End: roundUp(size)}}, s.ledger.dead[num]), nil
+	return blob.Unused([]blob.Span{{Start: 0, End: s.alignUp(size)}}, s.ledger.dead[num]), nil
 }
 
 // SegmentName implements blob.Inspector: the pack's object.

@@ -221,7 +221,7 @@ func (s *Store) prefetch(locs []blob.Loc, streamed int64, stream bool) {
 		// than the listing (Grace set: others write): a range past its
 		// end fails its GET, and the read then gets the chunk itself.
 		known := listed && int64(l.Offset)+int64(l.Length) <= o.size || !listed && s.cfg.Grace > 0 && s.inMemory(l.Segment) == nil
-		if checkLoc(l) != nil || l.Length == 0 || !known {
+		if s.checkLoc(l) != nil || l.Length == 0 || !known {
 			continue
 		}
 		if f := s.staged.covering(l); f != nil {

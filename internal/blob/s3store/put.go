@@ -13,7 +13,7 @@ import (
 // or sealed and waiting for (or retrying) its upload.
 type pack struct {
 	num uint32
-	buf []byte   // the object's bytes: chunks at Align boundaries, zeros between
+	buf []byte   // the object's bytes: chunks at the store's alignment, zeros between
 	mem *packMem // where buf was allocated (buf is mem's memory unless a chunk outgrew it)
 	// crc is the CRC32C of buf (its PUT's checksum header), brought up to
 	// date as chunks are copied in, while their bytes are still in the
@@ -26,11 +26,6 @@ type pack struct {
 	err      error // of the last round, if it failed
 	readers  int   // Reads copying from buf; buf is recycled once none is left after the upload
 }
-
-// end is where the next chunk of p would start.
-func (p *pack) end() int64 { return roundUp(int64(len(p.buf))) }
-
-func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }
 
 // Put implements blob.Store: PutMany of one chunk.
 func (s *Store) Put(data []byte) (blob.Loc, error) {
@@ -56,7 +51,8 @@ func (s *Store) StartPutMany(data [][]byte) (*blob.Writing, error) {
 func (s *Store) PutsToMemory() {}
 
 // PutMany implements blob.Store: each chunk is copied into the open pack
-// at the next Align boundary; a chunk that would take the pack past
+// at the next boundary of the store's alignment (right after the last
+// chunk in packs without padding); a chunk that would take the pack past
 // PackSize seals it and opens the next, unless the chunks left of data
 // (this one included) fit in the pack's slack: then the pack grows past
 // PackSize to hold them. A writer's commit seals the pack its batch ends
@@ -69,7 +65,7 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 		if uint64(len(p)) > math.MaxUint32 {
 			return nil, fmt.Errorf("s3: chunk of %d bytes is too large", len(p))
 		}
-		left += roundUp(int64(len(p)))
+		left += s.alignUp(int64(len(p)))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,19 +74,19 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 	}
 	locs := make([]blob.Loc, 0, len(data))
 	for _, p := range data {
-		size := roundUp(int64(len(p)))
-		if o := s.open; o == nil || (len(o.buf) > 0 && o.end()+size > s.cfg.PackSize &&
-			o.end()+left > s.cfg.PackSize+s.slack()) {
+		size := s.alignUp(int64(len(p)))
+		if o := s.open; o == nil || (len(o.buf) > 0 && s.alignUp(int64(len(o.buf)))+size > s.cfg.PackSize &&
+			s.alignUp(int64(len(o.buf)))+left > s.cfg.PackSize+s.slack()) {
 			if err := s.rotate(); err != nil {
 				for _, l := range locs {
-					s.ledger.add(l.Segment, blob.LiveSpan(l))
+					s.ledger.add(l.Segment, s.span(l))
 				}
 				return nil, err
 			}
 		}
 		o := s.open
-		off, from := o.end(), len(o.buf)
-		o.buf = append(o.buf, make([]byte, off-int64(from))...)
+		off, from := s.alignUp(int64(len(o.buf))), len(o.buf)
+		o.buf = append(o.buf, zeros[:off-int64(from)]...)
 		o.buf = append(o.buf, p...)
 		o.crc = crc32.Update(o.crc, castagnoli, o.buf[from:])
 		locs = append(locs, blob.Loc{Segment: o.num, Offset: uint64(off), Length: uint32(len(p))})

@@ -14,7 +14,7 @@ import (
 // keeps). The caller (the content layer) verifies them against the
 // chunk's check.
 func (s *Store) Read(loc blob.Loc, buf []byte) ([]byte, error) {
-	if err := checkLoc(loc); err != nil {
+	if err := s.checkLoc(loc); err != nil {
 		return nil, err
 	}
 	if len(buf) < int(loc.Length) {

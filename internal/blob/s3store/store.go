@@ -31,6 +31,7 @@ type Store struct {
 	packs   map[uint32]object
 	ledger  *ledger
 	retired map[uint32]time.Time // all-dead packs waiting for RetireGrace to pass, since when
+	align   int64                // where chunks start in packs (Alignment)
 	// next and limit delimit the numbers reserved but not used yet.
 	next, limit  uint32
 	sessionStart uint32
@@ -88,6 +89,10 @@ func open(cfg Config, dirf *os.File) (*Store, error) {
 		pending: map[uint32]*pack{}, retired: map[uint32]time.Time{}, uploadSlots: make(chan struct{}, cfg.Uploads),
 		fetchSlots: make(chan struct{}, cfg.Fetches), staged: newStaging(cfg.PrefetchBytes)}
 	s.changed.L = &s.mu
+	s.align = blob.Align
+	if cfg.Unpadded {
+		s.align = 1
+	}
 	if s.alloc == nil {
 		s.alloc = NewLocalAllocator(cfg.Dir)
 	}

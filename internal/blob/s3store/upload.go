@@ -23,7 +23,7 @@ func (s *Store) startRound(p *pack) {
 func (s *Store) upload(p *pack, done chan struct{}) {
 	s.uploadSlots <- struct{}{}
 	s.mu.Lock()
-	skip := s.ledger.allDead(p.num, p.end())
+	skip := s.ledger.allDead(p.num, s.alignUp(int64(len(p.buf))))
 	s.mu.Unlock()
 	var err error
 	if !skip {

@@ -26,6 +26,7 @@ func Run(t *testing.T, open Opener) {
 		{"Reopen", testReopen},
 		{"FreeKeepsOthers", testFreeKeepsOthers},
 		{"FreeAllDropsSegment", testFreeAllDropsSegment},
+		{"FreeAroundOne", testFreeAroundOne},
 		{"Reclaim", testReclaim},
 		{"Hints", testHints},
 		{"ConcurrentChurn", testConcurrentChurn},

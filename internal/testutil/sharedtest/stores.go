@@ -80,5 +80,6 @@ func (s Stores) openBlobs() (blob.Store, error) {
 	}
 	cfg.Dir = filepath.Join(s.Dir, "s3")
 	cfg.CacheBytes = CacheBytes()
+	cfg.Unpadded = true // as new volumes' packs are
 	return s3store.Open(cfg)
 }
