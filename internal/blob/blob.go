@@ -112,6 +112,19 @@ type MemoryPutter interface {
 	PutsToMemory()
 }
 
+// Lender is implemented by stores that can keep a batch's bytes where the
+// caller has them instead of copying them (the S3 store, whose packs
+// without padding hold chunks back to back, as a streaming writer's run
+// does): the copy into a pack was a twentieth of a shared volume's write.
+type Lender interface {
+	// StartPutManyLent is StartPutMany of chunks that are all slices of
+	// backing. The store may keep referencing backing instead of copying
+	// them; it calls release exactly once, when it no longer does (at
+	// once if it copied). The caller must not change backing's bytes
+	// before then.
+	StartPutManyLent(data [][]byte, backing []byte, release func()) (*Writing, error)
+}
+
 // StreamPrefetcher is implemented by stores that keep prefetched bytes in
 // a bounded cache of their own (the S3 store's read cache): told how far
 // the sequential reader it prefetches for has read, such a store can keep

@@ -28,7 +28,10 @@ func (e *Engine) CommitChunks(chunks []*Prepared, before func() error, fill func
 // by side, two commits' groups of chunks would alternate in the packs.
 type StoreTurn struct {
 	After <-chan struct{} // closed once the commit before has stored its chunks; nil: none
-	Done  chan<- struct{} // closed once this commit's store ended, stored or not; nil: none
+	// Loan, if not nil, is the memory the chunks were cut from: the blob
+	// store may upload them from it (blob.Lender).
+	Loan *Loan
+	Done chan<- struct{} // closed once this commit's store ended, stored or not; nil: none
 }
 
 // CommitChunksInTurn is CommitChunks whose store waits for its turn.
@@ -36,7 +39,7 @@ func (e *Engine) CommitChunksInTurn(chunks []*Prepared, turn StoreTurn, before f
 	if turn.After != nil {
 		<-turn.After
 	}
-	err := e.Store(chunks)
+	err := e.storeLent(chunks, turn.Loan)
 	if turn.Done != nil {
 		close(turn.Done)
 	}

@@ -50,7 +50,8 @@
 // transaction), commit.go and writeranges.go (cut chunks to committed
 // extents), prepare.go (cutting, hashing and storing: Prepared), hash.go,
 // inline.go (chunks kept in their records), compress.go, writebuf.go and
-// bufpool.go (the per-file write buffer), extents.go (the extent map),
+// bufpool.go (the per-file write buffer), loan.go (a run's memory lent
+// to the blob store while it uploads from it), extents.go (the extent map),
 // read.go (ReadAt), chunk_load.go (loading and verifying one chunk;
 // ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
 // locations and bytes kept in memory), readahead.go, inorder.go,

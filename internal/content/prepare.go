@@ -83,7 +83,11 @@ func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, i
 // them in one write after the last group. The chunks count as stored only
 // once every write is done, so that no commit references bytes still in
 // flight.
-func (e *Engine) Store(out []*Prepared) error {
+func (e *Engine) Store(out []*Prepared) error { return e.storeLent(out, nil) }
+
+// storeLent is Store of chunks cut from loan's memory (nil: none), which
+// a blob.Lender may upload from where they lie.
+func (e *Engine) storeLent(out []*Prepared, loan *Loan) error {
 	seen := map[schema.Hash]*Prepared{} // the first copy of each new hash is stored; later ones share it
 	var started []startedWrite
 	var dedup, zero int64
@@ -106,7 +110,7 @@ func (e *Engine) Store(out []*Prepared) error {
 			if whole {
 				unstarted = append(unstarted, toStore...)
 			} else {
-				err = e.startStoreOf(toStore, &started)
+				err = e.startStoreOf(toStore, nil, &started)
 			}
 		}
 		if err == nil && e.cfg.DeferDedup {
@@ -116,7 +120,7 @@ func (e *Engine) Store(out []*Prepared) error {
 		i = j
 	}
 	if err == nil && len(unstarted) > 0 {
-		err = e.startStoreOf(unstarted, &started)
+		err = e.startStoreOf(unstarted, loan, &started)
 	}
 	for _, s := range started {
 		if werr := s.w.Wait(); werr != nil {
@@ -143,8 +147,8 @@ func (e *Engine) Store(out []*Prepared) error {
 }
 
 // startStoreOf starts writing ps (startStore) and adds the write to started.
-func (e *Engine) startStoreOf(ps []*Prepared, started *[]startedWrite) error {
-	w, stored, err := e.startStore(ps)
+func (e *Engine) startStoreOf(ps []*Prepared, loan *Loan, started *[]startedWrite) error {
+	w, stored, err := e.startStore(ps, loan)
 	if err == nil {
 		*started = append(*started, startedWrite{w, ps, stored})
 	}
@@ -346,7 +350,7 @@ func (e *Engine) store(p *Prepared) error {
 // writing them to the blob store in one batch; the Writing's Wait says
 // when they are stored. It returns the bytes written. On error nothing is
 // stored.
-func (e *Engine) startStore(ps []*Prepared) (*blob.Writing, int64, error) {
+func (e *Engine) startStore(ps []*Prepared, loan *Loan) (*blob.Writing, int64, error) {
 	stored := make([][]byte, len(ps))
 	comps := make([]uint8, len(ps))
 	var total int64
@@ -363,7 +367,13 @@ func (e *Engine) startStore(ps []*Prepared) (*blob.Writing, int64, error) {
 	if err := e.cfg.Headroom.ForData(total); err != nil {
 		return nil, 0, err
 	}
-	w, err := e.startPutMany(ps, stored)
+	var w *blob.Writing
+	var err error
+	if lender, ok := e.blobs.(blob.Lender); ok && loan != nil && e.comp.enc == nil {
+		w, err = lender.StartPutManyLent(stored, loan.backing, loan.take())
+	} else {
+		w, err = e.startPutMany(ps, stored)
+	}
 	if err != nil {
 		return nil, 0, err
 	}

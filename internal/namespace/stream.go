@@ -41,15 +41,19 @@ import (
 // flight settles every stream first, so the committed bytes are never
 // stale.
 type inflight struct {
-	done     chan struct{} // closed when the commit ended
-	decided  chan struct{} // closed when cut is known
-	stored   chan struct{} // closed when its chunks' store ended (the next stream's turn)
-	off      int64         // file offset of the bytes in flight
-	len      int           // len(data)
-	data     []byte        // the bytes in flight, no longer in the buffer
-	buf      []byte        // data's whole array, recycled once settled
-	cut      int           // leading bytes of data in complete chunks; set before decided closes
-	tailBack bool          // data[cut:] is back in the buffer
+	done    chan struct{} // closed when the commit ended
+	decided chan struct{} // closed when cut is known
+	stored  chan struct{} // closed when its chunks' store ended (the next stream's turn)
+	off     int64         // file offset of the bytes in flight
+	len     int           // len(data)
+	data    []byte        // the bytes in flight, no longer in the buffer
+	buf     []byte        // data's whole array, recycled once settled
+	// loan lends buf to the blob store, which may upload chunks from it
+	// (blob.Lender); buf goes back to the pool when the store and the
+	// settling both let go of it.
+	loan     *content.Loan
+	cut      int  // leading bytes of data in complete chunks; set before decided closes
+	tailBack bool // data[cut:] is back in the buffer
 	// committed is the leading bytes of data committed (0 or cut); set
 	// before done closes, as is err.
 	committed int
@@ -103,8 +107,9 @@ func (v *FS) startStream(f *openFile, r content.Run) {
 	detached := f.buf.Detach(r.Off, streamKeep, v.runBufs.Get(), ch.MaxSize())
 	in := &inflight{done: make(chan struct{}), decided: make(chan struct{}), stored: make(chan struct{}),
 		off: r.Off, len: n, data: r.Data[:n:n], buf: detached.Array()}
+	in.loan = content.NewLoan(in.buf, func() { v.runBufs.Put(in.buf) })
 	var prev *inflight
-	turn := content.StoreTurn{Done: in.stored}
+	turn := content.StoreTurn{Done: in.stored, Loan: in.loan}
 	if k := len(f.inflight); k > 0 {
 		prev = f.inflight[k-1]
 		turn.After = prev.stored
@@ -211,7 +216,7 @@ func (v *FS) settleOldest(f *openFile) error {
 		f.buf.Write(in.off+int64(in.committed), in.data[in.committed:end])
 	}
 	v.dirty.n.Add(-int64(in.committed))
-	v.runBufs.Put(in.buf)
+	in.loan.Drop()
 	return in.err
 }
 

@@ -4,7 +4,9 @@
 // bytes [Offset, Offset+Length) of object PREFIX/packs/XXXXXXXX (Segment
 // as 8 hex digits). docs/SHARED.md, section 8, is the design.
 //
-// Chunks are copied into the open pack in memory; a full pack is sealed
+// Chunks are copied into the open pack in memory (a streaming writer's
+// run of them becomes a pack of its own, uploaded from the writer's
+// memory: lend.go); a full pack is sealed
 // and uploaded with one PUT in the background; Sync seals the open pack
 // and returns only once every pack sealed before it is in the object
 // store (ordered mode: data before the metadata naming it). Reads come
@@ -21,6 +23,10 @@
 //   - alloc.go: Allocator, which hands out pack numbers, and LocalAllocator.
 //   - store.go: Store, Open, Close, Segments, SessionStart, Usage.
 //   - put.go: packs in memory, Put, PutMany, StartPutMany, sealing.
+//   - lend.go: blob.Lender: a batch lying back to back in the caller's
+//     memory as a pack of its own, without a copy.
+//   - align.go: blob.Aligner: chunks back to back (Config.Unpadded) or
+//     at 4 KiB boundaries; the spans and checks of locations that follow.
 //   - packmem.go: the memory packs are filled in (an anonymous mapping
 //     where there is one, outside the Go heap).
 //   - wholebody.go: the HTTP client that writes a pack's body to the

@@ -20,6 +20,9 @@ type pack struct {
 	// CPU's cache: a pass over the sealed 4 MiB cost a tenth of the
 	// daemon's CPU on a streaming write.
 	crc uint32
+	// lent, when not nil, says buf is a caller's memory (StartPutManyLent),
+	// given back by calling it once the pack is uploaded and unread.
+	lent func()
 	// round is non-nil while an upload round runs, closed when it ends.
 	round    chan struct{}
 	uploaded bool
@@ -101,6 +104,25 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 // unreachable and the Put fails (the next Put or Sync tries again, so
 // writes resume when the service is back). s.mu is held.
 func (s *Store) rotate() error {
+	if err := s.waitRoom(); err != nil {
+		return err
+	}
+	num, err := s.nextNum()
+	if err != nil {
+		return err
+	}
+	if s.open != nil && len(s.open.buf) > 0 {
+		s.seal(s.open)
+	}
+	mem := s.takePackMem()
+	s.open = &pack{num: num, buf: mem.data[:0], mem: mem}
+	return nil
+}
+
+// waitRoom waits while MaxPending packs wait for upload; a pack whose
+// upload failed gets one more round, and if that fails too the object
+// store is unreachable and waitRoom fails. s.mu is held.
+func (s *Store) waitRoom() error {
 	retried := map[*pack]bool{}
 	for len(s.pending) >= s.cfg.MaxPending && !s.closed {
 		for _, p := range s.pending {
@@ -117,20 +139,21 @@ func (s *Store) rotate() error {
 	if s.closed {
 		return fmt.Errorf("s3: put: %w", os.ErrClosed)
 	}
+	return nil
+}
+
+// nextNum takes the next pack number, reserving more when the ones
+// reserved are used up. s.mu is held.
+func (s *Store) nextNum() (uint32, error) {
 	if s.next == s.limit {
 		first, err := s.alloc.Allocate(allocBlock, s.limit-1)
 		if err != nil {
-			return fmt.Errorf("s3: allocate pack numbers: %w", err)
+			return 0, fmt.Errorf("s3: allocate pack numbers: %w", err)
 		}
 		s.next, s.limit = first, first+allocBlock
 	}
-	if s.open != nil && len(s.open.buf) > 0 {
-		s.seal(s.open)
-	}
-	mem := s.takePackMem()
-	s.open = &pack{num: s.next, buf: mem.data[:0], mem: mem}
 	s.next++
-	return nil
+	return s.next - 1, nil
 }
 
 // seal hands pack p over to the uploads. s.mu is held.
@@ -169,6 +192,11 @@ func (s *Store) recycle(p *pack) {
 		return
 	}
 	p.buf = nil
+	if p.lent != nil {
+		p.lent()
+		p.lent = nil
+		return
+	}
 	if m := p.mem; m != nil {
 		p.mem = nil
 		if len(s.freeMems) < s.cfg.MaxPending+1 {
