@@ -47,7 +47,7 @@ type inflight struct {
 	off     int64         // file offset of the bytes in flight
 	len     int           // len(data)
 	data    []byte        // the bytes in flight, no longer in the buffer
-	buf     []byte        // data's whole array, recycled once settled
+	buf     []byte        // data's whole array, recycled when loan ends
 	// loan lends buf to the blob store, which may upload chunks from it
 	// (blob.Lender); buf goes back to the pool when the store and the
 	// settling both let go of it.
