@@ -19,9 +19,11 @@ func LiveSpan(loc Loc) Span { return SpanAt(loc, Align) }
 // multiples of align (AlignmentOf): its bytes, up to the next boundary.
 func SpanAt(loc Loc, align int64) Span {
 	start := int64(loc.Offset)
-	end := start + int64(loc.Length)
-	return Span{start, (end + align - 1) / align * align}
+	return Span{start, AlignUp(start+int64(loc.Length), align)}
 }
+
+// AlignUp rounds n up to a multiple of align.
+func AlignUp(n, align int64) int64 { return (n + align - 1) / align * align }
 
 // DataSpans lists f's data ranges (SEEK_DATA/SEEK_HOLE), widened to Align
 // boundaries. Where the host file system cannot tell, the whole file is

@@ -17,7 +17,7 @@ var _ blob.Aligner = (*Store)(nil)
 func (s *Store) Alignment() int64 { return s.align }
 
 // alignUp rounds n up to the store's alignment.
-func (s *Store) alignUp(n int64) int64 { return (n + s.align - 1) / s.align * s.align }
+func (s *Store) alignUp(n int64) int64 { return blob.AlignUp(n, s.align) }
 
 // span is the range of its pack that loc holds: what freeing it marks
 // dead, exact in packs without padding. Taking it at blob.Align there
@@ -41,5 +41,5 @@ func validRange(loc blob.Loc) bool { return loc.Segment != 0 && loc.Offset <= 1<
 // cache's records and buffer classes).
 func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }
 
-// zeros pads a chunk of a pack with padding to the next blob.Align.
+// zeros is where a padded pack's padding to the next blob.Align comes from.
 var zeros [blob.Align]byte

@@ -20,7 +20,7 @@ var _ blob.Lender = (*Store)(nil)
 // copies from it. Any other batch is copied (StartPutMany) and released at
 // once.
 func (s *Store) StartPutManyLent(data [][]byte, backing []byte, release func()) (*blob.Writing, error) {
-	body, offs, ok := s.lendable(data, backing)
+	body, locs, ok := s.lendable(data, backing)
 	if !ok {
 		w, err := s.StartPutMany(data)
 		release()
@@ -34,9 +34,8 @@ func (s *Store) StartPutManyLent(data [][]byte, backing []byte, release func()) 
 		release() // nothing references it
 		return nil, err
 	}
-	locs := make([]blob.Loc, len(data))
-	for i, p := range data {
-		locs[i] = blob.Loc{Segment: num, Offset: uint64(offs[i]), Length: uint32(len(p))}
+	for i := range locs {
+		locs[i].Segment = num
 	}
 	s.seal(&pack{num: num, buf: body, crc: crc, lent: release})
 	lentPacks.Add(1)
@@ -63,17 +62,18 @@ func (s *Store) lentNum() (uint32, error) {
 }
 
 // lendable returns the bytes of data as one slice of backing, and each
-// chunk's offset in it, if the batch can be a pack of its own as it lies:
+// chunk's location in it (but the pack's number), if the batch can be a
+// pack of its own as it lies:
 // packs without padding, at least half a pack, every chunk inside backing
 // and right after the one before. Offsets are taken by address, within
 // backing only.
-func (s *Store) lendable(data [][]byte, backing []byte) ([]byte, []int64, bool) {
+func (s *Store) lendable(data [][]byte, backing []byte) ([]byte, []blob.Loc, bool) {
 	if s.align != 1 || len(data) == 0 || cap(backing) == 0 {
 		return nil, nil, false
 	}
 	full := backing[:cap(backing)]
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(full)))
-	offs := make([]int64, len(data))
+	locs := make([]blob.Loc, len(data))
 	var first, end int64
 	for i, p := range data {
 		if len(p) == 0 {
@@ -86,10 +86,11 @@ func (s *Store) lendable(data [][]byte, backing []byte) ([]byte, []int64, bool) 
 		if i == 0 {
 			first = at
 		}
-		offs[i], end = at-first, at+int64(len(p))
+		locs[i] = blob.Loc{Offset: uint64(at - first), Length: uint32(len(p))}
+		end = at + int64(len(p))
 	}
 	if end-first < s.cfg.PackSize/2 || uint64(end-first) > 1<<32 {
 		return nil, nil, false
 	}
-	return full[first:end:end], offs, true
+	return full[first:end:end], locs, true
 }
