@@ -50,3 +50,47 @@ func TestRemoveCloneWhileMaterializing(t *testing.T) {
 	}
 	wantFsckClean(t, v)
 }
+
+// TestReaperRootMaterializedMeanwhile removes a lazy clone and, after the
+// reaper has found its root a stub without entries and before the
+// transaction that deletes the root, materializes the root (as a
+// materializer's walk that began before the rmclone does). The root's
+// new entries must be freed before it: deleting the root regardless left
+// its entries and their files unreachable (fsck dirent-not-in-dir; found
+// by TestCloneCrashLoop on PostgreSQL + S3).
+func TestReaperRootMaterializedMeanwhile(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	for i := range 8 {
+		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
+	}
+	var once sync.Once
+	materialized := make(chan error, 1)
+	namespace.OnReapRoot(t, func(r uint64) {
+		once.Do(func() { materialized <- fs.MaterializeNow(r) })
+	})
+	testutil.Must(fs.ClonePath("/src", "/c", namespace.CloneOptions{Lazy: true}))
+	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
+	if err := fs.RemoveClone("/c"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-materialized:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the reaper did not reach the removed clone's root within a minute")
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		_, err := fs.GetAttr(c)
+		if errors.Is(err, syscall.ENOENT) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed clone's root %d is still there a minute after rmclone (getattr: %v)", c, err)
+		}
+	}
+	wantFsckClean(t, v)
+}

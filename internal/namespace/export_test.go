@@ -38,3 +38,15 @@ func OnMaterialized(t testing.TB, fn func(c uint64)) {
 	materializedHook.Store(&fn)
 	t.Cleanup(func() { materializedHook.Store(nil) })
 }
+
+// OnReapRoot makes fn run when the reaper has found no entries left below
+// a removed clone's root, before the transaction that deletes it, until t
+// ends.
+func OnReapRoot(t testing.TB, fn func(root uint64)) {
+	reapRootHook.Store(&fn)
+	t.Cleanup(func() { reapRootHook.Store(nil) })
+}
+
+// MaterializeNow materializes stub ino at once, as the background
+// materializer's walk does.
+func (v *FS) MaterializeNow(ino uint64) error { return v.materializeMany([]uint64{ino}, true) }
