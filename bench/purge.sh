@@ -144,13 +144,17 @@ images) rm -f "$fsdir"/vm*.img ;;
 esac
 sync
 [ "$discard" = fstrim ] && fstrim "$fsdir"
-last="" settled=""
-for i in $(seq 60); do
+# Watch until the bytes held have not changed for 4 s (longer than a
+# block an overwrite freed waits in the store's pool, 1.5 s, plus the
+# reclaimer's passes), so that space coming back in steps is all seen
+# (the loop stopped at the first pause of 0.5 s before).
+last="" settled="" same=0
+for i in $(seq 120); do
 	now=$(held)
 	t=$(echo "$(date +%s.%N) - $start" | bc)
 	printf '%6.2f s  %d\n' "$t" "$now"
-	[ "$now" != "$last" ] && settled=$t
-	[ "$i" -gt 10 ] && [ "$now" = "$last" ] && break
+	if [ "$now" != "$last" ]; then settled=$t same=0; else same=$((same + 1)); fi
+	[ "$i" -gt 10 ] && [ "$same" -ge 8 ] && break
 	last=$now
 	sleep 0.5
 done

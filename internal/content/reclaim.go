@@ -20,15 +20,18 @@ import (
 // Where the store reuses slots (blob.SlotReuser), a pass offers the freed
 // one-block chunks to it instead: new one-block chunks are written into
 // them, and the commit that names such a chunk deletes the slot's free
-// record (Tx.claimSlot). Slots unused for slotLife are punched.
+// record (Tx.claimSlot). Slots unused for slotLife are punched. Space
+// asked back (a punched hole, TRIM, a truncation, a deleted file:
+// Tx.Release) is never pooled: it is punched at the next pass.
 type reclaimer struct {
-	rmu     sync.Mutex
-	pending []blob.Loc
-	quit    chan struct{}
-	wg      sync.WaitGroup
-	eng     *Engine
-	every   time.Duration // between passes
-	lastErr string        // of the last failed sync, logged once; reclaimer goroutine only
+	rmu      sync.Mutex
+	pending  []blob.Loc // freed by overwrites: pooled where the store reuses slots
+	released []blob.Loc // freed on request (Tx.Release): punched, never pooled
+	quit     chan struct{}
+	wg       sync.WaitGroup
+	eng      *Engine
+	every    time.Duration // between passes
+	lastErr  string        // of the last failed sync, logged once; reclaimer goroutine only
 	// held is read-locked by HoldReclaim and write-locked by a pass; a
 	// pass does not wait for holds but leaves its work for the next tick.
 	held sync.RWMutex
@@ -56,12 +59,16 @@ func (r *reclaimer) start(e *Engine, every time.Duration) {
 	}()
 }
 
-func (r *reclaimer) add(locs []blob.Loc) {
+func (r *reclaimer) add(locs []blob.Loc, released bool) {
 	if len(locs) == 0 {
 		return
 	}
 	r.rmu.Lock()
-	r.pending = append(r.pending, locs...)
+	if released {
+		r.released = append(r.released, locs...)
+	} else {
+		r.pending = append(r.pending, locs...)
+	}
 	r.rmu.Unlock()
 }
 
@@ -116,21 +123,22 @@ func (r *reclaimer) reclaim(final bool) {
 }
 
 // collect makes the metadata of what is pending durable and returns what
-// to punch now, in file order: what the store did not pool and the slots
-// that expired (all of them when final).
+// to punch now, in file order: what was released (Tx.Release), what the
+// store did not pool and the slots that expired (all of them when final).
 func (r *reclaimer) collect(final bool) []blob.Loc {
 	r.rmu.Lock()
-	locs := r.pending
-	r.pending = nil
+	locs, released := r.pending, r.released
+	r.pending, r.released = nil, nil
 	r.rmu.Unlock()
-	if len(locs) > 0 {
+	if len(locs) > 0 || len(released) > 0 {
 		if err := r.eng.Sync(); err != nil {
 			if err.Error() != r.lastErr {
 				r.eng.log.Error("reclaim: sync failed; freed chunks stay until it works", "err", err)
 			}
 			r.lastErr = err.Error()
-			r.add(locs)
-			locs = nil
+			r.add(locs, false)
+			r.add(released, true)
+			locs, released = nil, nil
 		} else {
 			r.lastErr = ""
 		}
@@ -144,6 +152,7 @@ func (r *reclaimer) collect(final bool) []blob.Loc {
 		}
 		locs = append(locs, slots.ExpireSlots(life)...)
 	}
+	locs = append(locs, released...)
 	slices.SortFunc(locs, func(a, b blob.Loc) int {
 		return cmp.Or(cmp.Compare(a.Segment, b.Segment), cmp.Compare(a.Offset, b.Offset))
 	})

@@ -391,3 +391,38 @@ func TestLongPassLetsAHoldIn(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedBlocksAreNotPooled: blocks a transaction marked Release
+// frees (TRIM, a punched hole, a deleted file) are punched at the next
+// pass, not pooled for new blocks for slotLife, so their space is back at
+// once; blocks an overwrite frees are pooled as before.
+func TestReleasedBlocksAreNotPooled(t *testing.T) {
+	v := newSlotEnv(t)
+	r := rand.New(rand.NewPCG(36, 36))
+	overwritten, released := testutil.RandBytes(r, 2*4096), testutil.RandBytes(r, 2*4096)
+	v.write(2, 0, overwritten)
+	v.write(3, 0, released)
+	pooled, punched := v.blockLocs(overwritten), v.blockLocs(released)
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.do(func(tx *Tx) error {
+		tx.Release()
+		return tx.DropAll(3)
+	})
+	v.e.reclaimer.reclaim(false)
+	for _, l := range punched {
+		if v.hasFreeRecord(l) {
+			t.Errorf("released block %+v was pooled, not punched", l)
+		}
+	}
+	for _, l := range pooled {
+		if !v.hasFreeRecord(l) {
+			t.Errorf("block %+v, freed by an overwrite, was punched, not pooled", l)
+		}
+	}
+	fresh := testutil.RandBytes(r, 4096)
+	v.write(4, 0, fresh)
+	if l := v.chunkLoc(fresh); l != pooled[0] && l != pooled[1] {
+		t.Errorf("a new block went to %+v, not into a pooled block %v", l, pooled)
+	}
+	v.checkContent(4, fresh)
+}

@@ -27,6 +27,7 @@ type Tx struct {
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
 	freed   []blob.Loc          // chunks whose last reference went; punch once durable
+	release bool                // freed space was asked back (Release): never pool it
 	dupes   []blob.Loc          // stored bytes nobody references; punch at once
 	after   []func()            // run once committed
 	locked  []func()            // run once committed, before the lock goes
@@ -65,6 +66,13 @@ func (e *Engine) AwaitTransactions() {
 	e.txMu.Lock()
 	e.txMu.Unlock() //nolint:staticcheck // an empty critical section is the point
 }
+
+// Release marks the transaction as one that gives space back on request
+// (a punched hole, TRIM, a truncation, a deleted file): the chunks it
+// frees are punched once durable, never pooled for new blocks
+// (blob.SlotReuser), so that their space is back at the reclaimer's next
+// pass instead of after the pool's slotLife.
+func (t *Tx) Release() { t.release = true }
 
 // extentsChanged notes that the transaction changes ino's extents: its
 // extent windows go when it commits.
@@ -186,7 +194,7 @@ func (t *Tx) Commit(sync bool) error {
 	for _, loc := range t.dupes {
 		t.e.freeNow(loc)
 	}
-	t.e.reclaimer.add(t.freed)
+	t.e.reclaimer.add(t.freed, t.release)
 	for _, fn := range t.after {
 		fn()
 	}

@@ -74,6 +74,7 @@ func (v *FS) setAttr(tx *content.Tx, ino uint64, in vfs.SetAttr) (schema.Inode, 
 			return n, syscall.EINVAL
 		}
 		if in.Size < n.Size {
+			tx.Release()
 			mapped, err := tx.Punch(ino, in.Size, math.MaxInt64)
 			if err != nil {
 				return n, err

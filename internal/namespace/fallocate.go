@@ -113,6 +113,7 @@ func (v *FS) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
 			return nil
 		}
 	case vfs.FallocPunchHole, vfs.FallocZeroRange:
+		tx.Release() // TRIM, discard: the space is wanted back now
 		mapped, err := tx.Punch(hd.ino, off, off+length)
 		if err != nil {
 			return fail(err)
@@ -128,6 +129,7 @@ func (v *FS) Fallocate(h vfs.Handle, mode uint32, off, length int64) error {
 			n.Size += length
 		} else {
 			var mapped int64
+			tx.Release()
 			if mapped, err = tx.Punch(hd.ino, off, off+length); err == nil {
 				err = tx.Shift(hd.ino, off+length, -length)
 			}

@@ -48,6 +48,7 @@ func (v *FS) deleteInode(tx *content.Tx, ino uint64) error {
 	if err := v.forgetClone(tx, ino); err != nil {
 		return err
 	}
+	tx.Release()
 	if err := tx.DropAll(ino); err != nil {
 		return err
 	}
