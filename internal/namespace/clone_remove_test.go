@@ -67,8 +67,10 @@ func TestReaperRootMaterializedMeanwhile(t *testing.T) {
 	}
 	var once sync.Once
 	materialized := make(chan error, 1)
-	namespace.OnReapRoot(t, func(r uint64) {
-		once.Do(func() { materialized <- fs.MaterializeNow(r) })
+	namespace.OnReap(t, func(r uint64, n int) {
+		if n == 0 {
+			once.Do(func() { materialized <- fs.MaterializeNow(r) })
+		}
 	})
 	testutil.Must(fs.ClonePath("/src", "/c", namespace.CloneOptions{Lazy: true}))
 	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
@@ -90,6 +92,62 @@ func TestReaperRootMaterializedMeanwhile(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the removed clone's root %d is still there a minute after rmclone (getattr: %v)", c, err)
+		}
+	}
+	wantFsckClean(t, v)
+}
+
+// TestReaperEntryRenamedMeanwhile removes a clone whose root has entries
+// and, after the reaper has listed them and before the transaction that
+// frees them, renames one and puts a new file under its old name (a
+// process still working in the removed tree). The reaper must free what
+// the entries name when it frees them, not what they named when it
+// listed them: the tree goes whole and fsck stays clean.
+func TestReaperEntryRenamedMeanwhile(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	for i := range 4 {
+		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
+	}
+	testutil.Must(fs.ClonePath("/src", "/c", namespace.CloneOptions{Lazy: true}))
+	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
+	testutil.Must(fs.ReadDir(c)) // the root gets its entries
+	var once sync.Once
+	changed := make(chan error, 1)
+	namespace.OnReap(t, func(r uint64, n int) {
+		if n == 0 {
+			return
+		}
+		once.Do(func() { // on the reaper's goroutine: errors go back, no t.Fatal
+			err := fs.Rename(c, "f00", c, "g00", 0)
+			if err == nil {
+				var h vfs.Handle
+				if _, h, err = fs.Create(root, c, "f00", 0o644, syscall.O_WRONLY); err == nil {
+					err = fs.Release(h)
+				}
+			}
+			changed <- err
+		})
+	})
+	if err := fs.RemoveClone("/c"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-changed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the reaper did not list the removed clone's entries within a minute")
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := fs.GetAttr(c)
+		if errors.Is(err, syscall.ENOENT) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed clone's root %d is still there 20 s after rmclone (getattr: %v)", c, err)
 		}
 	}
 	wantFsckClean(t, v)

@@ -39,12 +39,12 @@ func OnMaterialized(t testing.TB, fn func(c uint64)) {
 	t.Cleanup(func() { materializedHook.Store(nil) })
 }
 
-// OnReapRoot makes fn run when the reaper has found no entries left below
-// a removed clone's root, before the transaction that deletes it, until t
-// ends.
-func OnReapRoot(t testing.TB, fn func(root uint64)) {
-	reapRootHook.Store(&fn)
-	t.Cleanup(func() { reapRootHook.Store(nil) })
+// OnReap makes fn run when the reaper has listed what it frees next below
+// a removed clone's root (n entries; none: the root itself), before the
+// transaction that frees it, until t ends.
+func OnReap(t testing.TB, fn func(root uint64, n int)) {
+	reapHook.Store(&fn)
+	t.Cleanup(func() { reapHook.Store(nil) })
 }
 
 // MaterializeNow materializes stub ino at once, as the background

@@ -67,8 +67,8 @@ func (v *FS) reap(root uint64) error {
 		if err != nil {
 			return err
 		}
-		if hook := reapRootHook.Load(); hook != nil && len(batch) == 0 {
-			(*hook)(root)
+		if hook := reapHook.Load(); hook != nil {
+			(*hook)(root, len(batch))
 		}
 		tx, err := v.begin()
 		if err != nil {
@@ -106,9 +106,10 @@ func (v *FS) reap(root uint64) error {
 	}
 }
 
-// reapRootHook, when tests set it, runs when the reaper has found no
-// entries left below a root, before the transaction that deletes it.
-var reapRootHook atomic.Pointer[func(root uint64)]
+// reapHook, when tests set it, runs when the reaper has listed what it
+// frees next below root (n entries; none: the root itself), before the
+// transaction that frees it.
+var reapHook atomic.Pointer[func(root uint64, n int)]
 
 // stubOrEmpty says whether directory ino has no entries of its own: a
 // stub, or a directory without entries.
@@ -158,6 +159,12 @@ func (v *FS) leaves(root uint64, n int) ([]reapItem, error) {
 // included, since nobody can see it any more.
 func (v *FS) reapEntry(tx *content.Tx, e reapItem) error {
 	b := tx.Batch()
+	// leaves read outside this transaction: a process still working in
+	// the removed tree may have renamed or replaced the entry since.
+	// The next batch lists what is there now.
+	if d, found, err := readEntry(b, e.dir, e.name); err != nil || !found || d.Ino != e.d.Ino {
+		return err
+	}
 	if e.d.Type == syscall.S_IFDIR {
 		// leaves read outside this transaction: a stub directory may
 		// have been materialized since (by the materializer, or through
