@@ -28,13 +28,14 @@ for w in $workloads; do
 		peak=$(sed 's/.*peak=\([0-9]*\).*/\1/' <<<"$line")
 		after=$(sed 's/.*after=\([0-9]*\).*/\1/' <<<"$line")
 		freed=$(sed 's/.*freed=\([0-9.]*\)%.*/\1/' <<<"$line")
+		back95=$(sed 's/.*95% of it back \([0-9.]*\) s.*/\1/' <<<"$line")
 		settled=$(sed 's/.*last change seen \([0-9.]*\) s.*/\1/' <<<"$line")
-		rows+=("| $w | $m | $(mib "$before") | $(mib "$peak") | $(mib "$after") | $freed % | $settled s |")
+		rows+=("| $w | $m | $(mib "$before") | $(mib "$peak") | $(mib "$after") | $freed % | $back95 s | $settled s |")
 		echo "$w $m: $line" >&2
 	done
 done
-echo "| workload | backing store | before (MiB) | peak (MiB) | after delete (MiB) | recovered | last change after the delete began |"
-echo "|---|---|---|---|---|---|---|"
+echo "| workload | backing store | before (MiB) | peak (MiB) | after delete (MiB) | recovered | 95 % of it back after the delete began | last change seen |"
+echo "|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "DISCARD=${DISCARD:-discard} SIZE=${SIZE:-1G} DB_MIB=${DB_MIB:-100} IMAGE_MIB=${IMAGE_MIB:-64}; $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
