@@ -50,3 +50,7 @@ func OnReap(t testing.TB, fn func(root uint64, n int)) {
 // MaterializeNow materializes stub ino at once, as the background
 // materializer's walk does.
 func (v *FS) MaterializeNow(ino uint64) error { return v.materializeMany([]uint64{ino}, true) }
+
+// RemoveOrphan runs the orphan reaper's step for ino, as for a list read
+// before ino was deleted.
+func (v *FS) RemoveOrphan(ino uint64) error { return v.removeOrphan(ino) }

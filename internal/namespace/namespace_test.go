@@ -144,6 +144,37 @@ func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
 	}
 }
 
+// TestOrphanRemovedOnce: the orphan reaper lists orphans outside its
+// transactions, and with several hosts every host's reaper lists the
+// same ones. An orphan deleted since it was listed (here by its last
+// close; there by another host) is passed over: deleting it again failed
+// with ENOENT, which stopped the sweep.
+func TestOrphanRemovedOnce(t *testing.T) {
+	v, _ := openVolume(t)
+	fs := v.NS
+	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o644, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Must(fs.Write(h, 0, []byte("hello world")))
+	if err := fs.Unlink(vfs.RootIno, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.RemoveOrphan(a.Ino); err != nil { // open: it stays
+		t.Fatal(err)
+	}
+	if got := testutil.Must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
+		t.Fatalf("nlink %d, want 0", got)
+	}
+	if err := fs.Release(h); err != nil { // the last close deletes it
+		t.Fatal(err)
+	}
+	if err := fs.RemoveOrphan(a.Ino); err != nil { // a list read before
+		t.Fatal(err)
+	}
+	wantFsckClean(t, v)
+}
+
 func TestBufferedWritesShowInAttrsAndPersist(t *testing.T) {
 	v, dir := openVolume(t)
 	fs := v.NS

@@ -1,8 +1,10 @@
 package namespace
 
 import (
+	"errors"
 	"path"
 
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
@@ -28,26 +30,42 @@ func (v *FS) removeOrphans() error {
 		return err
 	}
 	for _, ino := range inos {
-		tx, err := v.begin()
-		if err != nil {
+		if err := v.removeOrphan(ino); err != nil {
 			return err
 		}
-		if keep, err := v.keepOrphan(tx, ino); err != nil || keep {
-			tx.Abort() // open here or on another host (or unknown): it stays
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := v.deleteInode(tx, ino); err != nil {
-			tx.Abort()
-			return err
-		}
-		if err := tx.Commit(false); err != nil {
-			return err
-		}
-		v.log.Info("removed orphan inode", "ino", ino)
 	}
+	return nil
+}
+
+// removeOrphan deletes orphan ino unless it is open here or on another
+// host, or is no orphan any more: the list was read outside this
+// transaction, and on a volume several hosts mount each host's reaper
+// lists the same orphans (deleting one again failed, and the sweep
+// stopped there until its next round).
+func (v *FS) removeOrphan(ino uint64) error {
+	tx, err := v.begin()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Batch().Get(schema.OrphanKey(ino)); err != nil {
+		tx.Abort()
+		if errors.Is(err, meta.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		return err
+	}
+	if keep, err := v.keepOrphan(tx, ino); err != nil || keep {
+		tx.Abort() // open here or on another host (or unknown): it stays
+		return err
+	}
+	if err := v.deleteInode(tx, ino); err != nil {
+		tx.Abort()
+		return err
+	}
+	if err := tx.Commit(false); err != nil {
+		return err
+	}
+	v.log.Info("removed orphan inode", "ino", ino)
 	return nil
 }
 
