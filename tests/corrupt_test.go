@@ -75,6 +75,46 @@ func TestDamageDetected(t *testing.T) {
 		d.afterDamage(t, "late")
 	})
 
+	t.Run("FlippedBitInPack", func(t *testing.T) {
+		needS3Data(t)
+		d := newDamageFixture(t)
+		victim := d.files["dir/victim"]
+		c := d.chunkInMiddle(t, "dir/victim")
+		d.dropReadCache(t)
+		d.editPack(t, c.Segment, func(b []byte) []byte {
+			b[int64(c.Offset)+int64(c.Stored)/2] ^= 0x10
+			return b
+		})
+		d.v.mount(t)
+		d.wantEIO(t, "dir/victim", c.fileOff, int64(c.Length))
+		d.wantReadableOutside(t, "dir/victim", victim, c.fileOff, c.fileOff+int64(c.Length))
+		d.wantLogged(t, "/dir/victim", c.hashHex)
+		d.afterDamage(t, "dir/victim")
+	})
+
+	t.Run("MissingPack", func(t *testing.T) {
+		needS3Data(t)
+		d := newDamageFixture(t)
+		// A second mount's writes go to packs of their own: only "late"
+		// lives in its packs.
+		d.v.mount(t)
+		late := testutil.SeededBytes(109, 700<<10)
+		writeFileSync(t, d.v.path("late"), late)
+		d.files["late"] = late
+		d.ino["late"] = inodeOf(t, d.v.path("late"))
+		d.v.umount(t)
+		c := d.chunkInMiddle(t, "late")
+		if first := d.chunkInMiddle(t, "dir/victim"); first.Segment == c.Segment {
+			t.Fatalf("the files of two mounts share pack %d; the test needs them apart", c.Segment)
+		}
+		d.dropReadCache(t)
+		d.deletePack(t, c.Segment)
+		d.v.mount(t)
+		d.wantEIO(t, "late", c.fileOff, int64(c.Length))
+		d.wantLogged(t, "/late", "chunk=", segName(c.Segment), "get pack") // the first chunk read fails
+		d.afterDamage(t, "late")
+	})
+
 	t.Run("DamagedMetadata", func(t *testing.T) {
 		d := newDamageFixture(t)
 		garbage := []byte{0xee, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}

@@ -50,13 +50,21 @@ func newObjects(cfg Config) *objects {
 	if cfg.Endpoint != "" {
 		opts.BaseEndpoint = aws.String(cfg.Endpoint)
 	}
-	c := s3.New(opts)
-	p := cfg.Prefix
-	if p != "" {
-		p += "/"
-	}
-	return &objects{c: c, bucket: cfg.Bucket, prefix: p, timeout: cfg.RequestTimeout}
+	return &objects{c: s3.New(opts), bucket: cfg.Bucket, prefix: keyPrefix(cfg.Prefix), timeout: cfg.RequestTimeout}
 }
+
+// keyPrefix is what a volume's object keys start with for Config.Prefix.
+func keyPrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	return prefix + "/"
+}
+
+// PackKey is the object key of pack num of a volume whose objects are
+// under prefix (Config.Prefix), for tests and tools that reach into the
+// bucket.
+func PackKey(prefix string, num uint32) string { return (&objects{prefix: keyPrefix(prefix)}).key(num) }
 
 const packDir = "packs/"
 

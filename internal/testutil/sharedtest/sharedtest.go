@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/doppelfs/doppel/internal/testutil/pgtest"
 	"github.com/doppelfs/doppel/internal/testutil/s3test"
 )
@@ -117,6 +119,15 @@ func MetaURL() string {
 		panic(errors.New("sharedtest: " + Env + "=postgres needs voltest.Main or sharedtest.Main in the package's TestMain"))
 	}
 	return metaURL
+}
+
+// S3Client is a client of the postgres+s3 kind's S3 server, for tests
+// that reach under a volume into its bucket (nil for the other kinds).
+func S3Client() *s3.Client {
+	if s3srv == nil {
+		return nil
+	}
+	return s3srv.Client()
 }
 
 // DataURL is a --data URL with a prefix no other volume of the test

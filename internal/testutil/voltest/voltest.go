@@ -19,6 +19,8 @@ package voltest
 import (
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/doppelfs/doppel/internal/testutil/sharedtest"
 	"github.com/doppelfs/doppel/internal/volume"
 )
@@ -48,6 +50,10 @@ func MetaURL() string { return sharedtest.MetaURL() }
 // DataURL is a --data URL with a prefix no other volume of the test
 // binary has ("" unless the kind is postgres+s3).
 func DataURL() string { return sharedtest.DataURL() }
+
+// S3Client is a client of the postgres+s3 kind's S3 server (nil for the
+// other kinds).
+func S3Client() *s3.Client { return sharedtest.S3Client() }
 
 // Init creates a volume of the matrix's kind in dir.
 func Init(t testing.TB, dir string, opt volume.InitOptions) {
