@@ -10,7 +10,8 @@ import (
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-const nameMax = 255
+// nameMax is NAME_MAX, which the record keys are sized for.
+const nameMax = schema.MaxNameBytes
 
 func checkName(name string) error {
 	switch {

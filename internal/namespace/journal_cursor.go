@@ -21,6 +21,9 @@ func (v *FS) SetJournalCursor(name string, from uint64) error {
 	if name == "" {
 		return fmt.Errorf("%w: a journal cursor needs a name", syscall.EINVAL)
 	}
+	if len(name) > schema.MaxNameBytes {
+		return fmt.Errorf("%w: a journal cursor's name has at most %d bytes", syscall.ENAMETOOLONG, schema.MaxNameBytes)
+	}
 	v.journalMu.Lock() // the floor cannot rise while the cursor is set
 	defer v.journalMu.Unlock()
 	floor, err := v.JournalFloor()

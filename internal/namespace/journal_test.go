@@ -2,15 +2,18 @@ package namespace_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/doppelfs/doppel/internal/namespace"
+	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -110,6 +113,9 @@ func TestJournalCursorHoldsPruning(t *testing.T) {
 	floor := testutil.Must(v.NS.JournalFloor())
 	if err := v.NS.SetJournalCursor("send", floor-1); err == nil && floor > 0 {
 		t.Fatal("a cursor below the floor was accepted")
+	}
+	if err := v.NS.SetJournalCursor(strings.Repeat("n", schema.MaxNameBytes+1), floor); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Fatalf("a cursor name longer than %d bytes: err %v, want ENAMETOOLONG", schema.MaxNameBytes, err)
 	}
 	testutil.Must(0, v.NS.SetJournalCursor("send", floor))
 	churn(t, v, work, 200)

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	xattrNameMax  = 255
+	xattrNameMax  = schema.MaxNameBytes // XATTR_NAME_MAX
 	xattrValueMax = 64 << 10
 )
 

@@ -7,6 +7,16 @@ import (
 	"slices"
 )
 
+// MaxNameBytes bounds every name a key holds: directory entries,
+// extended attributes (the kernel's limits) and journal cursors.
+const MaxNameBytes = 255
+
+// MaxKeyBytes bounds the keys this package builds (the longest, a clone's
+// journal entry of a name, is 25+MaxNameBytes bytes; TestKeysFitMaxKeyBytes).
+// A metadata store must take keys of this length: PostgreSQL's B-tree
+// refuses entries of more than about 2,700 bytes.
+const MaxKeyBytes = 512
+
 // Key prefixes. They are part of the on-disk format: never renumber.
 const (
 	prefixSingleton = 0x00

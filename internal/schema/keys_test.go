@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -330,5 +331,32 @@ func TestParsersRejectForeignKeys(t *testing.T) {
 	}
 	if _, _, _, err := ParseParentKey(ParentKey(3, 4, "")[:16]); !errors.Is(err, ErrBadKey) {
 		t.Errorf("ParseParentKey on short key: err = %v", err)
+	}
+}
+
+// TestKeysFitMaxKeyBytes builds every key that holds a name with a name of
+// MaxNameBytes, and the retained versions and pin index entries of those
+// that have them, and requires each to fit MaxKeyBytes.
+func TestKeysFitMaxKeyBytes(t *testing.T) {
+	name := strings.Repeat("n", MaxNameBytes)
+	const big = ^uint64(0)
+	keys := map[string][]byte{
+		"dirent":            DirentKey(big, name),
+		"parent":            ParentKey(big, big, name),
+		"xattr":             XattrKey(big, name),
+		"journal name":      JournalNameKey(big, big, name),
+		"tree journal name": TreeJournalNameKey(big, big, big, name),
+		"journal cursor":    JournalCursorKey(name),
+		"lock":              LockKey(big, big, big, 'w'),
+		"open":              OpenKey(big, big),
+	}
+	for _, versioned := range []string{"dirent", "parent", "xattr"} {
+		keys["retained "+versioned] = RetainedKey(keys[versioned], big)
+		keys["retain index "+versioned] = RetainIndexKey(big, keys[versioned])
+	}
+	for what, k := range keys {
+		if len(k) > MaxKeyBytes {
+			t.Errorf("%s key of a %d-byte name: %d bytes, more than MaxKeyBytes (%d)", what, MaxNameBytes, len(k), MaxKeyBytes)
+		}
 	}
 }
