@@ -55,22 +55,12 @@ func TestDamageDetected(t *testing.T) {
 	t.Run("MissingSegment", func(t *testing.T) {
 		needSegmentFiles(t)
 		d := newDamageFixture(t)
-		// A second mount appends to a new segment: only "late" lives there.
-		d.v.mount(t)
-		late := testutil.SeededBytes(109, 700<<10)
-		writeFileSync(t, d.v.path("late"), late)
-		d.files["late"] = late
-		d.ino["late"] = inodeOf(t, d.v.path("late"))
-		d.v.umount(t)
-		c := d.chunkInMiddle(t, "late")
-		if first := d.chunkInMiddle(t, "dir/victim"); first.Segment == c.Segment {
-			t.Fatalf("the files of two mounts share segment %d; the test needs them apart", c.Segment)
-		}
+		c := d.writeLate(t)
 		if err := os.Remove(d.segmentPath(c.Segment)); err != nil {
 			t.Fatal(err)
 		}
 		d.v.mount(t)
-		d.wantEIO(t, "late", 0, int64(len(late)))
+		d.wantEIO(t, "late", 0, int64(len(d.files["late"])))
 		d.wantLogged(t, "/late", "chunk=", segName(c.Segment)) // the first chunk read fails
 		d.afterDamage(t, "late")
 	})
@@ -95,18 +85,7 @@ func TestDamageDetected(t *testing.T) {
 	t.Run("MissingPack", func(t *testing.T) {
 		needS3Data(t)
 		d := newDamageFixture(t)
-		// A second mount's writes go to packs of their own: only "late"
-		// lives in its packs.
-		d.v.mount(t)
-		late := testutil.SeededBytes(109, 700<<10)
-		writeFileSync(t, d.v.path("late"), late)
-		d.files["late"] = late
-		d.ino["late"] = inodeOf(t, d.v.path("late"))
-		d.v.umount(t)
-		c := d.chunkInMiddle(t, "late")
-		if first := d.chunkInMiddle(t, "dir/victim"); first.Segment == c.Segment {
-			t.Fatalf("the files of two mounts share pack %d; the test needs them apart", c.Segment)
-		}
+		c := d.writeLate(t)
 		d.dropReadCache(t)
 		d.deletePack(t, c.Segment)
 		d.v.mount(t)
@@ -187,6 +166,24 @@ func newDamageFixture(t *testing.T) *damageFixture {
 	}
 	v.umount(t)
 	return d
+}
+
+// writeLate writes the file "late" in a second mount, whose writes go to
+// segments (or packs) of their own, and returns the chunk in its middle,
+// which lives apart from the first mount's files.
+func (d *damageFixture) writeLate(t *testing.T) located {
+	t.Helper()
+	d.v.mount(t)
+	late := testutil.SeededBytes(109, 700<<10)
+	writeFileSync(t, d.v.path("late"), late)
+	d.files["late"] = late
+	d.ino["late"] = inodeOf(t, d.v.path("late"))
+	d.v.umount(t)
+	c := d.chunkInMiddle(t, "late")
+	if first := d.chunkInMiddle(t, "dir/victim"); first.Segment == c.Segment {
+		t.Fatalf("the files of two mounts share segment or pack %d; the test needs them apart", c.Segment)
+	}
+	return c
 }
 
 // checkOthers reads every file not in skip and requires its content.

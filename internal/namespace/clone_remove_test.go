@@ -23,10 +23,7 @@ import (
 func TestRemoveCloneWhileMaterializing(t *testing.T) {
 	v, dir := openVolume(t)
 	fs := v.NS
-	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
-	for i := range 8 {
-		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
-	}
+	makeSource(t, fs, 8)
 	var once sync.Once
 	removed := make(chan error, 1)
 	namespace.OnMaterialized(t, func(uint64) {
@@ -39,15 +36,7 @@ func TestRemoveCloneWhileMaterializing(t *testing.T) {
 	}
 	v = reopen(t, v, dir)
 	wantFsckClean(t, v)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		_, err := v.NS.GetAttr(c)
-		if errors.Is(err, syscall.ENOENT) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the removed clone's root %d is still there a minute after the reopen (getattr: %v)", c, err)
-		}
-	}
+	waitReaped(t, v.NS, c)
 	wantFsckClean(t, v)
 }
 
@@ -61,10 +50,7 @@ func TestRemoveCloneWhileMaterializing(t *testing.T) {
 func TestReaperRootMaterializedMeanwhile(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
-	for i := range 8 {
-		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
-	}
+	makeSource(t, fs, 8)
 	var once sync.Once
 	materialized := make(chan error, 1)
 	namespace.OnReap(t, func(r uint64, n int) {
@@ -77,23 +63,8 @@ func TestReaperRootMaterializedMeanwhile(t *testing.T) {
 	if err := fs.RemoveClone("/c"); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-materialized:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the reaper did not reach the removed clone's root within a minute")
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		_, err := fs.GetAttr(c)
-		if errors.Is(err, syscall.ENOENT) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the removed clone's root %d is still there a minute after rmclone (getattr: %v)", c, err)
-		}
-	}
+	awaitHook(t, materialized, "the reaper did not reach the removed clone's root")
+	waitReaped(t, fs, c)
 	wantFsckClean(t, v)
 }
 
@@ -106,10 +77,7 @@ func TestReaperRootMaterializedMeanwhile(t *testing.T) {
 func TestReaperEntryRenamedMeanwhile(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
-	for i := range 4 {
-		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
-	}
+	makeSource(t, fs, 4)
 	testutil.Must(fs.ClonePath("/src", "/c", namespace.CloneOptions{Lazy: true}))
 	c := testutil.Must(fs.Lookup(vfs.RootIno, "c")).Ino
 	testutil.Must(fs.ReadDir(c)) // the root gets its entries
@@ -133,22 +101,45 @@ func TestReaperEntryRenamedMeanwhile(t *testing.T) {
 	if err := fs.RemoveClone("/c"); err != nil {
 		t.Fatal(err)
 	}
+	awaitHook(t, changed, "the reaper did not list the removed clone's entries")
+	waitReaped(t, fs, c)
+	wantFsckClean(t, v)
+}
+
+// waitReaped waits until the reaper has deleted the removed clone's root
+// c, for at most 20 s.
+func waitReaped(t *testing.T, fs *namespace.FS, c uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := fs.GetAttr(c)
+		if errors.Is(err, syscall.ENOENT) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed clone's root %d is still there 20 s on (getattr: %v)", c, err)
+		}
+	}
+}
+
+// makeSource makes directory /src with n small files.
+func makeSource(t *testing.T, fs *namespace.FS, n int) {
+	t.Helper()
+	src := testutil.Must(fs.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	for i := range n {
+		writeFile(t, fs, src, fmt.Sprintf("f%02d", i), []byte(fmt.Sprint("file ", i)))
+	}
+}
+
+// awaitHook waits up to a minute for what a hook did on a background
+// goroutine, and fails the test with its error or with late.
+func awaitHook(t *testing.T, done <-chan error, late string) {
+	t.Helper()
 	select {
-	case err := <-changed:
+	case err := <-done:
 		if err != nil {
 			t.Fatal(err)
 		}
 	case <-time.After(time.Minute):
-		t.Fatal("the reaper did not list the removed clone's entries within a minute")
+		t.Fatal(late + " within a minute")
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, err := fs.GetAttr(c)
-		if errors.Is(err, syscall.ENOENT) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the removed clone's root %d is still there 20 s after rmclone (getattr: %v)", c, err)
-		}
-	}
-	wantFsckClean(t, v)
 }
