@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/namespace"
 	"github.com/doppelfs/doppel/internal/testutil"
 	"github.com/doppelfs/doppel/internal/testutil/voltest"
 	"github.com/doppelfs/doppel/internal/vfs"
@@ -116,9 +117,10 @@ func TestRenameRules(t *testing.T) {
 	wantErr(t, fs.Rename(vfs.RootIno, "g", vfs.RootIno, "f", 0), syscall.ENOTDIR)
 }
 
-func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
-	v, dir := openVolume(t)
-	fs := v.NS
+// openUnlinked creates "f" holding "hello world", unlinks it while it is
+// open, and returns its inode (nlink 0) and the open handle.
+func openUnlinked(t *testing.T, fs *namespace.FS) (uint64, vfs.Handle) {
+	t.Helper()
 	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o644, syscall.O_RDWR)
 	if err != nil {
 		t.Fatal(err)
@@ -127,17 +129,24 @@ func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
 	if err := fs.Unlink(vfs.RootIno, "f"); err != nil {
 		t.Fatal(err)
 	}
+	if got := testutil.Must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
+		t.Fatalf("nlink %d after the unlink, want 0", got)
+	}
+	return a.Ino, h
+}
+
+func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
+	v, dir := openVolume(t)
+	fs := v.NS
+	ino, h := openUnlinked(t, fs)
 	buf := make([]byte, 5)
 	testutil.Must(fs.Read(h, 6, buf))
 	if string(buf) != "world" {
 		t.Fatalf("read %q from unlinked file", buf)
 	}
-	if got := testutil.Must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
-		t.Fatalf("nlink %d, want 0", got)
-	}
 	// A daemon stop with the file open leaves an orphan that the next open removes.
 	v = reopen(t, v, dir)
-	_, err = v.NS.GetAttr(a.Ino)
+	_, err := v.NS.GetAttr(ino)
 	wantErr(t, err, syscall.ENOENT)
 	if s := v.Engine.Stats(); s.Chunks != 0 || s.LogicalBytes != 0 {
 		t.Fatalf("orphan's data not freed: %+v", s)
@@ -152,24 +161,17 @@ func TestOpenUnlinkedFileSurvivesUntilRelease(t *testing.T) {
 func TestOrphanRemovedOnce(t *testing.T) {
 	v, _ := openVolume(t)
 	fs := v.NS
-	a, h, err := fs.Create(root, vfs.RootIno, "f", 0o644, syscall.O_RDWR)
-	if err != nil {
+	ino, h := openUnlinked(t, fs)
+	if err := fs.RemoveOrphan(ino); err != nil { // open: it stays
 		t.Fatal(err)
 	}
-	testutil.Must(fs.Write(h, 0, []byte("hello world")))
-	if err := fs.Unlink(vfs.RootIno, "f"); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.RemoveOrphan(a.Ino); err != nil { // open: it stays
-		t.Fatal(err)
-	}
-	if got := testutil.Must(fs.GetAttr(a.Ino)).Nlink; got != 0 {
+	if got := testutil.Must(fs.GetAttr(ino)).Nlink; got != 0 {
 		t.Fatalf("nlink %d, want 0", got)
 	}
 	if err := fs.Release(h); err != nil { // the last close deletes it
 		t.Fatal(err)
 	}
-	if err := fs.RemoveOrphan(a.Ino); err != nil { // a list read before
+	if err := fs.RemoveOrphan(ino); err != nil { // a list read before
 		t.Fatal(err)
 	}
 	wantFsckClean(t, v)
