@@ -78,7 +78,8 @@ func TestDamageDetected(t *testing.T) {
 		d.v.mount(t)
 		d.wantEIO(t, "dir/victim", c.fileOff, int64(c.Length))
 		d.wantReadableOutside(t, "dir/victim", victim, c.fileOff, c.fileOff+int64(c.Length))
-		d.wantLogged(t, "/dir/victim", c.hashHex)
+		bucket, key := packObject(t, d.v.Store, c.Segment)
+		d.wantLogged(t, "/dir/victim", c.hashHex, "pack=s3://"+bucket+"/"+key, fmt.Sprint("pack_offset=", c.Offset))
 		d.afterDamage(t, "dir/victim")
 	})
 
@@ -90,7 +91,8 @@ func TestDamageDetected(t *testing.T) {
 		d.deletePack(t, c.Segment)
 		d.v.mount(t)
 		d.wantEIO(t, "late", c.fileOff, int64(c.Length))
-		d.wantLogged(t, "/late", "chunk=", segName(c.Segment), "get pack") // the first chunk read fails
+		bucket, key := packObject(t, d.v.Store, c.Segment)
+		d.wantLogged(t, "/late", "chunk=", "pack=s3://"+bucket+"/"+key) // the first chunk read fails
 		d.afterDamage(t, "late")
 	})
 

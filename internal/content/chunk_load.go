@@ -12,10 +12,10 @@ import (
 func (e *Engine) readInto(h schema.Hash, c schema.Chunk, dst []byte) error {
 	loc := chunkLoc(c)
 	if _, err := e.blobs.Read(loc, dst); err != nil {
-		return &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		return e.chunkError(h, loc, fmt.Errorf("%w: %v", ErrCorrupt, err))
 	}
 	if e.cfg.VerifyReads && !intact(h, c, dst) {
-		return &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their check", ErrCorrupt)}
+		return e.chunkError(h, loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt))
 	}
 	return nil
 }
@@ -38,14 +38,30 @@ func intact(h schema.Hash, c schema.Chunk, raw []byte) bool {
 type ChunkError struct {
 	Hash schema.Hash
 	Loc  blob.Loc // zero when the chunk's record could not be read
-	Err  error
+	// Object names Loc's segment where the store has a name for it
+	// (blob.Inspector: a pack's object, s3://BUCKET/KEY); "" for a
+	// segment file, which its number names.
+	Object string
+	Err    error
 }
 
 func (e *ChunkError) Error() string {
-	if e.Loc.Segment == 0 {
+	switch {
+	case e.Loc.Segment == 0:
 		return fmt.Sprintf("chunk %x: %v", e.Hash, e.Err)
+	case e.Object != "":
+		return fmt.Sprintf("chunk %x (%s, offset %d, %d bytes): %v", e.Hash, e.Object, e.Loc.Offset, e.Loc.Length, e.Err)
 	}
 	return fmt.Sprintf("chunk %x (segment %d, offset %d, %d bytes): %v", e.Hash, e.Loc.Segment, e.Loc.Offset, e.Loc.Length, e.Err)
+}
+
+// chunkError says chunk h, stored at loc, could not be loaded.
+func (e *Engine) chunkError(h schema.Hash, loc blob.Loc, err error) *ChunkError {
+	ce := &ChunkError{Hash: h, Loc: loc, Err: err}
+	if insp, ok := e.blobs.(blob.Inspector); ok && loc.Segment != 0 {
+		ce.Object = insp.SegmentName(loc.Segment)
+	}
+	return ce
 }
 
 func (e *ChunkError) Unwrap() error { return e.Err }
@@ -104,14 +120,14 @@ func (e *Engine) loadFrom(h schema.Hash, c schema.Chunk) ([]byte, error) {
 		stored, err = e.blobs.Read(loc, make([]byte, c.Stored))
 	}
 	if err != nil {
-		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		return nil, e.chunkError(h, loc, fmt.Errorf("%w: %v", ErrCorrupt, err))
 	}
 	raw, err := e.comp.decompress(stored, c.Comp, int(c.Raw))
 	if err != nil {
-		return nil, &ChunkError{Hash: h, Loc: loc, Err: err}
+		return nil, e.chunkError(h, loc, err)
 	}
 	if e.cfg.VerifyReads && !intact(h, c, raw) {
-		return nil, &ChunkError{Hash: h, Loc: loc, Err: fmt.Errorf("%w: bytes fail their check", ErrCorrupt)}
+		return nil, e.chunkError(h, loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt))
 	}
 	return raw, nil
 }

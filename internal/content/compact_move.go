@@ -250,15 +250,15 @@ func (e *Engine) verifiedStored(data []byte, m chunkMove) ([]byte, error) {
 	loc := chunkLoc(m.rec)
 	end := loc.Offset + uint64(loc.Length)
 	if end > uint64(len(data)) {
-		return nil, &ChunkError{Hash: m.hash, Loc: loc, Err: fmt.Errorf("%w: past the end of its pack", ErrCorrupt)}
+		return nil, e.chunkError(m.hash, loc, fmt.Errorf("%w: past the end of its pack", ErrCorrupt))
 	}
 	p := data[loc.Offset:end]
 	raw, err := e.comp.decompress(p, m.rec.Comp, int(m.rec.Raw))
 	if err != nil {
-		return nil, &ChunkError{Hash: m.hash, Loc: loc, Err: err}
+		return nil, e.chunkError(m.hash, loc, err)
 	}
 	if !intact(m.hash, m.rec, raw) {
-		return nil, &ChunkError{Hash: m.hash, Loc: loc, Err: fmt.Errorf("%w: bytes fail their check", ErrCorrupt)}
+		return nil, e.chunkError(m.hash, loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt))
 	}
 	return p, nil
 }

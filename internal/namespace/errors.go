@@ -72,7 +72,10 @@ func chunkArgs(err error) []any {
 		return nil
 	}
 	args := []any{"chunk", fmt.Sprintf("%x", ce.Hash[:])}
-	if ce.Loc.Segment != 0 {
+	switch {
+	case ce.Object != "":
+		args = append(args, "pack", ce.Object, "pack_offset", ce.Loc.Offset, "stored_length", ce.Loc.Length)
+	case ce.Loc.Segment != 0:
 		args = append(args, "segment", fmt.Sprintf("seg-%08x", ce.Loc.Segment), "segment_offset", ce.Loc.Offset, "stored_length", ce.Loc.Length)
 	}
 	return args
