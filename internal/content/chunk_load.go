@@ -55,6 +55,8 @@ func (e *ChunkError) Error() string {
 	return fmt.Sprintf("chunk %x (segment %d, offset %d, %d bytes): %v", e.Hash, e.Loc.Segment, e.Loc.Offset, e.Loc.Length, e.Err)
 }
 
+func (e *ChunkError) Unwrap() error { return e.Err }
+
 // chunkError says chunk h, stored at loc, could not be loaded.
 func (e *Engine) chunkError(h schema.Hash, loc blob.Loc, err error) *ChunkError {
 	ce := &ChunkError{Hash: h, Loc: loc, Err: err}
@@ -63,8 +65,6 @@ func (e *Engine) chunkError(h schema.Hash, loc blob.Loc, err error) *ChunkError 
 	}
 	return ce
 }
-
-func (e *ChunkError) Unwrap() error { return e.Err }
 
 // RecordError says which inode a metadata record that could not be
 // decoded belongs to, so that a log line can name the file.
