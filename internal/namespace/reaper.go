@@ -169,14 +169,8 @@ func (v *FS) reapEntry(tx *content.Tx, e reapItem) error {
 		// leaves read outside this transaction: a stub directory may
 		// have been materialized since (by the materializer, or through
 		// a handle still open in it). Its entries go first, next batch.
-		c, err := loadInode(b, e.d.Ino)
-		if err != nil {
+		if empty, err := stubOrEmpty(b, e.d.Ino); err != nil || !empty {
 			return err
-		}
-		if !c.Stub {
-			if empty, err := dirEmpty(b, e.d.Ino); err != nil || !empty {
-				return err
-			}
 		}
 	}
 	dir, err := loadInode(b, e.dir)
