@@ -19,5 +19,8 @@
 // test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,
 // tools_test.go (tar, git, sqlite3), cli_test.go, clone*_test.go (clone,
 // snapshot, clones, rmclone, diff, scan through the mount, and kill -9
-// during clones, materialization and freeing).
+// during clones, materialization and freeing), corrupt_test.go (damage to
+// segment files, pack objects and records, with storefiles_test.go and
+// storepacks_test.go to reach under an unmounted volume), nbd*_test.go
+// (the block export), multihost*_test.go (several hosts on one volume).
 package tests
