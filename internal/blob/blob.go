@@ -172,7 +172,7 @@ type Options struct {
 const defaultSegmentSize = 256 << 20
 
 // roundUp returns n rounded up to a multiple of Align.
-func roundUp(n int64) int64 { return (n + Align - 1) &^ (Align - 1) }
+func roundUp(n int64) int64 { return AlignUp(n, Align) }
 
 // Inspector is implemented by stores whose segments are not files in the
 // volume directory's chunks/ (the S3 store's pack objects): fsck asks

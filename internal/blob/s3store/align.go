@@ -39,7 +39,7 @@ func validRange(loc blob.Loc) bool { return loc.Segment != 0 && loc.Offset <= 1<
 
 // roundUp returns n rounded up to a multiple of blob.Align (the read
 // cache's records and buffer classes).
-func roundUp(n int64) int64 { return (n + blob.Align - 1) &^ (blob.Align - 1) }
+func roundUp(n int64) int64 { return blob.AlignUp(n, blob.Align) }
 
 // zeros is where a padded pack's padding to the next blob.Align comes from.
 var zeros [blob.Align]byte

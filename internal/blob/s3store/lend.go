@@ -1,9 +1,7 @@
 package s3store
 
 import (
-	"fmt"
 	"hash/crc32"
-	"os"
 	"sync/atomic"
 	"unsafe"
 
@@ -29,7 +27,7 @@ func (s *Store) StartPutManyLent(data [][]byte, backing []byte, release func()) 
 	crc := crc32.Update(0, castagnoli, body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	num, err := s.lentNum()
+	num, err := s.takeNum()
 	if err != nil {
 		release() // nothing references it
 		return nil, err
@@ -48,18 +46,6 @@ var lentPacks atomic.Int64
 // LentPacks is how many packs of lent batches this process's stores made
 // (tests check that streaming writes take that way).
 func LentPacks() int64 { return lentPacks.Load() }
-
-// lentNum waits for room in the upload queue and takes a pack number
-// for a lent batch. s.mu is held.
-func (s *Store) lentNum() (uint32, error) {
-	if s.closed {
-		return 0, fmt.Errorf("s3: put: %w", os.ErrClosed)
-	}
-	if err := s.waitRoom(); err != nil {
-		return 0, err
-	}
-	return s.nextNum()
-}
 
 // lendable returns the bytes of data as one slice of backing, and each
 // chunk's location in it (but the pack's number), if the batch can be a

@@ -104,10 +104,7 @@ func (s *Store) PutMany(data [][]byte) ([]blob.Loc, error) {
 // unreachable and the Put fails (the next Put or Sync tries again, so
 // writes resume when the service is back). s.mu is held.
 func (s *Store) rotate() error {
-	if err := s.waitRoom(); err != nil {
-		return err
-	}
-	num, err := s.nextNum()
+	num, err := s.takeNum()
 	if err != nil {
 		return err
 	}
@@ -140,6 +137,15 @@ func (s *Store) waitRoom() error {
 		return fmt.Errorf("s3: put: %w", os.ErrClosed)
 	}
 	return nil
+}
+
+// takeNum waits for room in the upload queue (waitRoom) and takes the
+// next pack number, for a new open pack or a lent batch. s.mu is held.
+func (s *Store) takeNum() (uint32, error) {
+	if err := s.waitRoom(); err != nil {
+		return 0, err
+	}
+	return s.nextNum()
 }
 
 // nextNum takes the next pack number, reserving more when the ones
