@@ -3,7 +3,7 @@
 # need, if (and only if) they are missing. Idempotent and quiet when there is
 # nothing to do.
 #
-#   scripts/ensure-deps.sh          # FUSE tools (fusermount3), git, rsync, sqlite3, NBD clients
+#   scripts/ensure-deps.sh          # FUSE tools (fusermount3), gcc, git, rsync, sqlite3, NBD clients
 #                                   # (libnbd-bin, qemu-utils), PostgreSQL (postgresql: the
 #                                   # shared metadata store's tests), versitygw (built once);
 #                                   # checks go
@@ -69,6 +69,8 @@ want_cmd() { # want_cmd COMMAND PACKAGE
 }
 
 need_cmd fusermount3 fuse3
+# The race detector (make test-race) builds with cgo.
+need_cmd gcc gcc
 # Real programs the end-to-end tests run inside a mount.
 need_cmd git git
 need_cmd rsync rsync

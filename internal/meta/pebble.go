@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -58,8 +59,19 @@ func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 
 func (p *Pebble) Get(key []byte) ([]byte, error) { return getCopy(p.db, key) }
 
+// iterOptions bounds an iterator to [lower, upper). An upper bound below
+// the lower one is an empty range, as on PostgreSQL; Pebble calls it a
+// programming error (with its invariants checked, under -race, a seek
+// there ends the process), so it becomes [lower, lower).
+func iterOptions(lower, upper []byte) *pebble.IterOptions {
+	if upper != nil && bytes.Compare(upper, lower) < 0 {
+		upper = lower
+	}
+	return &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+}
+
 func (p *Pebble) NewIter(lower, upper []byte) (Iterator, error) {
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := p.db.NewIter(iterOptions(lower, upper))
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +198,7 @@ func (b *pebbleBatch) Get(key []byte) ([]byte, error) {
 }
 
 func (b *pebbleBatch) NewIter(lower, upper []byte) (Iterator, error) {
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := b.b.NewIter(iterOptions(lower, upper))
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +249,7 @@ type pebbleSnapshot struct{ s *pebble.Snapshot }
 func (s pebbleSnapshot) Get(key []byte) ([]byte, error) { return getCopy(s.s, key) }
 
 func (s pebbleSnapshot) NewIter(lower, upper []byte) (Iterator, error) {
-	it, err := s.s.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.s.NewIter(iterOptions(lower, upper))
 	if err != nil {
 		return nil, err
 	}

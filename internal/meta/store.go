@@ -12,7 +12,8 @@ var ErrNotFound = errors.New("meta: key not found")
 // Reader reads keys. Values returned by Get are copies the caller owns.
 type Reader interface {
 	Get(key []byte) ([]byte, error)
-	// NewIter returns an iterator over keys in [lower, upper).
+	// NewIter returns an iterator over keys in [lower, upper); a nil upper
+	// has no end, an upper at or below lower makes an empty range.
 	NewIter(lower, upper []byte) (Iterator, error)
 }
 
