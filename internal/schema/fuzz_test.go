@@ -227,6 +227,8 @@ func FuzzParseKeys(f *testing.F) {
 		ChunkKey(Sum([]byte("k"))), JournalKey(9, 2), OrphanKey(2), U64(12345),
 		KeyConfig, KeyStats, {}, {'e'}, {'p', 0, 0, 0, 0, 0, 0, 0, 1},
 		FreeKey(3, 4096), FreeKey(math.MaxUint32, math.MaxUint64),
+		TreeJournalKey(1, 2, 3), TreeJournalNameKey(1, 2, 3, "name"), OpenKey(4, 5),
+		LockKey(4, 5, 6, LockPosix), LockKey(4, 5, 6, LockFlock),
 	} {
 		f.Add(k)
 	}
@@ -268,6 +270,15 @@ func FuzzParseKeys(f *testing.F) {
 		}
 		if v, err := ParseU64(k); err == nil {
 			check("ParseU64", U64(v))
+		}
+		if c, v, i, name, err := ParseTreeJournalKey(k); err == nil {
+			check("ParseTreeJournalKey", TreeJournalNameKey(c, v, i, name))
+		}
+		if i, s, err := ParseOpenKey(k); err == nil {
+			check("ParseOpenKey", OpenKey(i, s))
+		}
+		if i, s, o, kind, err := ParseLockKey(k); err == nil {
+			check("ParseLockKey", LockKey(i, s, o, kind))
 		}
 	})
 }
