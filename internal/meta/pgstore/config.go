@@ -102,8 +102,23 @@ func checkSchemaName(name string) error {
 var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 
 // Redact returns the connection string with its password replaced, for
-// messages and logs.
+// messages and logs. What the URL or key=value form does not redact (a
+// query pair or a user part that does not parse, which Go's URL parser
+// leaves as it was or refuses) goes by every password found in conn.
 func Redact(conn string) string {
+	out := redactForm(conn)
+	for _, pw := range passwords(conn) {
+		if pw != "" {
+			out = strings.ReplaceAll(out, pw, "xxxxx")
+		}
+	}
+	return out
+}
+
+// redactForm replaces the password where the connection string's form
+// puts it: the URL's user part and password parameter, or a key=value
+// string's password.
+func redactForm(conn string) string {
 	if u, err := url.Parse(conn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
 		if _, has := u.User.Password(); has {
 			u.User = url.UserPassword(u.User.Username(), "xxxxx")
@@ -132,6 +147,9 @@ func scrub(err error, conn string) string {
 
 func passwords(conn string) []string {
 	var out []string
+	if pw, ok := rawUserPassword(conn); ok {
+		out = append(out, pw)
+	}
 	if u, err := url.Parse(conn); err == nil {
 		if pw, ok := u.User.Password(); ok {
 			out = append(out, pw, url.QueryEscape(pw), url.PathEscape(pw))
@@ -144,6 +162,24 @@ func passwords(conn string) []string {
 		out = append(out, strings.Trim(m[2], "'"))
 	}
 	return out
+}
+
+// rawUserPassword is the password of a URL's user part as written
+// (escapes and all), found without parsing the URL, which may not parse.
+func rawUserPassword(conn string) (string, bool) {
+	_, rest, ok := strings.Cut(conn, "://")
+	if !ok {
+		return "", false
+	}
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return "", false
+	}
+	_, pw, ok := strings.Cut(rest[:at], ":")
+	return pw, ok
 }
 
 // ListVolumes lists the schemas of the database conn names that hold a

@@ -21,6 +21,12 @@ func TestRedact(t *testing.T) {
 		"host=h password='s3 cret' dbname=d":                  "host=h password=xxxxx dbname=d",
 		"postgres://u:p%40ss@h/db":                            "postgres://u:xxxxx@h/db",
 		"postgres://u:s3cret@h:5432/db?options=-csearch_path": "postgres://u:xxxxx@h:5432/db?options=-csearch_path",
+		// Query pairs Go's parser drops, and user parts it refuses, were
+		// shown as written.
+		"postgres://u@h/db?password=s3cret;x=1":        "postgres://u@h/db?password=xxxxx",
+		"postgres://u@h/db?sslmode=off&password=s3%ZZ": "postgres://u@h/db?sslmode=off&password=xxxxx",
+		"postgres://u:s3%ZZcret@h/db":                  "postgres://u:xxxxx@h/db",
+		"postgres://u:s3cret@h:port/db":                "postgres://u:xxxxx@h:port/db",
 	} {
 		if got := pgstore.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
