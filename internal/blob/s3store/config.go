@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -106,10 +107,14 @@ func (c *Config) setDefaults() {
 func ParseURL(s string) (Config, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return Config{}, fmt.Errorf("s3 url: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL it quotes
+		}
+		return Config{}, fmt.Errorf("s3 url %s: %w", shownURL(s), err)
 	}
 	if u.Scheme != "s3" || u.Host == "" {
-		return Config{}, fmt.Errorf("s3 url %q: want s3://BUCKET/PREFIX?endpoint=...", s)
+		return Config{}, fmt.Errorf("s3 url %s: want s3://BUCKET/PREFIX?endpoint=...", shownURL(s))
 	}
 	if u.User != nil {
 		return Config{}, errors.New("s3 url: credentials do not belong in the URL: use AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a credentials file")
@@ -129,8 +134,18 @@ func ParseURL(s string) (Config, error) {
 	if c.Endpoint != "" {
 		e, err := url.Parse(c.Endpoint)
 		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return Config{}, fmt.Errorf("s3 url: endpoint %q: want http(s)://HOST[:PORT]", c.Endpoint)
+			return Config{}, fmt.Errorf("s3 url: endpoint %s: want http(s)://HOST[:PORT]", shownURL(c.Endpoint))
 		}
 	}
 	return c, nil
+}
+
+// shownURL is s quoted for a message, unless it holds an @: a user part,
+// where someone may have put credentials, is never shown, even in a URL
+// that does not parse.
+func shownURL(s string) string {
+	if strings.Contains(s, "@") {
+		return "(not shown: it holds an @, where credentials would be)"
+	}
+	return strconv.Quote(s)
 }

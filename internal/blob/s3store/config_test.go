@@ -29,6 +29,17 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) succeeded", bad)
 		}
 	}
+	// Credentials in a URL that is refused never show in the message, also
+	// where the URL does not parse.
+	for _, bad := range []string{
+		"s3://AKID:s3cret@bkt/p", "s3://AKID:s3%ZZcret@bkt/p", "s3:/AKID:s3cret@bkt/p", "s3://AKID:s3cret@/p",
+		"s3://bkt/p?endpoint=http://AKID:s3cret@", "s3://bkt/p?endpoint=ftp://AKID:s3cret@host",
+	} {
+		_, err := ParseURL(bad)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseURL(%q): %v", bad, err)
+		}
+	}
 }
 
 // Credentials never show in formatted output or logs.
