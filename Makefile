@@ -115,7 +115,7 @@ test-shared:
 # The internal packages' tests under the race detector, with small model
 # tests: data races, and Pebble's own invariant checks, which -race turns on
 # (an inverted iterator range ended the process there and nowhere else).
-# About 4.5 minutes on the 2-core machine; the end-to-end tests in tests/
+# About 5 minutes on the 2-core machine; the end-to-end tests in tests/
 # run the binaries, which are built without it.
 test-race:
 	DOPPEL_MODEL_OPS="$${DOPPEL_RACE_MODEL_OPS:-3000}" \

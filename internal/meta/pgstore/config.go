@@ -105,15 +105,7 @@ var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+
 // messages and logs. What the URL or key=value form does not redact (a
 // query pair or a user part that does not parse, which Go's URL parser
 // leaves as it was or refuses) goes by every password found in conn.
-func Redact(conn string) string {
-	out := redactForm(conn)
-	for _, pw := range passwords(conn) {
-		if pw != "" {
-			out = strings.ReplaceAll(out, pw, "xxxxx")
-		}
-	}
-	return out
-}
+func Redact(conn string) string { return maskPasswords(redactForm(conn), conn) }
 
 // redactForm replaces the password where the connection string's form
 // puts it: the URL's user part and password parameter, or a key=value
@@ -135,14 +127,16 @@ func redactForm(conn string) string {
 
 // scrub is err's message with any password of conn taken out (pgx's
 // messages quote parts of the connection string).
-func scrub(err error, conn string) string {
-	msg := err.Error()
+func scrub(err error, conn string) string { return maskPasswords(err.Error(), conn) }
+
+// maskPasswords is s with every password found in conn replaced.
+func maskPasswords(s, conn string) string {
 	for _, pw := range passwords(conn) {
-		if len(pw) > 0 {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		if pw != "" {
+			s = strings.ReplaceAll(s, pw, "xxxxx")
 		}
 	}
-	return msg
+	return s
 }
 
 func passwords(conn string) []string {
