@@ -25,6 +25,10 @@ func TestNBDCommandErrors(t *testing.T) {
 		{"--name names one export", []string{"--store", store, "--name", "x", "/a.img", "/b.img"}},
 		{"bad --listen", []string{"--store", store, "--listen", "udp:1", "/a.img"}},
 		{"bad --create size", []string{"--store", store, "--create", "12Q", "/b.img"}},
+		{"--tls-cert and --tls-key go together", []string{"--store", store, "--tls-cert", "/etc/hostname", "/a.img"}},
+		{"--tls-cert and --tls-key go together", []string{"--store", store, "--tls-client-ca", "/etc/hostname", "/a.img"}},
+		{"TLS certificate: stat /nonexistent/cert.pem: no such file", []string{"--store", store, "--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/etc/hostname", "/a.img"}},
+		{"failed to find any PEM data", []string{"--store", store, "--tls-cert", "/etc/hostname", "--tls-key", "/etc/hostname", "/a.img"}},
 		{"the volume's root is a directory", []string{"--store", store, "--listen", "unix:" + filepath.Join(t.TempDir(), "s"), "/"}},
 	} {
 		out, err := runDoppel(time.Minute, append([]string{"nbd"}, c.args...)...)

@@ -15,10 +15,18 @@ const nbdSocketName = "nbd.sock"
 // nbdDefaultPort is NBD's registered TCP port.
 const nbdDefaultPort = "10809"
 
+// Who may use a server that listens beyond this machine, by its TLS
+// settings (parseListen's warning).
+const (
+	anyoneInClear   = iota // no TLS
+	anyoneEncrypted        // TLS without client certificates
+	certified              // TLS with client certificates
+)
+
 // parseListen turns --listen into "unix:/absolute/path" or
 // "tcp:HOST:PORT", and returns a warning to print when TCP listens beyond
-// the loopback interface.
-func parseListen(arg, store string) (listen, warning string, err error) {
+// the loopback interface to clients who need no certificate.
+func parseListen(arg, store string, access int) (listen, warning string, err error) {
 	switch {
 	case arg == "":
 		return "unix:" + filepath.Join(store, nbdSocketName), "", nil
@@ -45,9 +53,17 @@ func parseListen(arg, store string) (listen, warning string, err error) {
 			host = "127.0.0.1"
 		}
 		if !loopback(host) {
-			warning = "doppel nbd: WARNING: listening on " + host + ", beyond this machine: NBD has no\n" +
-				"authentication and no encryption; anyone who reaches port " + port + " can read and\n" +
-				"overwrite the exported files. Use a Unix socket or 127.0.0.1 unless you mean it."
+			switch access {
+			case anyoneInClear:
+				warning = "doppel nbd: WARNING: listening on " + host + ", beyond this machine, without TLS:\n" +
+					"anyone who reaches port " + port + " can read and overwrite the exported files, and\n" +
+					"the data crosses the network in the clear. Use a Unix socket or 127.0.0.1, or\n" +
+					"--tls-cert/--tls-key with --tls-client-ca, unless you mean it."
+			case anyoneEncrypted:
+				warning = "doppel nbd: WARNING: listening on " + host + " with TLS but without --tls-client-ca:\n" +
+					"the data is encrypted, but anyone who reaches port " + port + " can read and\n" +
+					"overwrite the exported files."
+			}
 		}
 		return "tcp:" + net.JoinHostPort(host, port), warning, nil
 	}
@@ -64,10 +80,14 @@ func loopback(host string) bool {
 }
 
 // nbdURI is the address of one export in the NBD URI form qemu and libnbd
-// take.
-func nbdURI(listen, name string) string {
-	if p, ok := strings.CutPrefix(listen, "unix:"); ok {
-		return "nbd+unix:///" + url.PathEscape(name) + "?socket=" + p
+// take (nbds: TLS).
+func nbdURI(listen, name string, overTLS bool) string {
+	scheme := "nbd"
+	if overTLS {
+		scheme = "nbds"
 	}
-	return "nbd://" + strings.TrimPrefix(listen, "tcp:") + "/" + url.PathEscape(name)
+	if p, ok := strings.CutPrefix(listen, "unix:"); ok {
+		return scheme + "+unix:///" + url.PathEscape(name) + "?socket=" + p
+	}
+	return scheme + "://" + strings.TrimPrefix(listen, "tcp:") + "/" + url.PathEscape(name)
 }

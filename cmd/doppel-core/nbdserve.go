@@ -104,16 +104,34 @@ func (n *nbdNotifier) done(err error) {
 	}
 }
 
+// tlsNote says how a server's clients must connect, for status lines.
+func tlsNote(st ops.ExportStatus) string {
+	switch {
+	case st.ClientAuth:
+		return "TLS with client certificates"
+	case st.TLS:
+		return "TLS"
+	}
+	return ""
+}
+
 // describeExportStatus is what `doppel nbd` prints once it serves.
 func describeExportStatus(st ops.ExportStatus) string {
 	var b strings.Builder
-	ro := ""
+	var notes []string
 	if st.ReadOnly {
-		ro = " (read-only)"
+		notes = append(notes, "read-only")
 	}
-	fmt.Fprintf(&b, "doppel nbd: serving on %s%s\n", st.Listen, ro)
+	if n := tlsNote(st); n != "" {
+		notes = append(notes, n)
+	}
+	about := ""
+	if len(notes) > 0 {
+		about = " (" + strings.Join(notes, ", ") + ")"
+	}
+	fmt.Fprintf(&b, "doppel nbd: serving on %s%s\n", st.Listen, about)
 	for _, e := range st.Exports {
-		fmt.Fprintf(&b, "  %s  %s  %s  %s\n", e.Name, e.Path, human(e.Size), nbdURI(st.Listen, e.Name))
+		fmt.Fprintf(&b, "  %s  %s  %s  %s\n", e.Name, e.Path, human(e.Size), nbdURI(st.Listen, e.Name, st.TLS))
 	}
 	return b.String()
 }

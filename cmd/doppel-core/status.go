@@ -202,6 +202,9 @@ func printExports(w io.Writer, servers []ops.ExportStatus) {
 		if s.ReadOnly {
 			ro = ", read-only"
 		}
+		if n := tlsNote(s); n != "" {
+			ro += ", " + n
+		}
 		fmt.Fprintf(w, "  nbd        %s%s\n", s.Listen, ro)
 		for _, e := range s.Exports {
 			fmt.Fprintf(w, "               %s  %s  %s  %d clients\n", e.Name, e.Path, human(e.Size), e.Clients)

@@ -10,6 +10,18 @@ type ExportRequest struct {
 	// Create, when positive, makes each file, which must not exist, as a
 	// sparse file of that size with fixed 4 KiB chunking.
 	Create int64 `json:"create,omitempty"`
+	// TLS, when set, makes clients upgrade to TLS before anything else.
+	TLS *ExportTLS `json:"tls,omitempty"`
+}
+
+// ExportTLS names the PEM files of an export's TLS: absolute paths, read
+// by the process that serves the export.
+type ExportTLS struct {
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
+	// ClientCA, when set, makes clients prove who they are with a
+	// certificate it signed.
+	ClientCA string `json:"client_ca,omitempty"`
 }
 
 // ExportFile is one file to export and the name clients ask for.
@@ -21,9 +33,12 @@ type ExportFile struct {
 // ExportStatus is one running NBD server and its exports, as the export
 // request's start and `doppel status` report them.
 type ExportStatus struct {
-	Listen   string       `json:"listen"`
-	ReadOnly bool         `json:"read_only,omitempty"`
-	Exports  []ExportInfo `json:"exports"`
+	Listen   string `json:"listen"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	// TLS: clients must use TLS; ClientAuth: and a client certificate.
+	TLS        bool         `json:"tls,omitempty"`
+	ClientAuth bool         `json:"client_auth,omitempty"`
+	Exports    []ExportInfo `json:"exports"`
 }
 
 // ExportInfo is one export of a running server.

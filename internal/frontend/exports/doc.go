@@ -11,4 +11,5 @@
 //	registry.go Registry: Serve one request, the running servers' status
 //	files.go    the request's files: resolved by path, created, opened
 //	listen.go   the listen address (unix:PATH, tcp:HOST:PORT)
+//	tls.go      TLS: the server certificate (re-read when renewed), client CAs
 package exports

@@ -41,8 +41,10 @@ type running struct {
 	srv      *nbd.Server
 	listen   string
 	readOnly bool
-	files    []ops.ExportFile
-	backends []*blockfile.File
+	// tls: clients must use TLS; clientAuth: and present a certificate.
+	tls, clientAuth bool
+	files           []ops.ExportFile
+	backends        []*blockfile.File
 }
 
 // NewRegistry returns the registry of the volume fs.
@@ -69,6 +71,14 @@ func (r *Registry) Serve(ctx context.Context, req ops.ExportRequest, started fun
 	r.mu.Unlock()
 	run := &running{srv: nbd.NewServer(), readOnly: req.ReadOnly, files: req.Files}
 	run.srv.Logger = r.log
+	if req.TLS != nil {
+		cfg, err := TLSConfig(req.TLS, r.log)
+		if err != nil {
+			return err
+		}
+		run.srv.TLSConfig = cfg
+		run.tls, run.clientAuth = true, req.TLS.ClientCA != ""
+	}
 	defer func() {
 		for _, b := range run.backends {
 			if cerr := b.Close(); cerr != nil {
@@ -100,7 +110,7 @@ func (r *Registry) Serve(ctx context.Context, req ops.ExportRequest, started fun
 		r.mu.Unlock()
 	}()
 	if r.log != nil {
-		r.log.Info("nbd export started", "listen", run.listen, "exports", len(req.Files), "read_only", req.ReadOnly)
+		r.log.Info("nbd export started", "listen", run.listen, "exports", len(req.Files), "read_only", req.ReadOnly, "tls", run.tls, "client_auth", run.clientAuth)
 	}
 	if started != nil {
 		started(run.status())
@@ -114,7 +124,7 @@ func (r *Registry) Serve(ctx context.Context, req ops.ExportRequest, started fun
 
 // status describes a running server and its clients.
 func (run *running) status() ops.ExportStatus {
-	st := ops.ExportStatus{Listen: run.listen, ReadOnly: run.readOnly}
+	st := ops.ExportStatus{Listen: run.listen, ReadOnly: run.readOnly, TLS: run.tls, ClientAuth: run.clientAuth}
 	for i, f := range run.files {
 		st.Exports = append(st.Exports, ops.ExportInfo{Name: f.Name, Path: f.Path,
 			Size: run.backends[i].Size(), Clients: len(run.srv.Clients(f.Name))})

@@ -2,6 +2,7 @@ package nbd
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -35,6 +36,7 @@ type clientConfig struct {
 	meta       bool // NBD_OPT_SET_META_CONTEXT base:allocation
 	exportName bool // enter with NBD_OPT_EXPORT_NAME instead of NBD_OPT_GO
 	noZeroes   bool
+	tls        *tls.Config // upgrade with NBD_OPT_STARTTLS first
 }
 
 // testReply is one complete reply.
@@ -77,6 +79,11 @@ func newTestClient(conn net.Conn, cfg clientConfig) (*testClient, error) {
 	c, err := startClient(conn, cfg.noZeroes)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.tls != nil {
+		if err := c.startTLS(cfg.tls); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.structured {
 		if err := c.simpleOption(optStructuredReply, nil); err != nil {
@@ -127,6 +134,19 @@ func newTestClient(conn net.Conn, cfg clientConfig) (*testClient, error) {
 	}
 	c.size, c.flags = binary.BigEndian.Uint64(exp[2:]), binary.BigEndian.Uint16(exp[10:])
 	return c, nil
+}
+
+// startTLS upgrades the connection with NBD_OPT_STARTTLS.
+func (c *testClient) startTLS(cfg *tls.Config) error {
+	if err := c.simpleOption(optStartTLS, nil); err != nil {
+		return err
+	}
+	conn := tls.Client(c.conn, cfg)
+	if err := conn.Handshake(); err != nil {
+		return err
+	}
+	c.conn, c.r = conn, bufio.NewReader(conn)
+	return nil
 }
 
 func metaContextData(export string, queries ...string) []byte {

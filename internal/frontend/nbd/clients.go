@@ -11,6 +11,7 @@ type ClientInfo struct {
 	Export      string
 	RemoteAddr  string
 	ConnectedAt time.Time
+	TLS         bool // the connection runs through TLS
 }
 
 // clientRegistry tracks the connections in transmission phase, per export,
@@ -22,7 +23,7 @@ type clientRegistry struct {
 	clients map[uint64]ClientInfo
 }
 
-func (r *clientRegistry) add(export string, conn net.Conn) (id uint64) {
+func (r *clientRegistry) add(export string, conn net.Conn, overTLS bool) (id uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.clients == nil {
@@ -33,7 +34,7 @@ func (r *clientRegistry) add(export string, conn net.Conn) (id uint64) {
 	if a := conn.RemoteAddr(); a != nil {
 		addr = a.String()
 	}
-	r.clients[r.nextID] = ClientInfo{Export: export, RemoteAddr: addr, ConnectedAt: time.Now()}
+	r.clients[r.nextID] = ClientInfo{Export: export, RemoteAddr: addr, ConnectedAt: time.Now(), TLS: overTLS}
 	return r.nextID
 }
 

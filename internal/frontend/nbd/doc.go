@@ -15,6 +15,8 @@
 //	session.go        per-connection state, shutdown interrupt, error filtering
 //	negotiate.go      option haggling: EXPORT_NAME, INFO/GO, LIST, ABORT,
 //	                  STRUCTURED_REPLY, LIST/SET_META_CONTEXT
+//	tls.go            TLS required (FORCEDTLS): what is answered before
+//	                  NBD_OPT_STARTTLS, the upgrade
 //	transmission.go   request reader loop, concurrency and memory bounds, request validation
 //	workers.go        goroutines that run a connection's requests, reused
 //	write_order.go    a connection's plain writes reach the backend in the order sent
@@ -36,9 +38,14 @@
 // write_order_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
 // comparison with a reference model, replayable with -nbd.seed),
 // fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
-// (nbdinfo, qemu-io, qemu-img, nbdcopy when installed).
+// (nbdinfo, qemu-io, qemu-img, nbdcopy when installed), tls_test.go and
+// tls_conformance_test.go (TLS, with credentials from testutil/tlstest).
 //
-// Not implemented: TLS (STARTTLS is answered NBD_REP_ERR_UNSUP), oldstyle
+// TLS is all or nothing per server (Server.TLSConfig): without it
+// NBD_OPT_STARTTLS is answered NBD_REP_ERR_UNSUP; with it every client
+// must upgrade first.
+//
+// Not implemented: selective TLS (some exports only), oldstyle
 // negotiation, extended headers, resize, metadata contexts other than
 // base:allocation, OFFSET_HOLE chunks in READ replies.
 package nbd

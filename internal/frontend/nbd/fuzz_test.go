@@ -3,15 +3,17 @@ package nbd
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // Decoder fuzz targets: each decoder must either reject its input or
@@ -82,36 +84,23 @@ func FuzzParseMetaContextRequest(f *testing.F) {
 	})
 }
 
-// socketPair returns two connected Unix stream sockets; unlike net.Pipe
-// they can be half-closed, so a fuzz input can end while replies are read.
-func socketPair(t testing.TB) (*net.UnixConn, *net.UnixConn) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conv := func(fd int) *net.UnixConn {
-		f := os.NewFile(uintptr(fd), "socketpair")
-		defer f.Close()
-		c, err := net.FileConn(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.(*net.UnixConn)
-	}
-	return conv(fds[0]), conv(fds[1])
-}
-
 const fuzzExportSize = 64<<10 + 3
 
 // serveOne runs ServeConn on one end of a socket pair and returns the
 // other end and a channel closed when the server is done.
 func serveOne(t testing.TB, be *memBackend) (*net.UnixConn, chan struct{}) {
+	return serveOneTLS(t, be, nil)
+}
+
+// serveOneTLS is serveOne for a server that requires TLS when cfg is set.
+func serveOneTLS(t testing.TB, be *memBackend, cfg *tls.Config) (*net.UnixConn, chan struct{}) {
 	srv := NewServer()
+	srv.TLSConfig = cfg
 	srv.Limits = Limits{MaxInFlight: 4}
 	if err := srv.AddExport(Export{Name: "f", Backend: be}); err != nil {
 		t.Fatal(err)
 	}
-	client, server := socketPair(t)
+	client, server := testutil.SocketPair(t)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -140,22 +129,30 @@ func FuzzNegotiate(f *testing.F) {
 	f.Add(cat(flags, opt(optListMetaContext, metaContextData("f")), opt(99, []byte("x")), opt(optExportName, nil)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		be := newMemBackend(fuzzExportSize)
-		client, done := serveOne(t, be)
-		defer client.Close()
-		go func() {
-			client.Write(in)
-			client.CloseWrite()
-		}()
-		out, err := io.ReadAll(client)
-		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-			t.Fatalf("reading server output: %v", err)
-		}
-		waitServer(t, done)
+		out := exchange(t, be, nil, in)
 		checkHandshakeOutput(t, out)
 		if be.outOfRange.Load() != 0 {
 			t.Fatal("backend accessed out of range")
 		}
 	})
+}
+
+// exchange sends in as a client's whole input to a server of one export
+// (requiring TLS when cfg is set), and returns all the server said before
+// it hung up.
+func exchange(t *testing.T, be *memBackend, cfg *tls.Config, in []byte) []byte {
+	client, done := serveOneTLS(t, be, cfg)
+	defer client.Close()
+	go func() {
+		client.Write(in)
+		client.CloseWrite()
+	}()
+	out, err := io.ReadAll(client)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading server output: %v", err)
+	}
+	waitServer(t, done)
+	return out
 }
 
 func checkHandshakeOutput(t *testing.T, out []byte) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
 )
 
 // testServer runs a Server for one test and stops it at cleanup, waiting
@@ -54,11 +56,31 @@ func (ts *testServer) pipe() net.Conn {
 	return client
 }
 
+// socket serves one connection over a Unix socket pair and returns the
+// client end: unlike a pipe, writes do not wait for the reader, as on a
+// real connection (a TLS alert is sent while the peer is still writing).
+func (ts *testServer) socket(t testing.TB) net.Conn {
+	client, server := testutil.SocketPair(t)
+	ts.wg.Add(1)
+	go func() {
+		defer ts.wg.Done()
+		ts.srv.ServeConn(ts.ctx, server)
+	}()
+	return client
+}
+
 // listenUnix serves on a Unix socket in a temporary directory.
 func (ts *testServer) listenUnix(t testing.TB) string {
 	t.Helper()
 	ts.sock = filepath.Join(t.TempDir(), "nbd.sock")
-	l, err := net.Listen("unix", ts.sock)
+	ts.listen(t, "unix", ts.sock)
+	return ts.sock
+}
+
+// listen serves on a new listener and returns its address.
+func (ts *testServer) listen(t testing.TB, network, addr string) string {
+	t.Helper()
+	l, err := net.Listen(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +91,7 @@ func (ts *testServer) listenUnix(t testing.TB) string {
 			t.Errorf("Serve: %v", err)
 		}
 	}()
-	return ts.sock
+	return l.Addr().String()
 }
 
 func (ts *testServer) dialUnix(t testing.TB) net.Conn {

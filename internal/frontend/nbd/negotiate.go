@@ -64,6 +64,9 @@ func (s *session) handleOption(opt uint32, data []byte) (done bool, err error) {
 		s.replyErr(opt, repErrShutdown, "server is shutting down")
 		return false, nil
 	}
+	if s.srv.TLSConfig != nil && !s.tlsActive {
+		return s.beforeTLS(opt, data)
+	}
 	switch opt {
 	case optExportName:
 		return true, s.optExportName(data)
@@ -83,8 +86,13 @@ func (s *session) handleOption(opt uint32, data []byte) (done bool, err error) {
 		s.reply(opt, repAck, nil)
 	case optListMetaContext, optSetMetaContext:
 		s.optMetaContext(opt, data)
+	case optStartTLS:
+		if s.tlsActive {
+			s.replyErr(opt, repErrInvalid, "TLS is already in use")
+			break
+		}
+		s.replyErr(opt, repErrUnsup, "this server runs without TLS")
 	default:
-		// Includes NBD_OPT_STARTTLS: this server runs without TLS.
 		s.replyErr(opt, repErrUnsup, "option not supported")
 	}
 	return false, nil

@@ -2,6 +2,7 @@ package nbd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,10 @@ type Server struct {
 	// Logger receives one line per connection that ends in error; nil
 	// discards them.
 	Logger *slog.Logger
+	// TLSConfig, when set, makes TLS mandatory: a client must upgrade
+	// with NBD_OPT_STARTTLS before any other option (the protocol's
+	// FORCEDTLS mode). Set it before Serve.
+	TLSConfig *tls.Config
 
 	mu      sync.RWMutex
 	exports map[string]*Export
@@ -181,7 +186,7 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	if err != nil || exp == nil {
 		return sess.filterErr(err)
 	}
-	id := s.clients.add(exp.Name, conn)
+	id := s.clients.add(exp.Name, conn, sess.tlsActive)
 	defer s.clients.remove(id)
 	return sess.filterErr(sess.transmit())
 }

@@ -12,7 +12,12 @@ import (
 
 // session is the state of one connection, from greeting to close.
 type session struct {
-	srv    *Server
+	srv *Server
+	// raw is the accepted connection; conn is what the session speaks
+	// through: raw, or a TLS connection over it after NBD_OPT_STARTTLS.
+	// Deadlines and the shutdown interrupt go to raw, which the TLS
+	// connection reads and writes through.
+	raw    net.Conn
 	conn   net.Conn
 	r      *bufio.Reader
 	w      *bufio.Writer
@@ -21,6 +26,7 @@ type session struct {
 	shuttingDown atomic.Bool
 
 	// Negotiated during the handshake.
+	tlsActive  bool
 	noZeroes   bool
 	structured bool
 	// metaExport is the export the last NBD_OPT_SET_META_CONTEXT named, when
@@ -38,6 +44,7 @@ type session struct {
 func newSession(srv *Server, conn net.Conn) *session {
 	return &session{
 		srv:    srv,
+		raw:    conn,
 		conn:   conn,
 		r:      bufio.NewReaderSize(conn, 64<<10),
 		w:      bufio.NewWriterSize(conn, 64<<10),
@@ -50,12 +57,12 @@ func newSession(srv *Server, conn net.Conn) *session {
 // ShutdownGrace to reach the client.
 func (s *session) interrupt() {
 	s.shuttingDown.Store(true)
-	if err := s.conn.SetReadDeadline(time.Unix(1, 0)); err != nil {
+	if err := s.raw.SetReadDeadline(time.Unix(1, 0)); err != nil {
 		// Without deadlines the only way to stop the reader is to close.
-		s.conn.Close()
+		s.raw.Close()
 		return
 	}
-	_ = s.conn.SetWriteDeadline(time.Now().Add(s.limits.ShutdownGrace))
+	_ = s.raw.SetWriteDeadline(time.Now().Add(s.limits.ShutdownGrace))
 }
 
 // filterErr turns the ends of a connection that are not failures (client

@@ -60,6 +60,7 @@ const (
 	repErrUnsup    uint32 = 1<<31 + 1
 	repErrPolicy   uint32 = 1<<31 + 2
 	repErrInvalid  uint32 = 1<<31 + 3
+	repErrTLSReqd  uint32 = 1<<31 + 5
 	repErrUnknown  uint32 = 1<<31 + 6
 	repErrShutdown uint32 = 1<<31 + 7
 	repErrTooBig   uint32 = 1<<31 + 9
