@@ -148,3 +148,28 @@ func nbdStatus(t *testing.T, mnt string) map[string]int {
 	}
 	return m
 }
+
+// TestNBDSizeFollowsFile: a file grown or shortened through the mount is
+// exported at its new size to the clients that connect after.
+func TestNBDSizeFollowsFile(t *testing.T) {
+	requireNBDTools(t)
+	v := newVolume(t)
+	disk := v.path("disk.img")
+	srv := startNBD(t, "--create", "16M", disk)
+	uri := srv.URI("disk.img")
+	testutil.Check(t, os.Truncate(disk, 40*mib))
+	if got := exportSize(t, uri); got != 40*mib {
+		t.Fatalf("export size %d after growing the file to 40 MiB", got)
+	}
+	qemuIO(t, uri, "write -P 0x3c 39M 1M")
+	b, err := os.ReadFile(disk)
+	testutil.Check(t, err)
+	if len(b) != 40*mib || !bytes.Equal(b[39*mib:], bytes.Repeat([]byte{0x3c}, mib)) {
+		t.Fatal("the mount does not show the write past the file's old end")
+	}
+	testutil.Check(t, os.Truncate(disk, 8*mib))
+	if got := exportSize(t, uri); got != 8*mib {
+		t.Fatalf("export size %d after shortening the file to 8 MiB", got)
+	}
+	srv.Stop(t)
+}

@@ -30,7 +30,7 @@
 // Files:
 //
 //	doc.go     this map
-//	file.go    File: open (by inode), size, close
+//	file.go    File: open (by inode), size (the file's, at each connection), close
 //	io.go      read, write, flush, cache
 //	zero.go    trim and write zeroes
 //	status.go  block status from the extent map

@@ -12,8 +12,10 @@ import (
 // mount of the same volume can drop the kernel's cached pages of it.
 type Changed func(ino uint64, off, length int64)
 
-// File is one volume file served as a block device. Its size is the file's
-// size when it was opened; every connection to the export shares it.
+// File is one volume file served as a block device. Each connection to
+// the export gets the file's size as it is when the connection starts, so
+// a file grown or shortened meanwhile (truncate through the mount) is
+// seen at its new size by the clients that connect after.
 type File struct {
 	fs       vfs.FS
 	h        vfs.Handle
@@ -57,8 +59,14 @@ func Open(fs vfs.FS, ino uint64, readOnly bool, changed Changed) (*File, error) 
 // Ino is the inode of the file.
 func (f *File) Ino() uint64 { return f.ino }
 
-// Size implements nbd.Sizer.
-func (f *File) Size() int64 { return f.size }
+// Size implements nbd.Sizer: the file's size now (the size it had at
+// open if it cannot be read).
+func (f *File) Size() int64 {
+	if a, err := f.fs.GetAttr(f.ino); err == nil {
+		return a.Size
+	}
+	return f.size
+}
 
 // Close makes what was written durable and closes the file.
 func (f *File) Close() error {

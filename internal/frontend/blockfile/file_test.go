@@ -37,9 +37,11 @@ func openFile(t *testing.T, changed blockfile.Changed) (*volume.Volume, *blockfi
 	return v, f
 }
 
+// wantStatus checks the block status of the disk's 16 MiB, as a client
+// connected at the start sees them, whatever the file's size now.
 func wantStatus(t *testing.T, f *blockfile.File, want string) {
 	t.Helper()
-	ext, err := f.BlockStatus(0, f.Size())
+	ext, err := f.BlockStatus(0, 16*mib)
 	testutil.Check(t, err)
 	if got := fmt.Sprint(ext); got != want {
 		t.Fatalf("block status %s, want %s", got, want)
@@ -121,6 +123,20 @@ func TestReadPastShorteningWithBufferedWrites(t *testing.T) {
 			t.Fatalf("flushed %v: read across the shortened end returned stale bytes", flush)
 		}
 		testutil.Check(t, f.Flush())
+	}
+	testutil.Check(t, f.Close())
+}
+
+// TestSizeFollowsTheFile: a file grown or shortened through the volume
+// is exported at its new size to the clients that connect after.
+func TestSizeFollowsTheFile(t *testing.T) {
+	v, f := openFile(t, nil)
+	for _, size := range []int64{40 * mib, 3*mib + 512, 16 * mib} {
+		_, err := v.NS.SetAttr(vfs.Caller{}, f.Ino(), vfs.SetAttr{SetSize: true, Size: size})
+		testutil.Check(t, err)
+		if got := f.Size(); got != size {
+			t.Fatalf("export size %d after truncating the file to %d", got, size)
+		}
 	}
 	testutil.Check(t, f.Close())
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/doppelfs/doppel/internal/vfs"
 )
 
-// ReadAt implements nbd.ReaderAt. The export keeps the size it had when it
-// was opened: if the file was shortened since, the bytes past its end read
-// as zeros.
+// ReadAt implements nbd.ReaderAt. A connection keeps the size the file
+// had when it connected: if the file was shortened since, the bytes past
+// its end read as zeros.
 func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if br, ok := f.fs.(vfs.BlockReader); ok {
 		if err := br.ReadBlock(f.h, off, p); err != nil {

@@ -20,8 +20,8 @@ const maxStatusExtents = 256
 
 // BlockStatus implements nbd.BlockStatuser from the file's extent map
 // (SEEK_DATA and SEEK_HOLE): holes are reported as hole and zero, data as
-// allocated. Past the file's end (if it was shortened since the export
-// opened it) everything is a hole.
+// allocated. Past the file's end (if it was shortened since the client
+// connected) everything is a hole.
 func (f *File) BlockStatus(off, length int64) ([]nbd.Extent, error) {
 	end := off + length
 	var out []nbd.Extent
