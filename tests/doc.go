@@ -14,6 +14,7 @@
 //	DOPPEL_MODEL_OPS     model operations when -model.ops is not given (default 5000)
 //	DOPPEL_MODEL_TARGET  "plain": run the model against a host directory
 //	DOPPEL_MODEL_INIT    extra doppel init flags for the model's volume
+//	DOPPEL_PJDFSTEST     a pjdfstest checkout: TestPjdfstest runs it in a volume
 //
 // Files: main_test.go (harness, volumes), model*_test.go (randomized model
 // test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,
@@ -22,5 +23,6 @@
 // during clones, materialization and freeing), corrupt_test.go (damage to
 // segment files, pack objects and records, with storefiles_test.go and
 // storepacks_test.go to reach under an unmounted volume), nbd*_test.go
-// (the block export), multihost*_test.go (several hosts on one volume).
+// (the block export), multihost*_test.go (several hosts on one volume),
+// pjdfstest_test.go (pjdfstest, opt-in).
 package tests
