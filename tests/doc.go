@@ -15,6 +15,8 @@
 //	DOPPEL_MODEL_TARGET  "plain": run the model against a host directory
 //	DOPPEL_MODEL_INIT    extra doppel init flags for the model's volume
 //	DOPPEL_PJDFSTEST     a pjdfstest checkout: TestPjdfstest runs it in a volume
+//	DOPPEL_XFSTESTS      an xfstests checkout: TestFsx and TestFsstress run its
+//	                     ltp/fsx and ltp/fsstress in a volume
 //
 // Files: main_test.go (harness, volumes), model*_test.go (randomized model
 // test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,
@@ -24,5 +26,6 @@
 // segment files, pack objects and records, with storefiles_test.go and
 // storepacks_test.go to reach under an unmounted volume), nbd*_test.go
 // (the block export), multihost*_test.go (several hosts on one volume),
-// pjdfstest_test.go (pjdfstest, opt-in).
+// pjdfstest_test.go and xfstests_ltp_test.go (pjdfstest, fsx, fsstress:
+// opt-in).
 package tests

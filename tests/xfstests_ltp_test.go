@@ -1,0 +1,96 @@
+package tests
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// xfstestsTool returns the path of one of xfstests' ltp/ programs (fsx,
+// fsstress) when DOPPEL_XFSTESTS names a checkout of xfstests
+// (git.kernel.org/pub/scm/fs/xfs/xfstests-dev.git), building them there if
+// needed (autoconf, libtool, xfslibs-dev, uuid-dev, libattr1-dev,
+// libacl1-dev, libaio-dev, liburing-dev; scripts/ensure-deps.sh does not
+// install these). Opt-in, as TestPjdfstest: no package registry here
+// serves xfstests.
+func xfstestsTool(t *testing.T, name string) string {
+	t.Helper()
+	src := os.Getenv("DOPPEL_XFSTESTS")
+	if src == "" {
+		t.Skip("DOPPEL_XFSTESTS is not set (a checkout of xfstests)")
+	}
+	bin := filepath.Join(src, "ltp", name)
+	if _, err := os.Stat(bin); err != nil {
+		build := exec.Command("sh", "-c", "make configure && ./configure && make -C lib && make -C ltp")
+		build.Dir = src
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("building xfstests' ltp programs in %s: %v\n%s", src, err, out)
+		}
+	}
+	return bin
+}
+
+// runLong runs a long tool and fails t with the end of its output if it
+// fails.
+func runLong(t *testing.T, dir string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+	}
+	return string(out)
+}
+
+// TestFsx runs fsx, xfstests' file exerciser: random reads, writes
+// (through mmap too), truncates, fallocate (punch hole, zero range, keep
+// size) and copy_file_range on one file, each read checked against its
+// model of the file, with buffered and with direct I/O. fsx turns off
+// itself what the file system refuses (collapse and insert range, clone
+// and dedupe ranges: FUSE has no ioctl for them).
+func TestFsx(t *testing.T) {
+	fsx := xfstestsTool(t, "fsx")
+	v := newVolume(t)
+	ops := strconv.Itoa(testutil.EnvInt(t, "DOPPEL_FSX_OPS", 20000))
+	for seed, extra := range [][]string{{}, {}, {"-Z"}} {
+		args := append([]string{"-q", "-N", ops, "-S", strconv.Itoa(seed + 1), "-l", "4194304", "-o", "262144"}, extra...)
+		args = append(args, v.path("fsx"+strconv.Itoa(seed)))
+		out := runLong(t, v.Mnt, fsx, args...)
+		if !strings.Contains(out, "operations completed A-OK") {
+			t.Fatalf("fsx %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	v.umount(t)
+	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
+		t.Fatalf("doppel fsck after fsx: %v\n%s", err, out)
+	}
+}
+
+// TestFsstress runs fsstress, xfstests' namespace and data stress, with
+// four processes at once in one directory tree, and then checks the volume
+// with fsck.
+func TestFsstress(t *testing.T) {
+	fsstress := xfstestsTool(t, "fsstress")
+	v := newVolume(t)
+	dir := v.path("fsstress")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ops := strconv.Itoa(testutil.EnvInt(t, "DOPPEL_FSSTRESS_OPS", 10000))
+	runLong(t, v.Mnt, fsstress, "-d", dir, "-n", ops, "-p", "4", "-s", "7")
+	v.umount(t)
+	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
+		t.Fatalf("doppel fsck after fsstress: %v\n%s", err, out)
+	}
+}
