@@ -57,8 +57,9 @@ func runLong(t *testing.T, dir string, name string, args ...string) string {
 // (through mmap too), truncates, fallocate (punch hole, zero range, keep
 // size) and copy_file_range on one file, each read checked against its
 // model of the file, with buffered and with direct I/O. fsx turns off
-// itself what the file system refuses (collapse and insert range, clone
-// and dedupe ranges: FUSE has no ioctl for them).
+// itself what the kernel's FUSE client refuses (clone, dedupe and exchange
+// ranges; collapse, insert and unshare ranges, which namespace.Fallocate
+// implements but a mount never receives).
 func TestFsx(t *testing.T) {
 	fsx := xfstestsTool(t, "fsx")
 	v := newVolume(t)
