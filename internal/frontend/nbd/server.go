@@ -23,6 +23,11 @@ type Limits struct {
 	// ShutdownGrace is how long replies may take to reach a client once the
 	// server shuts down; a client that stops reading is cut off after it.
 	ShutdownGrace time.Duration
+	// HandshakeLimit is how long a client may take from connecting to
+	// entering transmission (TLS included); one that takes longer is cut
+	// off, so idle connections cannot pile up (qemu-nbd's
+	// --handshake-limit, with its default).
+	HandshakeLimit time.Duration
 }
 
 // DefaultLimits are used for zero fields of Server.Limits.
@@ -30,6 +35,7 @@ var DefaultLimits = Limits{
 	MaxInFlight:    16,
 	MaxBufferBytes: 2 * MaxPayload,
 	ShutdownGrace:  10 * time.Second,
+	HandshakeLimit: 10 * time.Second,
 }
 
 // Server serves named exports over NBD. It knows nothing of what backs an
@@ -136,6 +142,9 @@ func (s *Server) limits() Limits {
 	if l.ShutdownGrace <= 0 {
 		l.ShutdownGrace = DefaultLimits.ShutdownGrace
 	}
+	if l.HandshakeLimit <= 0 {
+		l.HandshakeLimit = DefaultLimits.HandshakeLimit
+	}
 	return l
 }
 
@@ -182,7 +191,7 @@ func (s *Server) ServeConn(ctx context.Context, conn net.Conn) error {
 	stop := context.AfterFunc(ctx, sess.interrupt)
 	defer stop()
 
-	exp, err := sess.negotiate()
+	exp, err := sess.negotiateWithin(sess.limits.HandshakeLimit)
 	if err != nil || exp == nil {
 		return sess.filterErr(err)
 	}

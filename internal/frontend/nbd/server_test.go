@@ -491,3 +491,19 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Fatal("Serve did not return after cancel")
 	}
 }
+
+// TestHandshakeLimit: a client that does not finish its handshake in
+// time is cut off; one in transmission may stay idle for longer.
+func TestHandshakeLimit(t *testing.T) {
+	ts, _ := oneExport(t)
+	ts.srv.Limits.HandshakeLimit = 200 * time.Millisecond
+	idle := ts.socket(t)
+	defer idle.Close()
+	idle.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(idle); err != nil {
+		t.Fatalf("an idle client's connection: %v, want a hang-up", err)
+	}
+	c := ts.connect(t, clientConfig{export: "disk"})
+	time.Sleep(400 * time.Millisecond)
+	mustDo(t, c, cmdRead, 0, 0, 512, nil)
+}

@@ -3,6 +3,7 @@ package nbd
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -63,6 +64,33 @@ func (s *session) interrupt() {
 		return
 	}
 	_ = s.raw.SetWriteDeadline(time.Now().Add(s.limits.ShutdownGrace))
+}
+
+// negotiateWithin runs the handshake with a deadline of limit from now; a
+// client that enters transmission has no deadline from then on.
+func (s *session) negotiateWithin(limit time.Duration) (*Export, error) {
+	if err := s.raw.SetDeadline(time.Now().Add(limit)); err != nil {
+		return s.negotiate() // a connection without deadlines: no limit
+	}
+	if s.shuttingDown.Load() {
+		s.interrupt() // its deadlines came before ours
+	}
+	exp, err := s.negotiate()
+	if errors.Is(err, os.ErrDeadlineExceeded) && !s.shuttingDown.Load() {
+		return nil, fmt.Errorf("nbd: handshake not done within %v", limit)
+	}
+	if err != nil || exp == nil {
+		return exp, err
+	}
+	if err := s.raw.SetDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	if s.shuttingDown.Load() {
+		// A shutdown that began during the handshake set its deadlines
+		// before they were cleared: set them again.
+		s.interrupt()
+	}
+	return exp, nil
 }
 
 // filterErr turns the ends of a connection that are not failures (client

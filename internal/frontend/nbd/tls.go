@@ -2,16 +2,10 @@ package nbd
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"time"
 )
-
-// tlsHandshakeTimeout bounds a client's TLS handshake, so that a client
-// that sends STARTTLS and then nothing does not hold a connection.
-const tlsHandshakeTimeout = 30 * time.Second
 
 // beforeTLS answers an option on a server that requires TLS (the
 // protocol's FORCEDTLS mode) while the connection is still plain: only
@@ -50,10 +44,9 @@ func (s *session) startTLS(data []byte) error {
 	if err := s.w.Flush(); err != nil {
 		return err
 	}
+	// The handshake limit (negotiateWithin) bounds the TLS handshake too.
 	conn := tls.Server(s.conn, s.srv.TLSConfig)
-	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
-	defer cancel()
-	if err := conn.HandshakeContext(ctx); err != nil {
+	if err := conn.Handshake(); err != nil {
 		return fmt.Errorf("nbd: TLS handshake: %w", err)
 	}
 	s.conn = conn
