@@ -15,8 +15,8 @@
 //	DOPPEL_MODEL_TARGET  "plain": run the model against a host directory
 //	DOPPEL_MODEL_INIT    extra doppel init flags for the model's volume
 //	DOPPEL_PJDFSTEST     a pjdfstest checkout: TestPjdfstest runs it in a volume
-//	DOPPEL_XFSTESTS      an xfstests checkout: TestFsx and TestFsstress run its
-//	                     ltp/fsx and ltp/fsstress in a volume
+//	DOPPEL_XFSTESTS      an xfstests checkout: TestFsx, TestFsstress and
+//	                     TestFsstressClones run its ltp/fsx and ltp/fsstress
 //
 // Files: main_test.go (harness, volumes), model*_test.go (randomized model
 // test), dedup_test.go, persist_test.go, crash_test.go, posix_test.go,

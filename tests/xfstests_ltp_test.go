@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +96,71 @@ func TestFsstress(t *testing.T) {
 	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
 		t.Fatalf("doppel fsck after fsstress: %v\n%s", err, out)
 	}
+}
+
+// TestFsstressClones runs fsstress on a tree and on its clone at the same
+// time: the snapshot taken with the clone must not change, the diff the
+// change journal drives must list what a full walk of both trees lists,
+// and fsck must find the volume clean.
+func TestFsstressClones(t *testing.T) {
+	fsstress := xfstestsTool(t, "fsstress")
+	v := newVolume(t)
+	origin, clone, snap := v.path("origin"), v.path("clone"), v.path("snap")
+	testutil.Check(t, os.Mkdir(origin, 0o755))
+	ops := testutil.EnvInt(t, "DOPPEL_FSSTRESS_OPS", 10000)
+	runLong(t, v.Mnt, fsstress, "-d", origin, "-n", strconv.Itoa(ops/2), "-p", "2", "-s", "11")
+	doppelOK(t, "clone", origin, clone)
+	doppelOK(t, "snapshot", origin, snap)
+	before, err := snapshotTree(snap)
+	testutil.Check(t, err)
+
+	errs := make(chan string, 2)
+	for i, dir := range []string{origin, clone} {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, fsstress, "-d", dir, "-n", strconv.Itoa(ops), "-p", "2", "-s", strconv.Itoa(12+i))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				errs <- fmt.Sprintf("fsstress in %s: %v\n%s", dir, err, out)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 2 {
+		if e := <-errs; e != "" {
+			t.Fatal(e)
+		}
+	}
+
+	after, err := snapshotTree(snap)
+	testutil.Check(t, err)
+	if d := diffTrees(before, after); len(d) > 0 {
+		t.Fatalf("the snapshot changed while its origin was stressed (%d differences):\n%s", len(d), strings.Join(d[:min(len(d), 20)], "\n"))
+	}
+	journal, full := diffJSON(t, origin, clone), diffJSON(t, "--full", origin, clone)
+	t.Logf("%d entries differ; the %s diff compared %d, the %s one %d",
+		len(full.Entries), journal.Method, journal.Compared, full.Method, full.Compared)
+	if journal.Method == full.Method {
+		t.Errorf("both diffs took the %s method: the journal's was not tested", journal.Method)
+	}
+	if j, f := diffEntries(journal), diffEntries(full); j != f {
+		t.Fatalf("the journal's diff and the full walk's differ:\njournal (%s):\n%s\nfull (%s):\n%s", journal.Method, j, full.Method, f)
+	}
+	v.umount(t)
+	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
+		t.Fatalf("doppel fsck after fsstress on clones: %v\n%s", err, out)
+	}
+}
+
+// diffEntries is a diff's entries, one "STATUS PATH TYPE" line each,
+// sorted.
+func diffEntries(r diffResult) string {
+	var lines []string
+	for _, e := range r.Entries {
+		lines = append(lines, e.Status+" "+e.Path+" "+e.Type)
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
