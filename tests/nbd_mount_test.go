@@ -116,6 +116,30 @@ func TestNBDMountedVolume(t *testing.T) {
 // mnt: "LISTEN NAME" to its client count.
 func nbdStatus(t *testing.T, mnt string) map[string]int {
 	t.Helper()
+	m := map[string]int{}
+	for _, s := range nbdServers(t, mnt) {
+		for _, e := range s.Exports {
+			m[s.Listen+" "+e.Name] = e.Clients
+		}
+	}
+	return m
+}
+
+// nbdServerStatus is one NBD server in doppel status --json.
+type nbdServerStatus struct {
+	Listen     string
+	TLS        bool `json:"tls"`
+	ClientAuth bool `json:"client_auth"`
+	Exports    []struct {
+		Name    string
+		Clients int
+	}
+}
+
+// nbdServers is the NBD servers doppel status lists for the volume
+// mounted on mnt.
+func nbdServers(t *testing.T, mnt string) []nbdServerStatus {
+	t.Helper()
 	out, err := runDoppel(time.Minute, "status", "--json")
 	if err != nil {
 		t.Fatalf("doppel status: %v\n%s", err, out)
@@ -123,30 +147,16 @@ func nbdStatus(t *testing.T, mnt string) map[string]int {
 	var st struct {
 		Volumes []struct {
 			Mountpoint string
-			Daemon     *struct {
-				Exports []struct {
-					Listen  string
-					Exports []struct {
-						Name    string
-						Clients int
-					}
-				}
-			}
+			Daemon     *struct{ Exports []nbdServerStatus }
 		}
 	}
 	testutil.Check(t, json.Unmarshal(out, &st))
-	m := map[string]int{}
 	for _, v := range st.Volumes {
-		if v.Mountpoint != mnt || v.Daemon == nil {
-			continue
-		}
-		for _, s := range v.Daemon.Exports {
-			for _, e := range s.Exports {
-				m[s.Listen+" "+e.Name] = e.Clients
-			}
+		if v.Mountpoint == mnt && v.Daemon != nil {
+			return v.Daemon.Exports
 		}
 	}
-	return m
+	return nil
 }
 
 // TestNBDSizeFollowsFile: a file grown or shortened through the mount is

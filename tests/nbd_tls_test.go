@@ -3,7 +3,6 @@ package tests
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,31 +48,12 @@ func TestNBDOverTLS(t *testing.T) {
 		}
 	}
 
-	out, err := runDoppel(time.Minute, "status", "--json")
-	testutil.Check(t, err)
-	var st struct {
-		Volumes []struct {
-			Mountpoint string
-			Daemon     *struct {
-				Exports []struct {
-					Listen     string
-					TLS        bool `json:"tls"`
-					ClientAuth bool `json:"client_auth"`
-				}
-			}
-		}
-	}
-	testutil.Check(t, json.Unmarshal(out, &st))
 	found := false
-	for _, vol := range st.Volumes {
-		if vol.Mountpoint == v.Mnt && vol.Daemon != nil {
-			for _, e := range vol.Daemon.Exports {
-				found = found || (e.Listen == srv.Listen && e.TLS && e.ClientAuth)
-			}
-		}
+	for _, s := range nbdServers(t, v.Mnt) {
+		found = found || (s.Listen == srv.Listen && s.TLS && s.ClientAuth)
 	}
 	if !found {
-		t.Errorf("doppel status --json does not list %s with TLS and client certificates:\n%s", srv.Listen, out)
+		t.Errorf("doppel status --json does not list %s with TLS and client certificates: %+v", srv.Listen, nbdServers(t, v.Mnt))
 	}
 	srv.Stop(t)
 }
