@@ -104,29 +104,27 @@ func (n *nbdNotifier) done(err error) {
 	}
 }
 
-// tlsNote says how a server's clients must connect, for status lines.
-func tlsNote(st ops.ExportStatus) string {
+// serverNotes says what a server's clients may do and how they must
+// connect, for status lines.
+func serverNotes(st ops.ExportStatus) []string {
+	var notes []string
+	if st.ReadOnly {
+		notes = append(notes, "read-only")
+	}
 	switch {
 	case st.ClientAuth:
-		return "TLS with client certificates"
+		notes = append(notes, "TLS with client certificates")
 	case st.TLS:
-		return "TLS"
+		notes = append(notes, "TLS")
 	}
-	return ""
+	return notes
 }
 
 // describeExportStatus is what `doppel nbd` prints once it serves.
 func describeExportStatus(st ops.ExportStatus) string {
 	var b strings.Builder
-	var notes []string
-	if st.ReadOnly {
-		notes = append(notes, "read-only")
-	}
-	if n := tlsNote(st); n != "" {
-		notes = append(notes, n)
-	}
 	about := ""
-	if len(notes) > 0 {
+	if notes := serverNotes(st); len(notes) > 0 {
 		about = " (" + strings.Join(notes, ", ") + ")"
 	}
 	fmt.Fprintf(&b, "doppel nbd: serving on %s%s\n", st.Listen, about)

@@ -198,14 +198,11 @@ func appendHeldStore(vols []volumeStatus, flagValue string) []volumeStatus {
 // printExports lists a daemon's NBD servers and their exports.
 func printExports(w io.Writer, servers []ops.ExportStatus) {
 	for _, s := range servers {
-		ro := ""
-		if s.ReadOnly {
-			ro = ", read-only"
+		about := ""
+		for _, n := range serverNotes(s) {
+			about += ", " + n
 		}
-		if n := tlsNote(s); n != "" {
-			ro += ", " + n
-		}
-		fmt.Fprintf(w, "  nbd        %s%s\n", s.Listen, ro)
+		fmt.Fprintf(w, "  nbd        %s%s\n", s.Listen, about)
 		for _, e := range s.Exports {
 			fmt.Fprintf(w, "               %s  %s  %s  %d clients\n", e.Name, e.Path, human(e.Size), e.Clients)
 		}
