@@ -107,9 +107,7 @@ func TestNBDMountedVolume(t *testing.T) {
 	}
 	srv.Stop(t)
 	v.umount(t)
-	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
-		t.Fatalf("doppel fsck: %v\n%s", err, out)
-	}
+	v.fsck(t)
 }
 
 // nbdStatus is the exports doppel status lists for the volume mounted on

@@ -61,7 +61,5 @@ func TestPjdfstest(t *testing.T) {
 	}
 	t.Logf("pjdfstest:\n%s", summary)
 	v.umount(t)
-	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
-		t.Fatalf("doppel fsck after pjdfstest: %v\n%s", err, out)
-	}
+	v.fsck(t)
 }

@@ -75,9 +75,7 @@ func TestFsx(t *testing.T) {
 		}
 	}
 	v.umount(t)
-	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
-		t.Fatalf("doppel fsck after fsx: %v\n%s", err, out)
-	}
+	v.fsck(t)
 }
 
 // TestFsstress runs fsstress, xfstests' namespace and data stress, with
@@ -93,9 +91,7 @@ func TestFsstress(t *testing.T) {
 	ops := strconv.Itoa(testutil.EnvInt(t, "DOPPEL_FSSTRESS_OPS", 10000))
 	runLong(t, v.Mnt, fsstress, "-d", dir, "-n", ops, "-p", "4", "-s", "7")
 	v.umount(t)
-	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
-		t.Fatalf("doppel fsck after fsstress: %v\n%s", err, out)
-	}
+	v.fsck(t)
 }
 
 // TestFsstressClones runs fsstress on a tree and on its clone at the same
@@ -149,9 +145,7 @@ func TestFsstressClones(t *testing.T) {
 		t.Fatalf("the journal's diff and the full walk's differ:\njournal (%s):\n%s\nfull (%s):\n%s", journal.Method, j, full.Method, f)
 	}
 	v.umount(t)
-	if out, err := runDoppel(5*time.Minute, "fsck", "--store", v.Store); err != nil {
-		t.Fatalf("doppel fsck after fsstress on clones: %v\n%s", err, out)
-	}
+	v.fsck(t)
 }
 
 // diffEntries is a diff's entries, one "STATUS PATH TYPE" line each,
