@@ -57,8 +57,11 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 	for rel := range cands {
 		rels = append(rels, rel)
 	}
-	slices.Sort(rels)
+	slices.Sort(rels) // a directory before what lies below it
 	for _, rel := range rels {
+		if d.coveredBelow(rel) {
+			continue
+		}
 		x, err := walkRel(a, rel)
 		if err != nil {
 			return err
@@ -72,6 +75,27 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 		}
 	}
 	return nil
+}
+
+// coveredBelow reports whether a directory above rel was compared with
+// everything below it already (as both trees' directory, or reported
+// added or deleted whole): comparing rel again would find nothing new.
+func (d *differ) coveredBelow(rel string) bool {
+	if rel == "" {
+		return false
+	}
+	whole := func(dir string) bool {
+		return d.done[dir] || d.done[dir+"\x00A"] || d.done[dir+"\x00D"]
+	}
+	if whole("") {
+		return true
+	}
+	for i := range len(rel) {
+		if rel[i] == '/' && whole(rel[:i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // journalRanges are the journal key ranges that name every change after
