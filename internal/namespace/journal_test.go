@@ -175,3 +175,30 @@ func rewrite(t *testing.T, v *volume.Volume, dir uint64, name, data string) {
 	testutil.Must(v.NS.Write(h, 0, []byte(data)))
 	testutil.Must(0, v.NS.Release(h))
 }
+
+// A directory renamed is compared with everything below it once: the
+// changes journaled below it add nothing to compare (the fsstress run on
+// a tree and its clone compared twice what a full walk did before).
+func TestJournalDiffComparesSubtreesOnce(t *testing.T) {
+	v, _ := openPruned(t)
+	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	dir := src
+	for _, name := range []string{"a", "b", "c"} {
+		dir = testutil.Must(v.NS.Mkdir(root, dir, name, 0o755)).Ino
+		for i := range 10 {
+			writeFile(t, v.NS, dir, fmt.Sprintf("f%d", i), []byte("x"))
+		}
+	}
+	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
+	testutil.Must(0, v.NS.Rename(src, "a", src, "moved", 0))
+	for i := range 10 {
+		rewrite(t, v, dir, fmt.Sprintf("f%d", i), "y") // moved/b/c/f*
+	}
+	d := diffBoth(t, v, "/src", "/c")
+	fast := testutil.Must(v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{}))
+	full := testutil.Must(v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{Full: true}))
+	t.Logf("%d differences; the journal's diff compared %d, the walk %d", len(d.lines), fast.Compared, full.Compared)
+	if fast.Compared > full.Compared {
+		t.Fatalf("the journal's diff compared %d entries, a full walk %d", fast.Compared, full.Compared)
+	}
+}
