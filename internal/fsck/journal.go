@@ -21,6 +21,8 @@ func (c *checker) journalSingleton(k, v []byte) bool {
 		what = "journal floor"
 	case bytes.Equal(k, schema.KeyTreeJournalSince):
 		what = "clone journal start"
+	case bytes.Equal(k, schema.KeyJournalCompacted):
+		what = "journal compaction bound"
 	default:
 		return false
 	}

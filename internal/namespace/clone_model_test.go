@@ -86,6 +86,9 @@ type cloneModel struct {
 	inos    map[string]uint64 // tree/path -> ino, checked across remounts
 	// recordInos: the next check records inode numbers into inos.
 	recordInos bool
+	// diffs counts the journal diffs checked, compacted the journal
+	// entries compaction removed before them.
+	diffs, compacted int
 }
 
 // TestCloneIsolationModel applies random operations to a tree, its
@@ -127,6 +130,7 @@ func TestCloneIsolationModel(t *testing.T) {
 		m.v.NS.Release(o.h)
 	}
 	m.open = nil
+	t.Logf("%d journal diffs checked, %d journal entries compacted before them", m.diffs, m.compacted)
 	m.fsckClean("after the run")
 	// Removing every clone frees what only it held.
 	for _, tr := range m.trees[1:] {

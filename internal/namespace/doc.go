@@ -72,6 +72,8 @@
 //   - journal_trees.go: which clones' journals a change goes to, and the
 //     per-inode cache of that answer.
 //   - journal_prune.go: the pruner and the journal floor.
+//   - journal_compact.go: below the retention window, only the newest
+//     entry of each name and live inode is kept (what diffs need).
 //   - journal_cursor.go: consumer cursors.
 //
 // Inspection

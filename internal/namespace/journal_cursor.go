@@ -33,6 +33,13 @@ func (v *FS) SetJournalCursor(name string, from uint64) error {
 	if from < floor {
 		return fmt.Errorf("%w: journal entries before version %d are pruned", syscall.ERANGE, floor)
 	}
+	compacted, err := v.JournalCompacted()
+	if err != nil {
+		return err
+	}
+	if from < compacted {
+		return fmt.Errorf("%w: journal entries before version %d are compacted (only the newest change of each file and name is kept)", syscall.ERANGE, compacted)
+	}
 	b := v.meta.NewBatch()
 	defer b.Close()
 	if err := b.Set(schema.JournalCursorKey(name), schema.U64(from)); err != nil {

@@ -18,7 +18,8 @@ import (
 // needs, and the last JournalKeep versions. The floor only rises. It is
 // written before anything below it is deleted, so a crash leaves entries
 // below the floor that the next run deletes; a diff whose pin lies below
-// the floor walks both trees instead.
+// the floor walks both trees instead. Above the floor, what only diffs
+// still read is compacted (journal_compact.go).
 
 const (
 	defaultJournalKeep = 4096
@@ -28,8 +29,9 @@ const (
 
 // JournalPrune says what a pruning pass did.
 type JournalPrune struct {
-	Floor  uint64 // entries below it are gone
-	Ranges int    // key ranges deleted
+	Floor     uint64 // entries below it are gone
+	Ranges    int    // key ranges deleted
+	Compacted JournalCompaction
 }
 
 func (v *FS) journalPruner() {
@@ -82,7 +84,8 @@ func (v *FS) PruneJournal() (JournalPrune, error) {
 			return JournalPrune{}, err
 		}
 	}
-	return JournalPrune{Floor: f, Ranges: len(ranges)}, nil
+	c, err := v.maybeCompactJournal(f)
+	return JournalPrune{Floor: f, Ranges: len(ranges), Compacted: c}, err
 }
 
 // raiseFloor writes the needed floor if it is above the current one and
@@ -145,28 +148,17 @@ func (v *FS) prunableRanges(floor uint64) ([][2][]byte, error) {
 	} else if any {
 		out = append(out, [2][]byte{lower, upper})
 	}
-	lower, upper = schema.TreeJournalAll()
-	it, err := v.meta.NewIter(lower, upper)
+	clones, err := v.treeJournalClones()
 	if err != nil {
 		return nil, err
 	}
-	defer it.Close()
-	for ok := it.First(); ok; {
-		c, ver, _, _, err := schema.ParseTreeJournalKey(it.Key())
-		if err != nil {
-			return nil, err
-		}
-		if ver < floor {
-			lo, hi := schema.TreeJournalRange(c, 0, floor)
+	for _, c := range clones {
+		if c[1] < floor {
+			lo, hi := schema.TreeJournalRange(c[0], 0, floor)
 			out = append(out, [2][]byte{lo, hi})
 		}
-		if c == ^uint64(0) {
-			break
-		}
-		next, _ := schema.TreeJournalRange(c+1, 0, 0)
-		ok = it.SeekGE(next)
 	}
-	return out, it.Error()
+	return out, nil
 }
 
 // deleteKeys deletes [lower, upper): with one range tombstone where the

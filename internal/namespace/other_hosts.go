@@ -119,9 +119,14 @@ func (v *FS) applyOtherHosts() (int, []changedName, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if floor > v.others.applied+1 {
-		// Pruned past where this host was: which changed is not known;
-		// the kernel's caches time out within a second.
+	compacted, err := readU64(r, schema.KeyJournalCompacted, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	if max(floor, compacted) > v.others.applied+1 {
+		// Pruned (or compacted: the entries of this host's own commits
+		// may stand for others') past where this host was: which changed
+		// is not known; the kernel's caches time out within a second.
 		v.others.applied = cur
 		v.dropCaches()
 		return 1, nil, nil

@@ -77,12 +77,13 @@ type FS struct {
 	materializeWake chan struct{}
 	reapWake        chan struct{}
 	pruneWake       chan struct{}
-	hasClones       atomic.Bool  // a clone record exists (or did since open)
-	trees           treeCache    // the clones each directory lies in
-	pruneMu         sync.Mutex   // one journal pruning pass at a time
-	journalMu       sync.RWMutex // diffs (read) against the journal floor rising
-	excludes        sync.Map     // clone root ino -> exclude.Set
-	pinExcludes     sync.Map     // pin version -> func(string, bool) bool (nil: none)
+	hasClones       atomic.Bool       // a clone record exists (or did since open)
+	trees           treeCache         // the clones each directory lies in
+	pruneMu         sync.Mutex        // one journal pruning pass at a time
+	compaction      journalCompaction // the pruner's count of entries to compact (pruneMu)
+	journalMu       sync.RWMutex      // diffs (read) against the journal floor rising
+	excludes        sync.Map          // clone root ino -> exclude.Set
+	pinExcludes     sync.Map          // pin version -> func(string, bool) bool (nil: none)
 
 	others    otherHosts // what other hosts changed (other_hosts.go)
 	fileLocks fileLocks  // this host's fcntl and flock lock records (file_locks.go)

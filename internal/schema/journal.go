@@ -24,6 +24,11 @@ var (
 	// KeyTreeJournalSince is the first version since which the "J" keys
 	// are complete (volumes made before they existed set it at open).
 	KeyTreeJournalSince = []byte("\x00tree_journal_since")
+	// KeyJournalCompacted bounds the compacted part of the journal: below
+	// it, an inode's or a name's entries may have been collapsed into the
+	// newest one (which is what a diff needs); at and above it every
+	// entry is kept. It only rises, and is raised before entries go.
+	KeyJournalCompacted = []byte("\x00journal_compacted")
 )
 
 // TreeJournalKey is the entry of ino (of clone) at version.
