@@ -73,7 +73,7 @@
 //     per-inode cache of that answer.
 //   - journal_prune.go: the pruner and the journal floor.
 //   - journal_compact.go: below the retention window, only the newest
-//     entry of each name and live inode is kept (what diffs need).
+//     entry of each live inode and name is kept (what diffs need).
 //   - journal_cursor.go: consumer cursors.
 //
 // Inspection

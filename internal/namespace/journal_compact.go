@@ -17,12 +17,13 @@ import (
 // and names that changed since its pin, not every change: of an inode's
 // (or a name's) entries, the newest is enough for every diff that would
 // have read an older one. And an inode deleted for good (never reused)
-// has no path a diff could find: the name entries of its removal stand
-// for it. So below the compaction bound, the entries that no cursor and
+// has no path a diff could find: the name entries of its removal (in its
+// directory) stand for it, and a deleted directory's names stand for
+// nothing. So below the compaction bound, the entries that no cursor and
 // no retention window keeps whole, each journal (the volume's and every
-// clone's) keeps only the newest entry of each name and of each inode
-// that still exists. What a clone holds is then bounded by the names and
-// live inodes changed since its pin.
+// clone's) keeps only the newest entry of each inode that still exists
+// and of each name in a directory that does. What a clone holds is then
+// bounded by the live inodes and names changed since its pin.
 //
 // Safe under concurrent diffs: an entry goes only when a newer one of the
 // same inode or name stays, and a diff reads in version order, so it
@@ -178,7 +179,7 @@ func (v *FS) JournalCompacted() (uint64, error) {
 // collapsed in windows: still correct, less compact).
 func (v *FS) collapse(lower, upper []byte, skip int) (deleted, kept int, err error) {
 	newest := map[string][]byte{} // inode and name -> its newest key so far
-	gone := goneInodes{r: v.meta, known: map[uint64]bool{}}
+	dead := goneInodes{r: v.meta, known: map[uint64]bool{}}
 	from := lower
 	for {
 		select {
@@ -200,22 +201,21 @@ func (v *FS) collapse(lower, upper []byte, skip int) (deleted, kept int, err err
 				continue // malformed: fsck's business
 			}
 			kept++
-			if len(k) == skip+8 { // an inode's entry, not a name's
-				gone, err := gone.of(binary.BigEndian.Uint64(k[skip:]))
-				if err != nil {
-					return deleted, kept, err
-				}
-				if gone {
-					stale = append(stale, k)
-					continue
-				}
+			// An inode's entry, or a name's in its directory.
+			gone, err := dead.of(binary.BigEndian.Uint64(k[skip:]))
+			if err != nil {
+				return deleted, kept, err
+			}
+			if gone {
+				stale = append(stale, k)
+				continue
 			}
 			id := string(k[skip:])
 			if old, ok := newest[id]; ok {
 				stale = append(stale, old)
 			} else if len(newest) >= journalCompactSet {
 				clear(newest)
-				clear(gone.known)
+				clear(dead.known)
 			}
 			newest[id] = k
 		}
@@ -231,8 +231,8 @@ func (v *FS) collapse(lower, upper []byte, skip int) (deleted, kept int, err err
 
 // goneInodes tells inodes deleted for good: no record and no name.
 // Inode numbers are never reused, so such an inode never comes back, and
-// a diff finds no path for it: its entries tell no diff anything (the
-// name entries of its removal stand for it).
+// a diff finds no path for it or for names in it: its entries, and its
+// names' if it was a directory, tell no diff anything.
 type goneInodes struct {
 	r     meta.Reader
 	known map[uint64]bool

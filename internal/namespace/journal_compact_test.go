@@ -116,3 +116,34 @@ func diffBoth(t *testing.T, v *volume.Volume, a, b string) diffSides {
 	}
 	return diffSides{lines: got, read: fast.JournalRead}
 }
+
+// Entries of a directory deleted with everything in it go, its names'
+// too: a tree made and removed again and again leaves nothing behind.
+func TestJournalCompactionDropsDeletedTrees(t *testing.T) {
+	v, _ := openPruned(t)
+	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	writeFile(t, v.NS, src, "a", []byte("one"))
+	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
+	base := journalKeys(t, v)
+	for round := range 20 {
+		tmp := testutil.Must(v.NS.Mkdir(root, src, fmt.Sprint("tmp", round), 0o755)).Ino
+		churn(t, v, tmp, 20)
+		for i := range 5 {
+			writeFile(t, v.NS, tmp, fmt.Sprint("left", i), []byte("x"))
+			testutil.Must(0, v.NS.Unlink(tmp, fmt.Sprint("left", i)))
+		}
+		testutil.Must(0, v.NS.Rmdir(src, fmt.Sprint("tmp", round)))
+	}
+	before := journalKeys(t, v)
+	res := testutil.Must(v.NS.CompactJournal())
+	after := journalKeys(t, v)
+	t.Logf("journal keys: %d with the clone, %d after 20 trees made and removed, %d compacted (%d deleted)", base, before, after, res.Deleted)
+	// What stays: src's entry and its 20 names (each tmpN made and
+	// removed), the clone's, and the retention window's last version.
+	if after > base+30 {
+		t.Fatalf("%d journal keys left of %d (%d before the churn)", after, before, base)
+	}
+	if d := diffBoth(t, v, "/src", "/c"); len(d.lines) != 0 {
+		t.Fatalf("diff after trees made and removed: %q", d.lines)
+	}
+}
