@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/crashtest"
+	"github.com/doppelfs/doppel/internal/mountinfo"
 	"github.com/doppelfs/doppel/internal/testutil"
 	dvolume "github.com/doppelfs/doppel/internal/volume"
 )
@@ -107,7 +108,7 @@ func killDaemonNow(t *testing.T, v *volume) {
 			if connErr != nil {
 				t.Fatalf("daemon still alive 5 s after SIGKILL, and its FUSE connection is unknown: %v", connErr)
 			}
-			if err := abortFUSEConnection(conn); err != nil {
+			if err := mountinfo.AbortFUSEConnection(conn); err != nil {
 				t.Fatalf("daemon still alive 5 s after SIGKILL; aborting its FUSE connection %s: %v", conn, err)
 			}
 			t.Logf("daemon still alive 5 s after SIGKILL: aborted its FUSE connection %s", conn)

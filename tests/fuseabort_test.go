@@ -4,45 +4,28 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/doppelfs/doppel/internal/mountinfo"
 )
 
-// fuseConnections is where the kernel's fusectl file system lists FUSE
-// connections, each a directory with an abort file.
-const fuseConnections = "/sys/fs/fuse/connections"
-
 // fuseConnectionOf returns the fusectl name of the FUSE connection that
-// serves the mount at mnt: the kernel's dev_t of its superblock.
+// serves the mount at mnt, from the mount table.
 func fuseConnectionOf(mnt string) (string, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(mnt, &st); err != nil {
+	m, ok, err := mountinfo.Find(mnt)
+	if err != nil {
 		return "", err
 	}
-	dev := uint64(st.Dev)
-	return fmt.Sprint(uint64(unix.Major(dev))<<20 | uint64(unix.Minor(dev))), nil
-}
-
-// abortFUSEConnection aborts a FUSE connection by its fusectl name, as
-// `echo 1 > /sys/fs/fuse/connections/N/abort` does: every request waiting
-// on it fails with ENOTCONN, and the daemon's device reads and writes
-// fail. It mounts fusectl if nothing has.
-func abortFUSEConnection(conn string) error {
-	abort := filepath.Join(fuseConnections, conn, "abort")
-	if _, err := os.Stat(abort); errors.Is(err, os.ErrNotExist) {
-		if err := syscall.Mount("fusectl", fuseConnections, "fusectl", 0, ""); err != nil && !errors.Is(err, syscall.EBUSY) {
-			return fmt.Errorf("mount fusectl: %w", err)
-		}
+	if !ok {
+		return "", fmt.Errorf("%s is not a mount point", mnt)
 	}
-	return os.WriteFile(abort, []byte("1"), 0)
+	return mountinfo.FUSEConnection(m)
 }
 
-// TestAbortFUSEConnection: the connection found for a mount is the one
-// that serves it: aborting it fails the mount's operations with ENOTCONN
+// TestAbortFUSEConnection: the connection found for a mount (from the
+// mount table's device number) is the one that serves it: aborting it fails the mount's operations with ENOTCONN
 // and the daemon exits.
 func TestAbortFUSEConnection(t *testing.T) {
 	v := newVolume(t)
@@ -50,7 +33,7 @@ func TestAbortFUSEConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := abortFUSEConnection(conn); err != nil {
+	if err := mountinfo.AbortFUSEConnection(conn); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(v.path("x")); !errors.Is(err, syscall.ENOTCONN) {

@@ -72,8 +72,17 @@ func checkMountable(dir, mp string) error {
 	if m, busy, err := findMount(mp); err != nil {
 		return err
 	} else if busy {
-		if m.FSType == fuseType {
-			awaitDyingHolder(m.Source)
+		if m.FSType == fuseType && !awaitDyingHolder(m.Source) {
+			// Killed, and one of its threads waits for a directory a
+			// process holds while it waits for the daemon: aborting the
+			// connection lets both go (it has nothing left to flush).
+			if err := abortConnection(mp); err != nil {
+				return fmt.Errorf("mount point %s holds the mount of a killed daemon that has not ended: %w", mp, err)
+			}
+			fmt.Fprintf(os.Stderr, "doppel mount: aborted the FUSE connection of %s, whose daemon was killed and had not ended\n", mp)
+			if !awaitDyingHolder(m.Source) {
+				return fmt.Errorf("mount point %s holds the mount of a killed daemon that does not end even with its FUSE connection aborted", mp)
+			}
 		}
 		if !staleDoppelMount(m) {
 			return fmt.Errorf("mount point %s is busy: something is already mounted there", mp)
@@ -179,18 +188,17 @@ func spawnDaemon(dir, mp string, mf mountFlags) error {
 	}
 }
 
-// staleDoppelMount reports whether m is a doppel mount whose daemon is gone:
-// the daemon holds its store's lock for as long as it runs.
 // awaitDyingHolder waits up to 10 s while the lock of the store in dir is
 // held by a process that was killed and is still exiting: its main thread
 // is a zombie until its last threads finish their system calls, and the
-// lock is released only then.
-func awaitDyingHolder(dir string) {
+// lock is released only then. False if it is still exiting.
+func awaitDyingHolder(dir string) bool {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if pid := volume.LockHolder(dir); pid == 0 || !exiting(pid) {
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // exiting reports whether process pid is gone or a zombie.
@@ -204,6 +212,8 @@ func exiting(pid int) bool {
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
+// staleDoppelMount reports whether m is a doppel mount whose daemon is gone:
+// the daemon holds its store's lock for as long as it runs.
 func staleDoppelMount(m mountEntry) bool {
 	return m.FSType == fuseType && volume.LockHolder(m.Source) == 0
 }

@@ -8,13 +8,22 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/mountinfo"
 	"github.com/doppelfs/doppel/internal/volume"
 )
 
 func runUmount(args []string) error {
-	fs := newFlags("umount", "[--lazy] MOUNTPOINT",
-		"Unmount a doppel volume and wait until its daemon has flushed everything and exited.")
+	fs := newFlags("umount", "[--lazy] [--force] MOUNTPOINT",
+		"Unmount a doppel volume and wait until its daemon has flushed everything and exited.\n\n"+
+			"A daemon that was killed but cannot end (one of its threads waits for a\n"+
+			"directory that a process holds while it waits for the daemon's answer) has\n"+
+			"its FUSE connection aborted first, without --force: it has nothing left to\n"+
+			"flush. --force does the same to a daemon that is alive but does not answer.")
 	lazy := fs.Bool("lazy", false, "detach now even if files are open; the daemon exits when they close")
+	force := fs.Bool("force", false, "abort the mount's FUSE connection first (root only), for a daemon that\n"+
+		"does not answer. Waiting requests fail with ECONNABORTED, later ones with\n"+
+		"ENOTCONN; writes the daemon had not committed are lost, as after kill -9,\n"+
+		"and recovery runs at the next mount. Implies --lazy")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the daemon to finish")
 	mp, err := parseMountpoint(fs, args)
 	if err != nil {
@@ -25,7 +34,17 @@ func runUmount(args []string) error {
 		return err
 	}
 	pid := volume.LockHolder(store)
-	if err := unmount(mp, *lazy); err != nil {
+	if *force || (pid > 0 && exiting(pid)) {
+		if err := abortConnection(mp); err != nil {
+			return err
+		}
+		if *force {
+			fmt.Fprintf(os.Stderr, "doppel umount: aborted the FUSE connection of %s\n", mp)
+		} else {
+			fmt.Fprintf(os.Stderr, "doppel umount: daemon %d was killed and had not ended; aborted its FUSE connection\n", pid)
+		}
+	}
+	if err := unmount(mp, *lazy || *force); err != nil {
 		return err
 	}
 	if pid <= 0 {
@@ -34,11 +53,35 @@ func runUmount(args []string) error {
 	deadline := time.Now().Add(*timeout)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
+			if *force {
+				return fmt.Errorf("unmounted, but daemon %d did not end within %v; `kill -9 %d` ends it (what it had not committed is lost; recovery runs at the next mount)", pid, *timeout, pid)
+			}
 			return fmt.Errorf("unmounted, but daemon %d is still flushing after %v", pid, *timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+// abortConnection aborts the FUSE connection of the doppel mount at mp,
+// found in the mount table (the mount point itself is not touched: a
+// daemon that does not answer would hold up a stat of it).
+func abortConnection(mp string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("aborting the FUSE connection of %s needs root (/sys/fs/fuse/connections)", mp)
+	}
+	m, ok, err := findMount(mp)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s is not a mount point", mp)
+	}
+	conn, err := mountinfo.FUSEConnection(m)
+	if err != nil {
+		return err
+	}
+	return mountinfo.AbortFUSEConnection(conn)
 }
 
 func unmount(mp string, lazy bool) error {

@@ -15,6 +15,7 @@ type Entry struct {
 	Point  string
 	FSType string
 	Source string
+	Dev    string // the device number, "major:minor"
 }
 
 // Mounts lists the calling process's mounts, in mount order.
@@ -44,7 +45,7 @@ func Parse(r io.Reader) ([]Entry, error) {
 		if len(fields) < 5 || sep < 0 || sep+2 >= len(fields) {
 			continue
 		}
-		out = append(out, Entry{Point: unescape(fields[4]), FSType: fields[sep+1], Source: unescape(fields[sep+2])})
+		out = append(out, Entry{Point: unescape(fields[4]), FSType: fields[sep+1], Source: unescape(fields[sep+2]), Dev: fields[2]})
 	}
 	return out, s.Err()
 }

@@ -16,9 +16,23 @@ func TestParseMountinfo(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("parsed %d entries, want 2: %+v", len(got), got)
 	}
-	want := Entry{Point: "/mnt/with space", FSType: "fuse.doppel", Source: "/var/lib/doppel/v"}
+	want := Entry{Point: "/mnt/with space", FSType: "fuse.doppel", Source: "/var/lib/doppel/v", Dev: "98:0"}
 	if got[0] != want {
 		t.Errorf("got %+v, want %+v", got[0], want)
+	}
+}
+
+// The fusectl name of a connection is the kernel's dev_t, not the one
+// stat encodes: major 0, minor 300 is 300; major 1, minor 2 is 1<<20 | 2.
+func TestFUSEConnection(t *testing.T) {
+	for dev, want := range map[string]string{"0:300": "300", "0:52": "52", "1:2": "1048578"} {
+		got, err := FUSEConnection(Entry{Dev: dev})
+		if err != nil || got != want {
+			t.Errorf("FUSEConnection(%s) = %q, %v; want %q", dev, got, err, want)
+		}
+	}
+	if _, err := FUSEConnection(Entry{Dev: "x", Point: "/m"}); err == nil {
+		t.Error("a malformed device number was taken")
 	}
 }
 
