@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/doppelfs/doppel/internal/mountinfo"
 	"github.com/doppelfs/doppel/internal/testutil/voltest"
 )
 
@@ -329,36 +329,8 @@ func runDoppel(timeout time.Duration, args ...string) ([]byte, error) {
 
 // isMounted reports whether mnt is a mountpoint in our mount namespace.
 func isMounted(mnt string) bool {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && unescapeMountinfo(fields[4]) == mnt {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 etc.) of mountinfo.
-func unescapeMountinfo(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%3o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	_, ok, err := mountinfo.Find(mnt)
+	return err == nil && ok
 }
 
 // daemonPIDs lists processes other than this one whose command line
