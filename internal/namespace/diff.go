@@ -9,6 +9,7 @@ import (
 
 	"github.com/doppelfs/doppel/internal/content"
 	"github.com/doppelfs/doppel/internal/exclude"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -38,15 +39,20 @@ func (v *FS) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffRe
 	if err != nil {
 		return ops.DiffResult{}, pathErr(b, err)
 	}
-	na, err := v.rootVnode(ra)
+	// One snapshot for the whole diff: a walk of the live state would
+	// meet entries whose inodes went since it listed them. (Stubs are read
+	// through their pins, which do not change.)
+	snap := v.meta.Snapshot()
+	defer snap.Close()
+	na, err := v.rootVnode(snap, ra)
 	if err != nil {
-		return ops.DiffResult{}, err
+		return ops.DiffResult{}, pathErr(a, err)
 	}
-	nb, err := v.rootVnode(rb)
+	nb, err := v.rootVnode(snap, rb)
 	if err != nil {
-		return ops.DiffResult{}, err
+		return ops.DiffResult{}, pathErr(b, err)
 	}
-	d := &differ{ctx: ctx, v: v, opt: opt, done: map[string]bool{}, reported: map[string]bool{}}
+	d := &differ{ctx: ctx, v: v, r: snap, opt: opt, done: map[string]bool{}, reported: map[string]bool{}}
 	roots, since, related := v.commonOrigin(ra, rb)
 	for _, ino := range []uint64{ra, rb} {
 		xs, inside, err := v.ignoreOf(ino)
@@ -101,6 +107,7 @@ func (v *FS) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffRe
 type differ struct {
 	ctx      context.Context
 	v        *FS
+	r        meta.Reader // the snapshot both trees and the journal are read from
 	opt      DiffOptions
 	res      ops.DiffResult
 	done     map[string]bool // paths compared deeply

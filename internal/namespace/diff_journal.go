@@ -10,6 +10,7 @@ import (
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/vfs"
 )
@@ -24,14 +25,14 @@ func (d *differ) fromJournal(a, b vnode, roots []uint64, since uint64) error {
 	for _, r := range roots {
 		isRoot[r] = true
 	}
-	paths := &pathCache{v: d.v, roots: isRoot, memo: map[uint64][]string{}}
+	paths := &pathCache{r: d.r, roots: isRoot, memo: map[uint64][]string{}}
 	cands := map[string]bool{} // rel -> deep
-	ranges, err := d.v.journalRanges(roots, since)
+	ranges, err := journalRanges(d.r, roots, since)
 	if err != nil {
 		return err
 	}
 	for _, r := range ranges {
-		err := scan(d.v.meta, r[0], r[1], func(k, _ []byte) error {
+		err := scan(d.r, r[0], r[1], func(k, _ []byte) error {
 			if err := d.ctx.Err(); err != nil {
 				return err
 			}
@@ -104,15 +105,15 @@ func (d *differ) coveredBelow(rel string) bool {
 // or lie below an entry a name change in a directory of the clone made
 // since the clone (journaled there, and compared with everything below
 // it). Any other root needs the volume's journal, which holds every entry.
-func (v *FS) journalRanges(roots []uint64, since uint64) ([][2][]byte, error) {
-	treeSince, err := readU64(v.meta, schema.KeyTreeJournalSince, ^uint64(0))
+func journalRanges(r meta.Reader, roots []uint64, since uint64) ([][2][]byte, error) {
+	treeSince, err := readU64(r, schema.KeyTreeJournalSince, ^uint64(0))
 	if err != nil {
 		return nil, err
 	}
 	seen := map[uint64]bool{}
 	var out [][2][]byte
-	for _, r := range roots {
-		n, err := loadInode(v.meta, r)
+	for _, root := range roots {
+		n, err := loadInode(r, root)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +170,7 @@ func splitRel(rel string) []string {
 // pathCache finds the paths of inodes relative to any of the roots, by
 // their back-references.
 type pathCache struct {
-	v     *FS
+	r     meta.Reader
 	roots map[uint64]bool
 	memo  map[uint64][]string
 }
@@ -189,7 +190,7 @@ func (p *pathCache) walk(ino uint64, depth int) []string {
 		return r
 	}
 	var out []string
-	eachName(p.v.meta, ino, func(parent uint64, name string) error {
+	eachName(p.r, ino, func(parent uint64, name string) error {
 		for _, rel := range p.walk(parent, depth+1) {
 			out = append(out, joinRel(rel, name))
 		}

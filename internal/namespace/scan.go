@@ -7,6 +7,7 @@ import (
 	"slices"
 	"syscall"
 
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/ops"
 	"github.com/zeebo/blake3"
 )
@@ -21,10 +22,12 @@ func (v *FS) ScanGroups(ctx context.Context, paths []string, since string) ([]op
 		return nil, err
 	}
 	defer v.pinReads.begin()() // the walk reads stubs through their pins
+	snap := v.meta.Snapshot()  // one state, while writers go on
+	defer snap.Close()
 	groups := map[string]*ops.ContentGroup{}
 	var order []string
 	for _, p := range paths {
-		err := v.eachFile(ctx, p, func(path string, n vnode) error {
+		err := v.eachFile(ctx, snap, p, func(path string, n vnode) error {
 			id, err := contentID(n)
 			if err != nil {
 				return err
@@ -43,7 +46,7 @@ func (v *FS) ScanGroups(ctx context.Context, paths []string, since string) ([]op
 		}
 	}
 	if since != "" {
-		err := v.eachFile(ctx, since, func(_ string, n vnode) error {
+		err := v.eachFile(ctx, snap, since, func(_ string, n vnode) error {
 			id, err := contentID(n)
 			delete(groups, id)
 			return err
@@ -62,15 +65,16 @@ func (v *FS) ScanGroups(ctx context.Context, paths []string, since string) ([]op
 	return out, nil
 }
 
-// eachFile calls fn for every regular file at or below top.
-func (v *FS) eachFile(ctx context.Context, top string, fn func(path string, n vnode) error) error {
+// eachFile calls fn for every regular file at or below top, as r shows
+// the volume.
+func (v *FS) eachFile(ctx context.Context, r meta.Reader, top string, fn func(path string, n vnode) error) error {
 	ino, err := v.lookupPath(top)
 	if err != nil {
 		return &pathError{top, err}
 	}
-	root, err := v.rootVnode(ino)
+	root, err := v.rootVnode(r, ino)
 	if err != nil {
-		return err
+		return pathErr(top, err)
 	}
 	var walk func(path string, n vnode) error
 	walk = func(path string, n vnode) error {

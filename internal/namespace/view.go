@@ -29,9 +29,10 @@ func (v *FS) vnodeOf(r meta.Reader, ino uint64) (vnode, error) {
 	return vnode{v: v, r: r, ino: ino, n: n}, err
 }
 
-// rootVnode is a vnode to start a walk at.
-func (v *FS) rootVnode(ino uint64) (vnode, error) {
-	x, err := v.vnodeOf(v.meta, ino)
+// rootVnode is a vnode to start a walk at, as r shows the volume (a
+// snapshot, so that the walk sees one state while writers go on).
+func (v *FS) rootVnode(r meta.Reader, ino uint64) (vnode, error) {
+	x, err := v.vnodeOf(r, ino)
 	x.excl = x.n.Excl
 	return x, err
 }
