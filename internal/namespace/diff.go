@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/doppelfs/doppel/internal/content"
@@ -44,6 +45,9 @@ func (v *FS) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffRe
 	// through their pins, which do not change.)
 	snap := v.meta.Snapshot()
 	defer snap.Close()
+	if hook := diffSnapshotHook.Load(); hook != nil {
+		(*hook)()
+	}
 	na, err := v.rootVnode(snap, ra)
 	if err != nil {
 		return ops.DiffResult{}, pathErr(a, err)
@@ -103,6 +107,10 @@ func (v *FS) Diff(ctx context.Context, a, b string, opt DiffOptions) (ops.DiffRe
 	})
 	return d.res, err
 }
+
+// diffSnapshotHook, when tests set it, runs once a diff has taken its
+// snapshot.
+var diffSnapshotHook atomic.Pointer[func()]
 
 type differ struct {
 	ctx      context.Context

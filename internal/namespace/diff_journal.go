@@ -203,6 +203,21 @@ func (p *pathCache) walk(ino uint64, depth int) []string {
 // patchLimit bounds the bytes of each side a --patch reads.
 const patchLimit = 4 << 20
 
+// changedMeanwhile answers a patch whose side n could not be read: the
+// diff reads a snapshot, and a file changed since then may have had its
+// old chunks freed already. Then the patch is left out; any other
+// failure is an error.
+func changedMeanwhile(rel string, n *vnode, err error) (string, error) {
+	if !n.own() {
+		return "", err // read through a pin: its chunks stay
+	}
+	now, lerr := loadInode(n.v.meta, n.ino)
+	if lerr == nil && now.Version == n.n.Version {
+		return "", err
+	}
+	return fmt.Sprintf("Files a/%s and b/%s differ (changed while compared: no patch)\n", rel, rel), nil
+}
+
 // patchOf is a unified diff of two text files ("Binary files differ" for
 // others).
 func patchOf(rel string, a, b *vnode) (string, error) {
@@ -211,11 +226,11 @@ func patchOf(rel string, a, b *vnode) (string, error) {
 	}
 	x, err := a.readAll(patchLimit)
 	if err != nil {
-		return "", err
+		return changedMeanwhile(rel, a, err)
 	}
 	y, err := b.readAll(patchLimit)
 	if err != nil {
-		return "", err
+		return changedMeanwhile(rel, b, err)
 	}
 	if bytes.IndexByte(x, 0) >= 0 || bytes.IndexByte(y, 0) >= 0 {
 		return fmt.Sprintf("Binary files a/%s and b/%s differ\n", rel, rel), nil

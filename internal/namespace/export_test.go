@@ -47,6 +47,13 @@ func OnReap(t testing.TB, fn func(root uint64, n int)) {
 	t.Cleanup(func() { reapHook.Store(nil) })
 }
 
+// OnDiffSnapshot makes fn run once a diff has taken its snapshot, until
+// t ends.
+func OnDiffSnapshot(t testing.TB, fn func()) {
+	diffSnapshotHook.Store(&fn)
+	t.Cleanup(func() { diffSnapshotHook.Store(nil) })
+}
+
 // MaterializeNow materializes stub ino at once, as the background
 // materializer's walk does.
 func (v *FS) MaterializeNow(ino uint64) error { return v.materializeMany([]uint64{ino}, true) }
