@@ -179,7 +179,9 @@ func (v *FS) JournalCompacted() (uint64, error) {
 // collapsed in windows: still correct, less compact).
 func (v *FS) collapse(lower, upper []byte, skip int) (deleted, kept int, err error) {
 	newest := map[string][]byte{} // inode and name -> its newest key so far
-	dead := goneInodes{r: v.meta, known: map[uint64]bool{}}
+	// Past any record cache: on a volume several hosts mount, a cached
+	// answer could be older than another host's inode.
+	dead := goneInodes{r: v.fresh(), known: map[uint64]bool{}}
 	from := lower
 	for {
 		select {
