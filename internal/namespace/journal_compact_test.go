@@ -20,12 +20,7 @@ import (
 // of the entries.
 func TestJournalCompactionKeepsDiffs(t *testing.T) {
 	v, _ := openPruned(t)
-	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
-	for i := range 20 {
-		writeFile(t, v.NS, src, fmt.Sprintf("f%d", i), []byte("x"))
-	}
-	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
-	c := testutil.Must(v.NS.Lookup(vfs.RootIno, "c")).Ino
+	src, c := treeAndClone(t, v, 20)
 	tmp := testutil.Must(v.NS.Mkdir(root, src, "tmp", 0o755)).Ino
 	for round := range 40 {
 		for i := range 5 {
@@ -156,15 +151,11 @@ func TestJournalCompactionDropsDeletedTrees(t *testing.T) {
 // detector watches in make test-race).
 func TestJournalCompactionWhileChanging(t *testing.T) {
 	v, _ := openPruned(t)
-	src := testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
-	for i := range 10 {
-		writeFile(t, v.NS, src, fmt.Sprintf("f%d", i), []byte("x"))
-	}
-	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
-	c := testutil.Must(v.NS.Lookup(vfs.RootIno, "c")).Ino
+	src, c := treeAndClone(t, v, 10)
 	done := make(chan struct{})
 	errs := make(chan error, 2)
-	go func() { // the journal's upkeep
+	// repeat runs step until done is closed or it fails.
+	repeat := func(step func() error) {
 		for {
 			select {
 			case <-done:
@@ -172,38 +163,34 @@ func TestJournalCompactionWhileChanging(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := v.NS.CompactJournal(); err != nil {
-				errs <- fmt.Errorf("compact: %w", err)
-				return
-			}
-			if _, err := v.NS.PruneJournal(); err != nil {
-				errs <- fmt.Errorf("prune: %w", err)
+			if err := step(); err != nil {
+				errs <- err
 				return
 			}
 		}
-	}()
-	go func() { // diffs and scans while it all changes
-		for {
-			select {
-			case <-done:
-				errs <- nil
-				return
-			default:
-			}
-			if _, err := v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{}); err != nil {
-				errs <- fmt.Errorf("diff: %w", err)
-				return
-			}
-			if _, err := v.NS.Diff(context.Background(), "/src", "/c", namespace.DiffOptions{Full: true}); err != nil {
-				errs <- fmt.Errorf("diff --full: %w", err)
-				return
-			}
-			if _, err := v.NS.ScanGroups(context.Background(), []string{"/c"}, "/src"); err != nil {
-				errs <- fmt.Errorf("scan: %w", err)
-				return
-			}
+	}
+	go repeat(func() error { // the journal's upkeep
+		if _, err := v.NS.CompactJournal(); err != nil {
+			return fmt.Errorf("compact: %w", err)
 		}
-	}()
+		if _, err := v.NS.PruneJournal(); err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		return nil
+	})
+	go repeat(func() error { // diffs and scans while it all changes
+		ctx := context.Background()
+		if _, err := v.NS.Diff(ctx, "/src", "/c", namespace.DiffOptions{}); err != nil {
+			return fmt.Errorf("diff: %w", err)
+		}
+		if _, err := v.NS.Diff(ctx, "/src", "/c", namespace.DiffOptions{Full: true}); err != nil {
+			return fmt.Errorf("diff --full: %w", err)
+		}
+		if _, err := v.NS.ScanGroups(ctx, []string{"/c"}, "/src"); err != nil {
+			return fmt.Errorf("scan: %w", err)
+		}
+		return nil
+	})
 	for round := range 30 {
 		dir := testutil.Must(v.NS.Mkdir(root, c, fmt.Sprint("d", round), 0o755)).Ino
 		churn(t, v, dir, 10)
@@ -224,4 +211,16 @@ func TestJournalCompactionWhileChanging(t *testing.T) {
 	testutil.Must(v.NS.CompactJournal())
 	d := diffBoth(t, v, "/src", "/c")
 	t.Logf("%d differences; the diff read %d journal entries, %d keys left", len(d.lines), d.read, journalKeys(t, v))
+}
+
+// treeAndClone makes /src with files f0... of one byte each and clones it
+// to /c.
+func treeAndClone(t *testing.T, v *volume.Volume, files int) (src, c uint64) {
+	t.Helper()
+	src = testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "src", 0o755)).Ino
+	for i := range files {
+		writeFile(t, v.NS, src, fmt.Sprintf("f%d", i), []byte("x"))
+	}
+	testutil.Must(v.NS.ClonePath("/src", "/c", namespace.CloneOptions{}))
+	return src, testutil.Must(v.NS.Lookup(vfs.RootIno, "c")).Ino
 }

@@ -108,16 +108,14 @@ func (v *FS) raiseFloor() (uint64, error) {
 }
 
 // neededFloor is the highest floor that keeps what pins, clones, cursors
-// and the retention need. A clone made while it is computed pins at least
-// the version read here, so it needs nothing below the answer.
+// and the retention need: the compaction bound (cursors and retention),
+// lowered to what pins and clones need. A clone made while it is
+// computed pins at least the version read here, so it needs nothing
+// below the answer.
 func (v *FS) neededFloor() (uint64, error) {
-	cur, err := readU64(v.meta, schema.KeyVersion, 0)
+	f, err := v.compactionBound()
 	if err != nil {
 		return 0, err
-	}
-	f := uint64(0)
-	if cur+1 > v.opt.JournalKeep {
-		f = cur + 1 - v.opt.JournalKeep
 	}
 	for _, p := range v.ret.Pins() {
 		f = min(f, p.Version+1)
@@ -127,13 +125,6 @@ func (v *FS) neededFloor() (uint64, error) {
 		return nil
 	}); err != nil {
 		return 0, err
-	}
-	cursors, err := v.JournalCursors()
-	if err != nil {
-		return 0, err
-	}
-	for _, c := range cursors {
-		f = min(f, c)
 	}
 	return f, nil
 }
