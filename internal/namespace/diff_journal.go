@@ -211,7 +211,7 @@ func changedMeanwhile(rel string, n *vnode, err error) (string, error) {
 	if !n.own() {
 		return "", err // read through a pin: its chunks stay
 	}
-	now, lerr := loadInode(n.v.meta, n.ino)
+	now, lerr := loadInode(n.v.fresh(), n.ino)
 	if lerr == nil && now.Version == n.n.Version {
 		return "", err
 	}
