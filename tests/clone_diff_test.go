@@ -22,8 +22,9 @@ type diffResult struct {
 		Type   string   `json:"type"`
 		What   []string `json:"what"`
 	} `json:"entries"`
-	Method   string `json:"method"`
-	Compared int    `json:"compared"`
+	Method      string `json:"method"`
+	Compared    int    `json:"compared"`
+	JournalRead int    `json:"journal_read"`
 }
 
 func diffJSON(t *testing.T, args ...string) diffResult {

@@ -34,12 +34,12 @@ import (
 //
 // A pass rereads the whole compactable part of the journal, so it runs
 // only once the entries added below the bound since the last pass are at
-// least as many as that pass kept (and journalCompactMin): each entry is
+// least as many as that pass kept (and Options.JournalCompactMin): each entry is
 // read a bounded number of times on average.
 
 const (
-	journalCompactMin = 4096    // new entries below the bound before a pass
-	journalCompactSet = 1 << 18 // inodes and names remembered at once
+	defaultJournalCompactMin = 4096    // new entries below the bound before a pass
+	journalCompactSet        = 1 << 18 // inodes and names remembered at once
 )
 
 // journalCompaction is the pruner's bookkeeping (guarded by pruneMu).
@@ -74,7 +74,7 @@ func (v *FS) maybeCompactJournal(floor uint64) (JournalCompaction, error) {
 		c.pending += n
 		c.countedTo = bound
 	}
-	if c.pending < max(c.kept, journalCompactMin) {
+	if c.pending < max(c.kept, v.opt.JournalCompactMin) {
 		return JournalCompaction{}, nil
 	}
 	return v.compactJournal(floor)

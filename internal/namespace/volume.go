@@ -35,6 +35,10 @@ type Options struct {
 	JournalKeep uint64
 	// JournalPruneEvery is how often the journal pruner runs (0: 30s).
 	JournalPruneEvery time.Duration
+	// JournalCompactMin is how many entries must come below the retention
+	// window before the pruner compacts the journal again (0: 4096; a
+	// pass also waits for as many as the last one kept).
+	JournalCompactMin int
 	// Headroom keeps free space for metadata (nil: no reserve; a volume
 	// opened by package volume always has one).
 	Headroom *headroom.Guard
@@ -114,6 +118,9 @@ func Open(m meta.Store, eng *content.Engine, opt Options, log *slog.Logger) (*FS
 	}
 	if opt.JournalPruneEvery <= 0 {
 		opt.JournalPruneEvery = defaultPruneEvery
+	}
+	if opt.JournalCompactMin <= 0 {
+		opt.JournalCompactMin = defaultJournalCompactMin
 	}
 	v := &FS{
 		meta: m, eng: eng, opt: opt, log: log,

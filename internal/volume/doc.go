@@ -21,6 +21,8 @@
 //     default store.
 //   - space.go, figures.go, fsck.go, import.go: df, metrics figures, the
 //     online check and the import.
+//   - compact.go, journal_env.go: the settings tests and operators give
+//     through the environment (DOPPEL_COMPACT, DOPPEL_JOURNAL).
 //   - readahead.go: KernelReadahead, how far the kernel reads ahead on
 //     the mount.
 //   - nopblobs.go: a chunk store that stores nothing, while init writes

@@ -286,6 +286,9 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 	if err != nil {
 		return err
 	}
+	if err := journalFromEnv(&nsOpt); err != nil {
+		return err
+	}
 	cfg.Compact = compact.content
 	if _, durable := v.Meta.(meta.CommitsDurable); durable {
 		// Every commit is durable, so a chunk in the blob store costs a
