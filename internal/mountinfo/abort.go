@@ -25,9 +25,10 @@ func FUSEConnection(m Entry) (string, error) {
 }
 
 // AbortFUSEConnection aborts a FUSE connection by its fusectl name, as
-// `echo 1 > /sys/fs/fuse/connections/N/abort` does: every request waiting
-// on it fails with ENOTCONN, later ones too, and the daemon's reads and
-// writes of its device fail, so it ends. It mounts fusectl if nothing
+// `echo 1 > /sys/fs/fuse/connections/N/abort` does: requests the daemon
+// had read fail with ECONNABORTED, the others and later ones with
+// ENOTCONN, and the daemon's reads and writes of its device fail, so it
+// ends. It mounts fusectl if nothing
 // has. Root only.
 func AbortFUSEConnection(conn string) error {
 	abort := filepath.Join(FUSEConnections, conn, "abort")
