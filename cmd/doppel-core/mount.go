@@ -76,7 +76,7 @@ func checkMountable(dir, mp string) error {
 			// Killed, and one of its threads waits for a directory a
 			// process holds while it waits for the daemon: aborting the
 			// connection lets both go (it has nothing left to flush).
-			if err := abortConnection(mp); err != nil {
+			if err := abortConnection(m); err != nil {
 				return fmt.Errorf("mount point %s holds the mount of a killed daemon that has not ended: %w", mp, err)
 			}
 			fmt.Fprintf(os.Stderr, "doppel mount: aborted the FUSE connection of %s, whose daemon was killed and had not ended\n", mp)

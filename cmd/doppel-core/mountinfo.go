@@ -17,15 +17,21 @@ func findMount(path string) (mountEntry, bool, error) { return mountinfo.Find(pa
 
 // doppelStoreOf returns the store mounted at mountpoint.
 func doppelStoreOf(mountpoint string) (string, error) {
+	m, err := doppelMountOf(mountpoint)
+	return m.Source, err
+}
+
+// doppelMountOf returns the doppel mount at mountpoint.
+func doppelMountOf(mountpoint string) (mountEntry, error) {
 	m, ok, err := findMount(mountpoint)
 	if err != nil {
-		return "", err
+		return mountEntry{}, err
 	}
 	if !ok {
-		return "", fmt.Errorf("%s is not a mount point", mountpoint)
+		return mountEntry{}, fmt.Errorf("%s is not a mount point", mountpoint)
 	}
 	if m.FSType != fuseType {
-		return "", errors.New(mountpoint + " is not a doppel mount (it is " + m.FSType + ")")
+		return mountEntry{}, errors.New(mountpoint + " is not a doppel mount (it is " + m.FSType + ")")
 	}
-	return m.Source, nil
+	return m, nil
 }

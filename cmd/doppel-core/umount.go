@@ -29,13 +29,13 @@ func runUmount(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := doppelStoreOf(mp)
+	m, err := doppelMountOf(mp)
 	if err != nil {
 		return err
 	}
-	pid := volume.LockHolder(store)
+	pid := volume.LockHolder(m.Source)
 	if *force || (pid > 0 && exiting(pid)) {
-		if err := abortConnection(mp); err != nil {
+		if err := abortConnection(m); err != nil {
 			return err
 		}
 		if *force {
@@ -63,19 +63,12 @@ func runUmount(args []string) error {
 	return nil
 }
 
-// abortConnection aborts the FUSE connection of the doppel mount at mp,
-// found in the mount table (the mount point itself is not touched: a
-// daemon that does not answer would hold up a stat of it).
-func abortConnection(mp string) error {
+// abortConnection aborts the FUSE connection of mount m, as the mount
+// table gives it (the mount point itself is not touched: a daemon that
+// does not answer would hold up a stat of it).
+func abortConnection(m mountEntry) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("aborting the FUSE connection of %s needs root (/sys/fs/fuse/connections)", mp)
-	}
-	m, ok, err := findMount(mp)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%s is not a mount point", mp)
+		return fmt.Errorf("aborting the FUSE connection of %s needs root (/sys/fs/fuse/connections)", m.Point)
 	}
 	conn, err := mountinfo.FUSEConnection(m)
 	if err != nil {

@@ -152,18 +152,15 @@ func (v *FS) compactJournal(floor uint64) (JournalCompaction, error) {
 	return res, nil
 }
 
-// raiseCompactionBound writes bound unless the record is at or above it.
+// raiseCompactionBound writes bound unless the record is at or above it,
+// durably: before any entry below it goes.
 func (v *FS) raiseCompactionBound(bound uint64) error {
-	old, err := readU64(v.fresh(), schema.KeyJournalCompacted, 0)
-	if err != nil || bound <= old {
+	old, err := v.JournalCompacted()
+	if err != nil {
 		return err
 	}
-	b := v.meta.NewBatch()
-	defer b.Close()
-	if err := b.Set(schema.KeyJournalCompacted, schema.U64(bound)); err != nil {
-		return err
-	}
-	return b.Commit(true) // durable before any entry goes
+	_, err = v.raiseRecord(schema.KeyJournalCompacted, old, bound, true)
+	return err
 }
 
 // JournalCompacted is the compaction bound: below it, entries may have

@@ -96,15 +96,25 @@ func (v *FS) raiseFloor() (uint64, error) {
 		return 0, err
 	}
 	old, err := v.JournalFloor() // never below another host's raise
-	if err != nil || f <= old {
-		return old, err
+	if err != nil {
+		return 0, err
+	}
+	return v.raiseRecord(schema.KeyJournalFloor, old, f, false)
+}
+
+// raiseRecord writes to under key (a counter record that only rises)
+// unless current, what it holds, is at or above it; it returns the
+// record's value after.
+func (v *FS) raiseRecord(key []byte, current, to uint64, durable bool) (uint64, error) {
+	if to <= current {
+		return current, nil
 	}
 	b := v.meta.NewBatch()
 	defer b.Close()
-	if err := b.Set(schema.KeyJournalFloor, schema.U64(f)); err != nil {
+	if err := b.Set(key, schema.U64(to)); err != nil {
 		return 0, err
 	}
-	return f, b.Commit(false)
+	return to, b.Commit(durable)
 }
 
 // neededFloor is the highest floor that keeps what pins, clones, cursors
@@ -177,17 +187,7 @@ func (v *FS) deleteKeys(lower, upper []byte) error {
 		if err != nil || len(keys) == 0 {
 			return err
 		}
-		b := v.meta.NewBatch()
-		for _, k := range keys {
-			if err = b.Delete(k); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = b.Commit(false)
-		}
-		b.Close()
-		if err != nil {
+		if err := v.deleteEach(keys); err != nil {
 			return err
 		}
 		time.Sleep(time.Since(start))
