@@ -186,3 +186,7 @@ func formatSize(n int) string {
 		return strconv.Itoa(n)
 	}
 }
+
+// Fixed reports whether p cuts fixed-size blocks (block images: VM disks,
+// exported files) rather than content-defined chunks.
+func (p Policy) Fixed() bool { return p.Kind == kindFixed }

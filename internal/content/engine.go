@@ -52,6 +52,10 @@ type Config struct {
 	// engine only when it next commits, so it keeps no decoded extents
 	// between reads (extent_window_cache.go).
 	OtherWriters bool
+	// OwnedBlocks writes new blocks of files cut in fixed-size blocks
+	// owned by their extent, without a chunk record (owned.go), where the
+	// store allows it (usesOwnedBlocks).
+	OwnedBlocks bool
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -70,6 +74,7 @@ type Engine struct {
 	log       *slog.Logger
 	hostCache hostCache       // files whose host page cache reads leave alone (hostcache.go)
 	hints     bool            // extents carry location hints (hints.go)
+	owned     bool            // new blocks of fixed-size files are written owned (owned.go)
 	gone      blob.GoneTeller // where hints may name deleted segments
 	// hostReadahead: sequential reads of data stored in order are left to
 	// the host's readahead of the segment files (inorder.go).
@@ -145,6 +150,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	e.slots, _ = b.(blob.SlotReuser)
 	e.gone, _ = b.(blob.GoneTeller)
 	e.hostReadahead = e.hints && !movesChunks(b)
+	e.owned = usesOwnedBlocks(cfg, b)
 	if v, err := m.Get(schema.KeyStats); err == nil {
 		if e.stats, err = schema.DecodeStats(v); err != nil {
 			return nil, fmt.Errorf("volume stats: %w", err)

@@ -241,10 +241,30 @@ func (v *env) checkInvariants() {
 	chunks := v.allChunks()
 
 	refs := map[schema.Hash]uint64{}
-	var logical int64
+	var logical, ownedBytes int64
+	owners := map[blob.Loc]extentRec{} // owned blocks by location (owned.go)
 	for i, x := range exts {
-		refs[x.Hash]++
 		logical += int64(x.Length)
+		if x.Owned {
+			loc := blob.Loc{Segment: x.Hint.Segment, Offset: x.Hint.Offset}
+			if c, ok := chunks[x.Hash]; ok && c.Segment == loc.Segment && c.Offset == loc.Offset {
+				refs[x.Hash]++ // promoted: the owner counts in the record
+				continue
+			}
+			if o, dup := owners[loc]; dup {
+				v.t.Fatalf("inode %d: extent at %d owns segment %d offset %d, which inode %d's extent at %d owns too",
+					x.ino, x.off, loc.Segment, loc.Offset, o.ino, o.off)
+			}
+			owners[loc] = x
+			ownedBytes += int64(x.Length)
+			loc.Length = x.Length
+			if data, err := v.blobs.Read(loc, make([]byte, x.Length)); err != nil || schema.Sum(data) != x.Hash {
+				v.t.Fatalf("inode %d: extent at %d owns segment %d offset %d, whose bytes are not chunk %x (%v)",
+					x.ino, x.off, loc.Segment, loc.Offset, x.Hash[:8], err)
+			}
+			continue
+		}
+		refs[x.Hash]++
 		if i > 0 && exts[i-1].ino == x.ino {
 			if prev := exts[i-1]; prev.off+int64(prev.Length) > x.off {
 				v.t.Fatalf("inode %d: extent at %d (len %d) overlaps extent at %d", x.ino, prev.off, prev.Length, x.off)
@@ -259,10 +279,13 @@ func (v *env) checkInvariants() {
 				x.ino, x.off, x.ChunkOff, x.Length, x.Hash[:8], c.Raw)
 		}
 	}
-	var physical, raw int64
+	physical, raw := ownedBytes, ownedBytes
 	for h, c := range chunks {
 		if c.Refs != refs[h] {
 			v.t.Fatalf("chunk %x: Refs = %d, but %d extents name it", h[:8], c.Refs, refs[h])
+		}
+		if o, ok := owners[blob.Loc{Segment: c.Segment, Offset: c.Offset}]; ok && !c.IsInline() {
+			v.t.Fatalf("chunk %x's record names the block inode %d's extent at %d owns", h[:8], o.ino, o.off)
 		}
 		physical += int64(c.Stored)
 		raw += int64(c.Raw)

@@ -24,6 +24,7 @@ type Piece struct {
 type wholeHint struct {
 	hint   schema.Hint
 	length uint32
+	owned  bool // the extent owns the bytes at hint (owned.go)
 }
 
 // End is the file offset just past the piece.
@@ -34,8 +35,8 @@ func (p Piece) End() int64 { return p.Off + int64(p.Length) }
 // it keeps as whole, for reads).
 func (p Piece) clip(start, end int64) Piece {
 	if (start > p.Off || p.End() > end) && p.Hint.Has() {
-		p.whole = wholeHint{hint: p.Hint, length: p.Length}
-		p.Hint = schema.Hint{}
+		p.whole = wholeHint{hint: p.Hint, length: p.Length, owned: p.Owned}
+		p.Hint, p.Owned = schema.Hint{}, false
 	}
 	if start > p.Off {
 		d := start - p.Off
@@ -141,11 +142,12 @@ func (t *Tx) Punch(ino uint64, start, end int64) (int64, error) {
 	return t.punchPieces(ino, whole, start, end, &carry)
 }
 
-// put stores one extent and counts its reference.
+// put stores one extent and counts its reference. A piece of an owned
+// block is stored as an ordinary reference to it (owned.go).
 func (t *Tx) put(ino uint64, p Piece) error {
-	t.refs[p.Hash]++
+	x := t.ref(p)
 	t.extentsChanged(ino)
-	return t.b.Set(schema.ExtentKey(ino, p.Off), p.Extent.Encode())
+	return t.b.Set(schema.ExtentKey(ino, p.Off), x.Encode())
 }
 
 // WriteChunks makes the prepared chunks ino's content at their offsets and
@@ -172,6 +174,21 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		if c.Zero {
 			continue
 		}
+		mapped += int64(c.Len)
+		t.delta.LogicalBytes += int64(c.Len)
+		if o := t.ownedFresh[c.Hash]; o != nil {
+			// The same bytes as a block this transaction wrote owned.
+			if err := t.put(ino, Piece{Off: c.Off, Extent: ownedExtentOf(o)}); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if t.ownsFresh(c) {
+			if err := t.putOwned(ino, c); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if cur, ok := t.fresh[c.Hash]; !ok || (!cur.hasBytes() && c.hasBytes()) {
 			t.fresh[c.Hash] = c
 		}
@@ -179,8 +196,6 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		if err := t.put(ino, Piece{Off: c.Off, Extent: schema.Extent{Hash: c.Hash, Length: uint32(c.Len), Hint: hint}}); err != nil {
 			return 0, err
 		}
-		mapped += int64(c.Len)
-		t.delta.LogicalBytes += int64(c.Len)
 	}
 	return mapped, nil
 }
@@ -238,7 +253,7 @@ func (t *Tx) Shift(ino uint64, from, delta int64) error {
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return err
 		}
-		t.refs[p.Hash]--
+		t.unref(p)
 		if p.Off < from {
 			if err := t.put(ino, p.clip(p.Off, from)); err != nil {
 				return err

@@ -26,6 +26,7 @@ type engineModel struct {
 	inos   []uint64
 	motifs [][]byte // shared material, so that writes deduplicate
 	max    int64    // largest file size the model grows to
+	owned  int      // owned extents seen by check (owned.go)
 	log    []string
 }
 
@@ -329,6 +330,9 @@ func (m *engineModel) check() {
 	got := map[uint64]int64{}
 	for _, x := range m.v.allExtents() {
 		got[x.ino] += int64(x.Length)
+		if x.Owned {
+			m.owned++
+		}
 	}
 	for _, ino := range m.inos {
 		if got[ino] != m.mapped[ino] {
@@ -352,6 +356,10 @@ func TestEngineModel(t *testing.T) {
 		// Verified reads of whole 4 KiB chunks go by the extents' hints.
 		{"fixed-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8}
+		}, 160 << 10},
+		// New blocks owned by their extents, without chunk records.
+		{"fixed-owned", func(t *testing.T) Config {
+			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true}
 		}, 160 << 10},
 		{"cdc-zstd-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
@@ -389,6 +397,10 @@ func TestEngineModel(t *testing.T) {
 				m.step()
 				m.check()
 			}
+			if cfg := m.v.e.cfg; cfg.OwnedBlocks && m.owned == 0 {
+				t.Errorf("no owned extent in %d steps", steps)
+			}
+			t.Logf("owned extents seen by the checks: %d", m.owned)
 
 			// Deleting everything must bring the volume back to empty.
 			for _, ino := range m.inos {

@@ -283,9 +283,16 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		e.counters.cacheHits.Add(1)
 		return blob.Loc{}, copyPiece(dst, data, p)
 	}
+	if loc, ok := e.readOwned(p, dst); ok {
+		return loc, nil
+	}
 	if _, _, clipped := e.clippedHint(p); p.ChunkOff == 0 && !clipped {
 		c, cached, err := e.chunkRecord(p.Hash)
 		if err != nil {
+			if loc, _, owned := ownedLoc(p); owned {
+				// No record, and the bytes it owns failed: damage.
+				return blob.Loc{}, e.chunkError(p.Hash, loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt))
+			}
 			return blob.Loc{}, err
 		}
 		if readsDirect(p, c) {

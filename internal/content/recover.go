@@ -173,6 +173,9 @@ func (e *Engine) reclaimOrphans(first uint32, rec *Recovery) error {
 	if err := it.Close(); err != nil {
 		return err
 	}
+	if err := e.ownedSpans(first, end, align, live); err != nil {
+		return err
+	}
 	for _, n := range todo {
 		punched, err := e.blobs.Reclaim(n, live[n])
 		if err != nil {

@@ -7,10 +7,11 @@ import (
 
 // Retainer is told of every key a transaction is about to set or delete,
 // before the change, so that it can keep the old value (package versions
-// keeps the past that pins need). ref adjusts a chunk's refcount in the
-// transaction, for old extents it keeps.
+// keeps the past that pins need). ref adjusts the references of an
+// extent's chunk in the transaction, for old extents it keeps (kept as
+// schema.Unowned makes them).
 type Retainer interface {
-	BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, int64)) error
+	BeforeChange(b meta.Batch, key []byte, ref func(schema.Extent, int64)) error
 }
 
 // SetRetainer installs r for every later transaction.
@@ -29,23 +30,18 @@ type retainBatch struct {
 }
 
 func (b *retainBatch) Set(key, value []byte) error {
-	if err := b.r.BeforeChange(b.Batch, key, b.t.AddRef); err != nil {
+	if err := b.r.BeforeChange(b.Batch, key, b.t.RefExtent); err != nil {
 		return err
 	}
 	return b.Batch.Set(key, value)
 }
 
 func (b *retainBatch) Delete(key []byte) error {
-	if err := b.r.BeforeChange(b.Batch, key, b.t.AddRef); err != nil {
+	if err := b.r.BeforeChange(b.Batch, key, b.t.RefExtent); err != nil {
 		return err
 	}
 	return b.Batch.Delete(key)
 }
-
-// AddRef changes chunk h's refcount by d when the transaction commits; a
-// caller that keeps a copy of an extent (a clone, a retained version)
-// references the chunk again.
-func (t *Tx) AddRef(h schema.Hash, d int64) { t.refs[h] += d }
 
 // OnCommit runs fn after the transaction commits (not if it aborts).
 func (t *Tx) OnCommit(fn func()) { t.after = append(t.after, fn) }

@@ -15,9 +15,13 @@ import (
 
 // newSlotEnv is an engine on segment files with fixed 4 KiB chunks whose
 // reclaimer runs only when a test calls it.
-func newSlotEnv(t *testing.T) *env {
+func newSlotEnv(t *testing.T) *env { return newSlotEnvOwned(t, false) }
+
+// newSlotEnvOwned is newSlotEnv, writing new blocks owned if owned
+// (owned.go).
+func newSlotEnvOwned(t *testing.T, owned bool) *env {
 	needSegmentFiles(t, "only segment files reuse freed blocks")
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), ReclaimInterval: time.Hour})
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), ReclaimInterval: time.Hour, VerifyReads: owned, OwnedBlocks: owned})
 	if v.e.slots == nil {
 		t.Fatalf("the segment store %T does not reuse freed blocks", v.blobs)
 	}
@@ -199,8 +203,13 @@ func allZero(b []byte) bool {
 func TestSlotReuseRandomized(t *testing.T) {
 	seed := uint64(testutil.EnvInt(t, "DOPPEL_SLOTS_SEED", int(rand.Uint32())))
 	t.Logf("seed %d (DOPPEL_SLOTS_SEED=%d replays it)", seed, seed)
+	t.Run("records", func(t *testing.T) { testSlotReuseRandomized(t, seed, false) })
+	t.Run("owned", func(t *testing.T) { testSlotReuseRandomized(t, seed, true) })
+}
+
+func testSlotReuseRandomized(t *testing.T, seed uint64, owned bool) {
 	r := rand.New(rand.NewPCG(seed, seed))
-	v := newSlotEnv(t)
+	v := newSlotEnvOwned(t, owned)
 	const files, blocks = 3, 16
 	model := make([][]byte, files)
 	for i := range model {
@@ -240,6 +249,7 @@ func TestSlotReuseRandomized(t *testing.T) {
 			v.checkContent(uint64(2+f), model[f])
 		}
 		v.checkNoFreeRecordAtLiveChunk(step)
+		v.checkInvariants()
 	}
 	if claims.n == 0 {
 		t.Error("no new chunk was written into a freed block: the test tests nothing")
@@ -277,6 +287,12 @@ func (v *env) checkNoFreeRecordAtLiveChunk(step int) {
 		}
 		if v.hasFreeRecord(blob.Loc{Segment: c.Segment, Offset: c.Offset}) {
 			v.t.Fatalf("step %d: a free record names segment %d offset %d, where a live chunk is", step, c.Segment, c.Offset)
+		}
+	}
+	for _, x := range v.allExtents() {
+		if x.Owned && v.hasFreeRecord(blob.Loc{Segment: x.Hint.Segment, Offset: x.Hint.Offset}) {
+			v.t.Fatalf("step %d: a free record names segment %d offset %d, which inode %d's extent at %d owns",
+				step, x.Hint.Segment, x.Hint.Offset, x.ino, x.off)
 		}
 	}
 }

@@ -35,7 +35,12 @@ type Tx struct {
 	trees   TreeJournal         // the clones an inode lies in (SetTrees)
 	created []schema.Hash       // chunks whose records this tx creates
 	extents map[uint64]struct{} // inodes whose extents this tx changes
-	done    bool
+	// Owned blocks (owned.go): what the tx does with each, the new ones
+	// by hash, and the records it gives blocks that gain references.
+	owned      map[blob.Loc]*ownedUse
+	ownedFresh map[schema.Hash]*Prepared
+	promoted   map[schema.Hash][]byte
+	done       bool
 }
 
 // Begin starts a transaction; the caller must Commit or Abort it.
@@ -224,11 +229,17 @@ const iterRefs = 8
 // per chunk (or, for a few chunks, with point lookups).
 func (t *Tx) applyRefs() error {
 	for p := range t.adopted {
+		if p.owned {
+			continue // resolveOwned keeps or frees it
+		}
 		if t.fresh[p.Hash] != p {
 			t.dupes = append(t.dupes, p.loc) // another copy of the same chunk won
 		} else if _, ok := t.refs[p.Hash]; !ok {
 			t.dupes = append(t.dupes, p.loc) // stored, then overwritten in the same tx
 		}
+	}
+	if err := t.resolveOwned(); err != nil {
+		return err
 	}
 	if len(t.refs) == 0 {
 		return nil // no iterator to open (most namespace transactions)
@@ -237,7 +248,7 @@ func (t *Tx) applyRefs() error {
 	missing := map[schema.Hash]bool{}
 	for h := range t.refs {
 		hashes = append(hashes, h)
-		if t.knownMissing(h) {
+		if t.knownMissing(h) || t.promoted[h] != nil {
 			missing[h] = true
 		}
 	}
@@ -270,7 +281,7 @@ func (t *Tx) applyRefs() error {
 		}
 	}
 	for _, h := range hashes {
-		var rec []byte
+		rec := t.promoted[h]
 		if !missing[h] {
 			var err error
 			if rec, err = record(schema.ChunkKey(h)); err != nil {

@@ -44,7 +44,7 @@ func (b *countingBatch) NewIter(lo, hi []byte) (meta.Iterator, error) {
 // batch, as the namespace's always does, and changes nothing.
 type keepNothing struct{}
 
-func (keepNothing) BeforeChange(meta.Batch, []byte, func(schema.Hash, int64)) error { return nil }
+func (keepNothing) BeforeChange(meta.Batch, []byte, func(schema.Extent, int64)) error { return nil }
 
 // TestOverwriteReadsChunkRecordsInOneGo: a transaction that drops many
 // chunks reads their records with the batch's GetMany (one statement on

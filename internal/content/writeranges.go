@@ -69,7 +69,7 @@ func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **P
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return 0, err
 		}
-		t.refs[p.Hash]--
+		t.unref(p)
 		mapped -= int64(p.Length)
 		if p.Off < start {
 			if err := t.put(ino, p.clip(p.Off, start)); err != nil {

@@ -110,7 +110,7 @@ func (v *FS) releasePin(pin uint64) error {
 		if err != nil {
 			return err
 		}
-		if done, _, err = versions.ReleaseStep(tx.Batch(), pin, older, releasePinBatch, tx.AddRef); err != nil {
+		if done, _, err = versions.ReleaseStep(tx.Batch(), pin, older, releasePinBatch, tx.RefExtent); err != nil {
 			tx.Abort()
 			return err
 		}

@@ -31,6 +31,13 @@ type Extent struct {
 	// only a read whose bytes pass the check may trust it. It is not part
 	// of the extent's identity (SameChunk).
 	Hint Hint
+	// Owned says that the extent is the only reference to the bytes at
+	// its hint, which then are the truth and not a hint: the chunk table
+	// has no record for them unless a record of Hash names that very
+	// place, in which case the extent counts in that record's refcount
+	// like any other (docs/BLOCK.md, "Owned blocks"). Only an extent over
+	// a whole chunk with a hint is owned.
+	Owned bool
 }
 
 // Hint is a chunk's location and check as an extent remembers them.
@@ -50,20 +57,40 @@ func (x Extent) SameChunk(y Extent) bool {
 	return x.Hash == y.Hash && x.ChunkOff == y.ChunkOff && x.Length == y.Length
 }
 
-// Extent record formats: 1 plain, 2 with a hint.
+// Unowned returns extent record v as a copy of it is kept (a version a
+// pin retains): a copy of an owned extent does not own its bytes.
+func Unowned(v []byte) ([]byte, error) {
+	x, err := DecodeExtent(v)
+	if err != nil || !x.Owned {
+		return v, err
+	}
+	x.Owned = false
+	return x.Encode(), nil
+}
+
+// Extent record formats: 1 plain, 2 with a hint, 3 owning the bytes at
+// its hint.
 const (
 	extentFormat       = 1
 	extentFormatHinted = 2
+	extentFormatOwned  = 3
 )
+
+// ExtentFormatOwned is the first byte of an owned extent's record: a walk
+// looking for owned extents skips the others undecoded.
+const ExtentFormatOwned = extentFormatOwned
 
 // Encode returns the record bytes. A hint is kept only on an extent
 // that maps its whole chunk from the start (ChunkOff 0), as hints are.
 func (x *Extent) Encode() []byte {
 	e := enc{b: make([]byte, 0, 1+HashSize+10+22)}
 	hinted := x.Hint.Has() && x.ChunkOff == 0
-	if hinted {
+	switch {
+	case hinted && x.Owned:
+		e.raw([]byte{extentFormatOwned})
+	case hinted:
 		e.raw([]byte{extentFormatHinted})
-	} else {
+	default:
 		e.raw([]byte{extentFormat})
 	}
 	e.raw(x.Hash[:])
@@ -81,14 +108,15 @@ func (x *Extent) Encode() []byte {
 func DecodeExtent(b []byte) (Extent, error) {
 	d := dec{b: b}
 	format := d.raw(1)
-	if d.err != nil || (format[0] != extentFormat && format[0] != extentFormatHinted) {
+	if d.err != nil || format[0] < extentFormat || format[0] > extentFormatOwned {
 		return Extent{}, ErrBadRecord
 	}
 	var x Extent
 	copy(x.Hash[:], d.raw(HashSize))
 	x.ChunkOff = d.u32()
 	x.Length = d.u32()
-	if format[0] == extentFormatHinted {
+	if format[0] >= extentFormatHinted {
+		x.Owned = format[0] == extentFormatOwned
 		x.Hint.Segment = d.u32()
 		x.Hint.Offset = d.u()
 		if p := d.raw(8); d.err == nil {

@@ -170,13 +170,16 @@ func TestExtentRoundTrip(t *testing.T) {
 		{Hash: Sum([]byte("chunk")), ChunkOff: math.MaxUint32, Length: math.MaxUint32},
 		{Hash: testHash(2), Length: 4096, Hint: Hint{Segment: 1, Offset: 0, Check: 7}},
 		{Hash: testHash(4), Length: math.MaxUint32, Hint: Hint{Segment: math.MaxUint32, Offset: math.MaxUint64, Check: math.MaxUint64}},
+		{Hash: testHash(7), Length: 4096, Hint: Hint{Segment: 2, Offset: 8192, Check: 11}, Owned: true},
 	} {
 		enc := x.Encode()
 		got, err := DecodeExtent(enc)
 		if err != nil || got != x {
 			t.Errorf("DecodeExtent(Encode(%+v)) = %+v, %v", x, got, err)
 		}
-		rejectsDamaged(t, "extent", enc, func(b []byte) error { _, err := DecodeExtent(b); return err })
+		if !x.Owned { // an owned extent with format byte 2 is the same extent, hinted
+			rejectsDamaged(t, "extent", enc, func(b []byte) error { _, err := DecodeExtent(b); return err })
+		}
 	}
 }
 
@@ -190,6 +193,16 @@ func TestExtentHintOnlyOnWholeChunks(t *testing.T) {
 	}
 	if !got.SameChunk(x) {
 		t.Errorf("SameChunk says the hint is part of the extent's identity")
+	}
+	// Owning the bytes at a hint goes with the hint: a part of a chunk
+	// owns nothing.
+	x.Owned = true
+	if got, err := DecodeExtent(x.Encode()); err != nil || got.Owned || got.Hint.Has() {
+		t.Errorf("DecodeExtent(Encode(owned part %+v)) = %+v, %v; want neither hint nor owner", x, got, err)
+	}
+	owned := Extent{Hash: testHash(8), Length: 4096, Hint: Hint{Segment: 2, Offset: 0, Check: 3}, Owned: true}
+	if !owned.SameChunk(Extent{Hash: owned.Hash, Length: 4096}) {
+		t.Errorf("SameChunk says ownership is part of the extent's identity")
 	}
 	// Hinted records that Encode never writes: a hint into the middle of
 	// a chunk, a hint of segment 0.

@@ -14,7 +14,7 @@ import (
 // to it, the rest are dropped and ref is told of the chunk references
 // they held. done says that none are left; the caller then deletes the
 // pin record.
-func ReleaseStep(b meta.Batch, v, older uint64, limit int, ref func(schema.Hash, int64)) (done bool, n int, err error) {
+func ReleaseStep(b meta.Batch, v, older uint64, limit int, ref func(schema.Extent, int64)) (done bool, n int, err error) {
 	keys, err := indexKeys(b, v, limit)
 	if err != nil {
 		return false, 0, err
@@ -42,7 +42,7 @@ func ReleaseStep(b meta.Batch, v, older uint64, limit int, ref func(schema.Hash,
 }
 
 // release moves or drops one retained version of key at pin v.
-func release(b meta.Batch, key, raw []byte, v, older uint64, ref func(schema.Hash, int64)) error {
+func release(b meta.Batch, key, raw []byte, v, older uint64, ref func(schema.Extent, int64)) error {
 	rv, err := schema.DecodeRetained(raw)
 	if err != nil {
 		return err

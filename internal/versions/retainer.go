@@ -143,7 +143,7 @@ func cmpPin(p Pinned, v uint64) int {
 // transaction) as a retained version if a pin needs it, before the caller
 // sets or deletes key in b. ref is told of the chunk reference a retained
 // extent keeps.
-func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, int64)) error {
+func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Extent, int64)) error {
 	if !r.any.Load() || !schema.Versioned(key) {
 		return nil
 	}
@@ -160,9 +160,19 @@ func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, 
 	}
 	rk := schema.RetainedKey(key, pin)
 	var rv schema.Retained
-	switch old, err := b.Get(key); {
+	old, err := b.Get(key)
+	switch {
 	case err == nil:
 		rv = schema.Retained{Present: true, Value: old}
+		if key[0] == 'e' {
+			// The retained copy references an owned block's bytes
+			// without owning them (content/owned.go); the retaining
+			// transaction learns of it from ref, with the extent as it
+			// was.
+			if rv.Value, err = schema.Unowned(old); err != nil {
+				return fmt.Errorf("extent %x: %w", key, err)
+			}
+		}
 	case !errors.Is(err, meta.ErrNotFound):
 		return err
 	}
@@ -172,11 +182,14 @@ func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Hash, 
 	if err := b.Set(schema.RetainIndexKey(pin, key), nil); err != nil {
 		return err
 	}
+	if rv.Present {
+		rv.Value = old // as it was: an owned block's copy is counted as one
+	}
 	return refExtent(key, rv, ref, 1)
 }
 
 // refExtent tells ref of the chunk a retained extent references.
-func refExtent(key []byte, rv schema.Retained, ref func(schema.Hash, int64), d int64) error {
+func refExtent(key []byte, rv schema.Retained, ref func(schema.Extent, int64), d int64) error {
 	if key[0] != 'e' || !rv.Present {
 		return nil
 	}
@@ -184,7 +197,7 @@ func refExtent(key []byte, rv schema.Retained, ref func(schema.Hash, int64), d i
 	if err != nil {
 		return fmt.Errorf("retained extent %x: %w", key, err)
 	}
-	ref(x.Hash, d)
+	ref(x, d)
 	return nil
 }
 

@@ -49,7 +49,7 @@ func TestPinKeepsOnlyWhatItsCloneSees(t *testing.T) {
 		}
 		b := m.NewBatch()
 		key := schema.ExtentKey(ino, 0)
-		testutil.Check(t, r.BeforeChange(b, key, func(schema.Hash, int64) {}))
+		testutil.Check(t, r.BeforeChange(b, key, func(schema.Extent, int64) {}))
 		_, err = b.Get(schema.RetainedKey(key, 10))
 		if kept := !errors.Is(err, meta.ErrNotFound); kept != want {
 			t.Errorf("inode %d: change kept a version %v, want %v", ino, kept, want)

@@ -50,7 +50,7 @@ func TestRetainModel(t *testing.T) {
 	}
 	live := state{}
 	refs := map[schema.Hash]int64{} // held by retained extents
-	ref := func(h schema.Hash, d int64) { refs[h] += d }
+	ref := func(x schema.Extent, d int64) { refs[x.Hash] += d }
 	// Every inode is a child of the root, so every pin covers it.
 	b := m.NewBatch()
 	for ino := uint64(2); ino < 6; ino++ {
