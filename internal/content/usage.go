@@ -2,9 +2,11 @@ package content
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -16,10 +18,22 @@ import (
 // of its references as the refcount says.
 type RefTally struct {
 	owned map[schema.Hash]uint64
+	// blocks are the owned blocks (owned.go) the set's extents own, by
+	// location: they may have no record, or one a copy gave them.
+	blocks map[blob.Loc]tallyBlock
+}
+
+// tallyBlock is an owned block in a tally.
+type tallyBlock struct {
+	hash   schema.Hash
+	length uint32
+	inSet  bool // the set's reference goes with it (AddFile's owned)
 }
 
 // NewRefTally returns an empty tally.
-func NewRefTally() *RefTally { return &RefTally{owned: map[schema.Hash]uint64{}} }
+func NewRefTally() *RefTally {
+	return &RefTally{owned: map[schema.Hash]uint64{}, blocks: map[blob.Loc]tallyBlock{}}
+}
 
 // FileExtents is what AddFile learned about one file's extent map.
 type FileExtents struct {
@@ -44,7 +58,9 @@ func (t *RefTally) AddFile(r meta.Reader, ino uint64, owned, keep bool) (FileExt
 			it.Close()
 			return fe, fmt.Errorf("inode %d: %w", ino, err)
 		}
-		if owned {
+		if loc, _, ok := ownedLoc(p); ok && p.Owned {
+			t.blocks[blob.Loc{Segment: loc.Segment, Offset: loc.Offset}] = tallyBlock{hash: p.Hash, length: p.Length, inSet: owned}
+		} else if owned {
 			t.owned[p.Hash]++
 		} else if _, ok := t.owned[p.Hash]; !ok {
 			t.owned[p.Hash] = 0
@@ -73,10 +89,21 @@ func (c ChunkRefs) Exclusive() bool { return c.Owned >= c.Refs }
 // Each calls fn for every tallied chunk, in hash order, with its record
 // from r. One iterator walks the chunk table forward instead of a point
 // lookup per chunk.
+// An owned block is tallied as the record that names its place, if there
+// is one, else as a chunk of its own with one reference.
 func (t *RefTally) Each(r meta.Reader, fn func(ChunkRefs)) error {
-	hashes := make([]schema.Hash, 0, len(t.owned))
+	blocks := map[schema.Hash][]blob.Loc{}
+	for loc, b := range t.blocks {
+		blocks[b.hash] = append(blocks[b.hash], loc)
+	}
+	hashes := make([]schema.Hash, 0, len(t.owned)+len(blocks))
 	for h := range t.owned {
 		hashes = append(hashes, h)
+	}
+	for h := range blocks {
+		if _, ok := t.owned[h]; !ok {
+			hashes = append(hashes, h)
+		}
 	}
 	slices.SortFunc(hashes, func(a, b schema.Hash) int { return bytes.Compare(a[:], b[:]) })
 	it, err := r.NewIter(schema.ChunkRange())
@@ -84,12 +111,32 @@ func (t *RefTally) Each(r meta.Reader, fn func(ChunkRefs)) error {
 		return err
 	}
 	for _, h := range hashes {
+		_, counted := t.owned[h]
 		c, err := chunkAt(it, h)
-		if err != nil {
+		if err != nil && (counted || !errors.Is(err, ErrCorrupt)) {
 			it.Close()
 			return err
 		}
-		fn(ChunkRefs{Hash: h, Chunk: c, Owned: t.owned[h]})
+		found := err == nil
+		n := t.owned[h]
+		for _, loc := range blocks[h] {
+			b := t.blocks[loc]
+			if found && !c.IsInline() && c.Segment == loc.Segment && c.Offset == loc.Offset {
+				counted = true // promoted: the owner counts in the record
+				if b.inSet {
+					n++
+				}
+				continue
+			}
+			own := ChunkRefs{Hash: h, Chunk: schema.Chunk{Segment: loc.Segment, Offset: loc.Offset, Stored: b.length, Raw: b.length, Refs: 1}}
+			if b.inSet {
+				own.Owned = 1
+			}
+			fn(own)
+		}
+		if counted {
+			fn(ChunkRefs{Hash: h, Chunk: c, Owned: n})
+		}
 	}
 	return it.Close()
 }

@@ -1,0 +1,175 @@
+package content
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
+)
+
+// newOwnedEnv is an engine that writes new blocks of its fixed 4 KiB
+// chunks owned, with the reclaimer run by the test.
+func newOwnedEnv(t *testing.T) *env {
+	needSegmentFiles(t, "owned blocks stay where they were written")
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, OwnedBlocks: true, ReclaimInterval: time.Hour})
+	if !v.e.owned {
+		t.Fatal("the engine does not write owned blocks")
+	}
+	return v
+}
+
+// ownedExtents counts the owned extents of the volume.
+func (v *env) ownedExtents() int {
+	n := 0
+	for _, x := range v.allExtents() {
+		if x.Owned {
+			n++
+		}
+	}
+	return n
+}
+
+func TestOwnedBlocksHaveNoRecords(t *testing.T) {
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(1, 2))
+	data := testutil.RandBytes(r, 16*4096)
+	v.write(2, 0, data)
+	if n, c := v.ownedExtents(), len(v.allChunks()); n != 16 || c != 0 {
+		t.Fatalf("16 new blocks: %d owned extents, %d chunk records; want 16 and 0", n, c)
+	}
+	v.checkContent(2, data)
+	v.checkInvariants()
+	st := v.e.Stats()
+	if st.PhysicalBytes != 16*4096 || st.Chunks != 0 {
+		t.Errorf("stats %+v: want 64 KiB stored in no chunk record", st)
+	}
+
+	// An overwrite drops the old blocks without a record to read; they
+	// are freed once the drop is durable.
+	before := v.usage()
+	over := testutil.RandBytes(r, 8*4096)
+	v.write(2, 4*4096, over)
+	copy(data[4*4096:], over)
+	v.checkContent(2, data)
+	v.checkInvariants()
+	if n := v.freeRecords(); n != 8 {
+		t.Errorf("%d free records after 8 owned blocks were overwritten; want 8", n)
+	}
+	v.e.reclaimer.reclaim(true)
+	if after := v.usage(); after > before {
+		t.Errorf("the blob store grew from %d to %d bytes for an overwrite whose old blocks were freed", before, after)
+	}
+
+	// A new engine reads them as well (cold caches, extents only).
+	v.reopen()
+	v.checkContent(2, data)
+}
+
+func TestOwnedBlockCopiedGetsRecordAtItsPlace(t *testing.T) {
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	data := testutil.RandBytes(r, 4*4096)
+	v.write(2, 0, data)
+	owner := v.allExtents()[1]
+	v.do(func(tx *Tx) error { _, err := tx.Copy(2, 4096, 3, 0, 4096); return err })
+	v.checkInvariants()
+	c, ok := v.allChunks()[owner.Hash]
+	if !ok || c.Segment != owner.Hint.Segment || c.Offset != owner.Hint.Offset || c.Refs != 2 {
+		t.Fatalf("after a copy of an owned block: record %+v (found %v); want one at its place with 2 references", c, ok)
+	}
+	// The owner still says it owns the block: it counts in the record.
+	v.do(func(tx *Tx) error { return tx.DropAll(2) })
+	v.checkInvariants()
+	v.checkContent(3, data[4096:2*4096])
+	if c := v.allChunks()[owner.Hash]; c.Refs != 1 {
+		t.Fatalf("after the owner went: %d references; want 1", c.Refs)
+	}
+	v.do(func(tx *Tx) error { return tx.DropAll(3) })
+	v.checkInvariants()
+	if n := len(v.allChunks()); n != 0 {
+		t.Errorf("%d chunk records with no file", n)
+	}
+	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 {
+		t.Errorf("stats with no file: %+v", st)
+	}
+}
+
+func TestOwnedBlockPartlyPunched(t *testing.T) {
+	// A punch inside a block leaves two parts of it: ordinary references,
+	// so the block gets a record, and dropping both frees it.
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	data := testutil.RandBytes(r, 4096)
+	v.write(2, 0, data)
+	v.do(func(tx *Tx) error { _, err := tx.Punch(2, 1000, 2000); return err })
+	clear(data[1000:2000])
+	v.checkContent(2, data)
+	v.checkInvariants()
+	if c := v.allChunks(); len(c) != 1 {
+		t.Fatalf("%d chunk records after a punch split an owned block; want 1", len(c))
+	}
+	v.do(func(tx *Tx) error { _, err := tx.Punch(2, 0, 4096); return err })
+	v.checkInvariants()
+	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 {
+		t.Errorf("stats with no data: %+v", st)
+	}
+}
+
+func TestOwnedBlockSameBytesTwiceInOneWrite(t *testing.T) {
+	// Two blocks with the same bytes in one write: one is stored, owned by
+	// the first extent, and the second references it, which gives it a
+	// record with both references.
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	block := testutil.RandBytes(r, 4096)
+	data := append(append(bytes.Clone(block), testutil.RandBytes(r, 4096)...), block...)
+	v.write(2, 0, data)
+	v.checkContent(2, data)
+	v.checkInvariants()
+	h := schema.Sum(block)
+	if c, ok := v.allChunks()[h]; !ok || c.Refs != 2 {
+		t.Fatalf("repeated block: record %+v (found %v); want 2 references", c, ok)
+	}
+	v.e.reclaimer.reclaim(true)
+	if u := v.usage(); u > 3*4096+64<<10 {
+		t.Errorf("blob store holds %d bytes for 2 distinct blocks", u)
+	}
+}
+
+func TestOwnedBlocksTally(t *testing.T) {
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	v.write(2, 0, testutil.RandBytes(r, 4*4096))
+	v.do(func(tx *Tx) error { _, err := tx.Copy(2, 0, 3, 0, 4096); return err })
+	tally := NewRefTally()
+	if _, err := tally.AddFile(v.meta, 2, true, false); err != nil {
+		t.Fatal(err)
+	}
+	u, err := tally.Sum(v.meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four blocks, one of them shared with the copy.
+	want := ChunkUsage{Chunks: 4, RawBytes: 4 * 4096, PhysicalBytes: 4 * 4096, ExclusiveChunks: 3, ExclusiveBytes: 3 * 4096}
+	if u != want {
+		t.Errorf("tally of a file of owned blocks, one copied: %+v; want %+v", u, want)
+	}
+}
+
+func TestOwnedBlockDamageIsReported(t *testing.T) {
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	v.write(2, 0, testutil.RandBytes(r, 4096))
+	x := v.allExtents()[0]
+	v.flipByte(schema.Chunk{Segment: x.Hint.Segment, Offset: x.Hint.Offset, Stored: x.Length, Raw: x.Length}, 100)
+	v.reopen()
+	err := v.e.ReadAt(2, 0, make([]byte, 4096))
+	var ce *ChunkError
+	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.Loc.Segment != x.Hint.Segment || ce.Loc.Offset != x.Hint.Offset {
+		t.Fatalf("read of a damaged owned block: %v; want damage reported at its place", err)
+	}
+}
