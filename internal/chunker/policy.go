@@ -187,6 +187,6 @@ func formatSize(n int) string {
 	}
 }
 
-// Fixed reports whether p cuts fixed-size blocks (block images: VM disks,
-// exported files) rather than content-defined chunks.
-func (p Policy) Fixed() bool { return p.Kind == kindFixed }
+// DiskBlocks reports whether p cuts the 4 KiB blocks of a disk image (a
+// VM disk, an exported file: `doppel nbd --create`).
+func (p Policy) DiskBlocks() bool { return p.Kind == kindFixed && p.Size == 4096 }

@@ -292,7 +292,8 @@ func (v *env) checkInvariants() {
 	}
 
 	st := v.e.Stats()
-	want := schema.Stats{LogicalBytes: logical, PhysicalBytes: physical, RawBytes: raw, Chunks: int64(len(chunks)), Inodes: st.Inodes}
+	want := schema.Stats{LogicalBytes: logical, PhysicalBytes: physical, RawBytes: raw, Chunks: int64(len(chunks)), Inodes: st.Inodes,
+		OwnedBlocks: int64(len(owners))}
 	if st != want {
 		v.t.Fatalf("engine stats %+v, records add up to %+v", st, want)
 	}

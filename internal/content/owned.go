@@ -40,7 +40,8 @@ import (
 // Bytes that are not in the chunk table are not found by dedup lookups:
 // new writes do not share an owned block's bytes (dedup of owned blocks
 // among themselves is left to a later pass). Owned blocks count in the
-// volume's physical and raw bytes, not in its chunk count (records).
+// volume's physical and raw bytes and in schema.Stats.OwnedBlocks, not in
+// its chunk count (records).
 
 // ownedUse is what one transaction does with the references to one owned
 // block.
@@ -305,6 +306,8 @@ func (t *Tx) promote(u *ownedUse, refs int64) {
 	if u.fresh != nil {
 		t.countStored(u.loc)
 		t.claimOwned(u.fresh)
+	} else {
+		t.delta.OwnedBlocks--
 	}
 }
 
@@ -312,6 +315,7 @@ func (t *Tx) promote(u *ownedUse, refs int64) {
 // volume's stats.
 func (t *Tx) keepFreshOwned(u *ownedUse) error {
 	t.countStored(u.loc)
+	t.delta.OwnedBlocks++
 	return t.claimOwned(u.fresh)
 }
 
@@ -334,6 +338,7 @@ func (t *Tx) claimOwned(p *Prepared) error {
 func (t *Tx) freeOwned(u *ownedUse) error {
 	t.delta.PhysicalBytes -= int64(u.loc.Length)
 	t.delta.RawBytes -= int64(u.loc.Length)
+	t.delta.OwnedBlocks--
 	t.freed = append(t.freed, u.loc)
 	return t.b.Set(schema.FreeKey(u.loc.Segment, u.loc.Offset), schema.FreeValue(u.loc.Length))
 }

@@ -28,8 +28,8 @@ type Prepared struct {
 	inline  []byte      // the stored bytes, for a record that holds them (Engine.inlines)
 	check   uint64      // schema.CheckSum of data, for a new chunk's record
 	held    schema.Hint // where the record a dedup lookup found keeps the bytes (hints.go)
-	// ownable: a block of a file cut in fixed-size blocks, which a
-	// commit may write owned (owned.go); owned: it did.
+	// ownable: a block of a file cut in a disk image's 4 KiB blocks,
+	// which a commit may write owned (owned.go); owned: it did.
 	ownable, owned bool
 	// hostCached: the chunk belongs to a file whose host page cache is
 	// kept (KeepHostCache), so it is written through that cache.
@@ -65,13 +65,13 @@ func (e *Engine) PrepareWith(ch chunker.Chunker, off int64, data []byte, final b
 func Cut(ch chunker.Chunker, off int64, data []byte, final bool) ([]*Prepared, int) {
 	var out []*Prepared
 	consumed := 0
-	fixed := ch.Policy().Fixed()
+	disk := ch.Policy().DiskBlocks()
 	for consumed < len(data) {
 		n := ch.Cut(off+int64(consumed), data[consumed:], final)
 		if n == 0 {
 			break
 		}
-		out = append(out, &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n], ownable: fixed})
+		out = append(out, &Prepared{Off: off + int64(consumed), Len: n, data: data[consumed : consumed+n], ownable: disk})
 		consumed += n
 	}
 	return out, consumed

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -24,6 +25,7 @@ func (t *Tx) AdjustStats(d schema.Stats) {
 	t.delta.RawBytes += d.RawBytes
 	t.delta.Chunks += d.Chunks
 	t.delta.Inodes += d.Inodes
+	t.delta.OwnedBlocks += d.OwnedBlocks
 }
 
 // DropExtent deletes ino's extent at off, leaving a hole, and takes its
@@ -36,6 +38,15 @@ func (t *Tx) DropExtent(ino uint64, off int64, length uint32) error {
 	t.delta.LogicalBytes -= int64(length)
 	t.extentsChanged(ino)
 	return t.b.Delete(schema.ExtentKey(ino, off))
+}
+
+// DropOwnedExtent deletes ino's extent at off, which owns the block at
+// loc (owned.go), and frees the block: nothing else references it.
+func (t *Tx) DropOwnedExtent(ino uint64, off int64, loc blob.Loc) error {
+	if err := t.DropExtent(ino, off, loc.Length); err != nil {
+		return err
+	}
+	return t.freeOwned(&ownedUse{loc: loc})
 }
 
 // ErrChunkChanged is returned by CorrectRefs when chunk h no longer has

@@ -140,6 +140,7 @@ func (t *Tx) Commit(sync bool) error {
 	stats.RawBytes += t.delta.RawBytes
 	stats.Chunks += t.delta.Chunks
 	stats.Inodes += t.delta.Inodes
+	stats.OwnedBlocks += t.delta.OwnedBlocks
 	if err := t.b.Set(schema.KeyStats, stats.Encode()); err != nil {
 		t.Abort()
 		return err

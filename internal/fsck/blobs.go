@@ -14,10 +14,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// located is a chunk record with its name, for the pass in location order.
+// located is a chunk record with its name, for the pass in location order,
+// or an owned block with the record it would have.
 type located struct {
-	h schema.Hash
-	c schema.Chunk
+	h     schema.Hash
+	c     schema.Chunk
+	owned bool
 }
 
 func (l located) loc() blob.Loc {
@@ -43,12 +45,17 @@ func (c *checker) checkBlobs() error {
 			// punch, nothing in a segment is its.
 			ch.noPunch = true
 			if c.opt.VerifyData {
-				v.check(located{h, ch.rec}, []byte(ch.rec.Inline))
+				v.check(located{h: h, c: ch.rec}, []byte(ch.rec.Inline))
 			}
 		default:
-			list = append(list, located{h, ch.rec})
+			list = append(list, located{h: h, c: ch.rec})
 			total += int64(ch.rec.Stored)
 		}
+	}
+	for loc, b := range c.owned {
+		rec := schema.Chunk{Segment: loc.Segment, Offset: loc.Offset, Stored: b.length, Raw: b.length, Refs: 1, Check: b.check, HasCheck: true}
+		list = append(list, located{h: b.hash, c: rec, owned: true})
+		total += int64(b.length)
 	}
 	slices.SortFunc(list, func(a, b located) int {
 		return cmp.Or(cmp.Compare(a.c.Segment, b.c.Segment), cmp.Compare(a.c.Offset, b.c.Offset), bytes.Compare(a.h[:], b.h[:]))
@@ -58,7 +65,8 @@ func (c *checker) checkBlobs() error {
 		if i > 0 && prev.c.Segment == l.c.Segment && l.c.Offset < prev.c.Offset+uint64(prev.c.Stored) {
 			c.damage(l.h, KindChunkOverlap, "chunk %x at offset %d of segment %d overlaps chunk %x at %d", l.h[:8], l.c.Offset, l.c.Segment, prev.h[:8], prev.c.Offset)
 			// Punching either would destroy bytes of the other.
-			c.chunks[l.h].noPunch, c.chunks[prev.h].noPunch = true, true
+			c.keepUnpunched(l)
+			c.keepUnpunched(prev)
 		}
 		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
 			// Even a cut-off chunk's bytes are its own, not free space.
@@ -67,7 +75,7 @@ func (c *checker) checkBlobs() error {
 				v.verify(l)
 			}
 		} else {
-			c.chunks[l.h].noPunch = true // there is nothing to punch
+			c.keepUnpunched(l) // there is nothing to punch
 		}
 		if prev.c.Segment != l.c.Segment || l.c.Offset+uint64(l.c.Stored) > prev.c.Offset+uint64(prev.c.Stored) {
 			prev = l
@@ -89,6 +97,15 @@ func (c *checker) checkBlobs() error {
 		}
 	}
 	return nil
+}
+
+// keepUnpunched marks l's chunk as one a repair that frees it must not
+// punch. An owned block is freed by dropping its extent, through the
+// content engine, which punches: its damage is reported, not repaired.
+func (c *checker) keepUnpunched(l located) {
+	if !l.owned {
+		c.chunks[l.h].noPunch = true
+	}
 }
 
 // checkFreed reports pending frees that overlap a live chunk: punching
@@ -119,7 +136,7 @@ func (c *checker) checkFreed() {
 // question: a linear search).
 func (c *checker) chunkAt(seg uint32, l blob.Span) string {
 	for h, ch := range c.chunks {
-		loc := located{h, ch.rec}.loc()
+		loc := located{h: h, c: ch.rec}.loc()
 		if !ch.bad && ch.rec.Segment == seg && blob.SpanAt(loc, c.align) == l {
 			return fmt.Sprintf("%x", h[:8])
 		}

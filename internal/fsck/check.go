@@ -71,7 +71,8 @@ type checker struct {
 	refs     map[uint64][]parentRef // back-references by inode
 	children map[uint64][]uint64    // directory -> inodes its entries name
 	chunks   map[schema.Hash]*chunk
-	logical  int64 // sum of all extent lengths
+	owned    map[blob.Loc]ownedBlock // blocks owned by an extent, with no record (owned.go)
+	logical  int64                   // sum of all extent lengths
 	maxIno   uint64
 
 	// damaged maps chunks found damaged in the chunk store to what is
@@ -129,6 +130,7 @@ func check(ctx context.Context, s Stores, opt Options, online bool) (*checker, e
 		refs:       map[uint64][]parentRef{},
 		children:   map[uint64][]uint64{},
 		chunks:     map[schema.Hash]*chunk{},
+		owned:      map[blob.Loc]ownedBlock{},
 		damaged:    map[schema.Hash][]damage{},
 		live:       map[uint32][]blob.Span{},
 		fix:        newPlan(),

@@ -110,6 +110,14 @@ func (c *checker) extent(r *extentRun, off int64, x schema.Extent) {
 	}
 	d := drop{off: off, length: x.Length, hash: x.Hash}
 	ch := c.chunks[x.Hash]
+	if x.Owned && !namesPlaceOf(ch, x) {
+		c.ownedExtent(r, off, x)
+		if r.dropAll {
+			d.kind, d.owned = r.dropKind, ownedPlace(x)
+			c.dropExtent(r.ino, d)
+		}
+		return
+	}
 	switch {
 	case ch == nil:
 		if r.missing == 0 {
@@ -176,7 +184,11 @@ func (c *checker) checkRefs() error {
 		}
 		if d, ok := lostTo(c.damaged[x.Hash]); ok {
 			off, _ := schema.ExtentOffset(k)
-			c.dropExtent(ino, drop{off: off, length: x.Length, hash: x.Hash, counted: true, kind: d.kind, lost: d.detail})
+			dr := drop{off: off, length: x.Length, hash: x.Hash, counted: true, kind: d.kind, lost: d.detail}
+			if x.Owned && !namesPlaceOf(c.chunks[x.Hash], x) {
+				dr.counted, dr.owned = false, ownedPlace(x)
+			}
+			c.dropExtent(ino, dr)
 		}
 	})
 	if err != nil {

@@ -1,6 +1,9 @@
 package fsck
 
-import "github.com/doppelfs/doppel/internal/schema"
+import (
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/schema"
+)
 
 // plan is what a repair would change, gathered while checking: the check
 // finds each problem once, and the repair does not have to find it again.
@@ -50,7 +53,10 @@ type drop struct {
 	// counted: the extent decoded and its chunk has a record, so the
 	// check counted it as one of the chunk's references.
 	counted bool
-	kind    string // the problem that makes it go
+	// owned is the block the extent owns (owned.go; Segment 0: none),
+	// freed with it.
+	owned blob.Loc
+	kind  string // the problem that makes it go
 	// lost says why the file loses this data ("" if no file data is lost:
 	// the extent belongs to an inode that does not exist or is no file).
 	lost string

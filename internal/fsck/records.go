@@ -163,6 +163,7 @@ func (c *checker) checkStats() {
 		{"physical bytes", s.PhysicalBytes, want.PhysicalBytes},
 		{"raw bytes", s.RawBytes, want.RawBytes},
 		{"chunks", s.Chunks, want.Chunks},
+		{"owned blocks", s.OwnedBlocks, want.OwnedBlocks},
 		{"inodes", s.Inodes, want.Inodes},
 	} {
 		if f.got != f.want {
@@ -183,6 +184,11 @@ func (c *checker) counted() schema.Stats {
 		want.Chunks++
 		want.PhysicalBytes += int64(ch.rec.Stored)
 		want.RawBytes += int64(ch.rec.Raw)
+	}
+	for _, b := range c.owned {
+		want.PhysicalBytes += int64(b.length)
+		want.RawBytes += int64(b.length)
+		want.OwnedBlocks++
 	}
 	return want
 }

@@ -82,7 +82,9 @@ func Repair(s Stores, opt Options, log *slog.Logger) (*RepairReport, error) {
 	if err := r.early(); err != nil {
 		return rr, err
 	}
-	eng, err := content.New(s.Meta, s.Blobs, content.Config{Chunking: chunker.DefaultPolicy()}, log)
+	// OwnedBlocks: its recovery must know owned blocks for live, on any
+	// volume that may hold them (it writes none: reads are not verified).
+	eng, err := content.New(s.Meta, s.Blobs, content.Config{Chunking: chunker.DefaultPolicy(), OwnedBlocks: true}, log)
 	if err != nil {
 		return rr, fmt.Errorf("fsck: open the content engine: %w", err)
 	}
@@ -227,6 +229,7 @@ func (r *repairer) statsError() schema.Stats {
 		d.PhysicalBytes -= s.PhysicalBytes
 		d.RawBytes -= s.RawBytes
 		d.Chunks -= s.Chunks
+		d.OwnedBlocks -= s.OwnedBlocks
 		d.Inodes -= s.Inodes
 	}
 	return d

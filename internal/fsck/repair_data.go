@@ -52,6 +52,12 @@ func (r *repairer) dropExtents() error {
 		}
 		err = r.tx(func(tx *content.Tx) error {
 			for _, d := range drops {
+				if d.owned.Segment != 0 {
+					if err := tx.DropOwnedExtent(ino, d.off, d.owned); err != nil {
+						return err
+					}
+					continue
+				}
 				if err := tx.DropExtent(ino, d.off, d.length); err != nil {
 					return err
 				}

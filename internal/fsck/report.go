@@ -52,6 +52,7 @@ const (
 	KindFreeOverlap       = "free-overlaps-chunk"  // a pending free would punch a live chunk
 	KindStats             = "stats-mismatch"       // stats record differs from the totals
 	KindVersions          = "versions"             // pins, retained versions or clone records disagree
+	KindOwnedTwice        = "owned-twice"          // two extents own one block
 )
 
 // Problem is one broken invariant.
@@ -77,6 +78,9 @@ type Report struct {
 	// damage: reads verify it and fall back to the record.
 	HintedExtents int64 `json:"hinted_extents"`
 	StaleHints    int64 `json:"stale_hints"`
+	// OwnedBlocks are blocks an extent owns, with no chunk record
+	// (docs/BLOCK.md, "Owned blocks").
+	OwnedBlocks   int64 `json:"owned_blocks"`
 	Retained      int64 `json:"retained_versions"`
 	Chunks        int64 `json:"chunks"`
 	Segments      int64 `json:"segments"`

@@ -126,6 +126,11 @@ func (c *checker) retainedExtent(ino uint64, v []byte) {
 		c.report(KindDecode, ino, "retained extent of inode %d: %v", ino, err)
 		return
 	}
+	if x.Owned {
+		// A retained copy never owns its bytes (schema.Unowned): the
+		// live extent, or a record at their place, does.
+		c.report(KindVersions, ino, "a retained extent of inode %d owns segment %d offset %d", ino, x.Hint.Segment, x.Hint.Offset)
+	}
 	if ch := c.chunks[x.Hash]; ch != nil {
 		ch.refs++
 	} else {

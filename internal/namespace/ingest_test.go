@@ -145,7 +145,7 @@ func TestCreateFileXattrs(t *testing.T) {
 		t.Errorf("xattrs %q, refused %q; want exactly user.a, and the nameless one refused", names, refused)
 	}
 	// With its own fixed:4K policy, 64 KiB make 16 chunks.
-	chunks := v.Engine.Stats().Chunks
+	chunks := v.Engine.Stats().Stored()
 	_, err = fs.CreateFile(dir, "g", vfs.NewFile{
 		Mode: 0o644, Size: int64(len(data)),
 		Xattrs:   []vfs.Xattr{{Name: namespace.PolicyXattr, Value: []byte("fixed:4K")}},
@@ -154,7 +154,7 @@ func TestCreateFileXattrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := v.Engine.Stats().Chunks - chunks; n != 16 {
+	if n := v.Engine.Stats().Stored() - chunks; n != 16 {
 		t.Errorf("64 KiB under fixed:4K made %d chunks, want 16", n)
 	}
 }

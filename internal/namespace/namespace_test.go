@@ -273,11 +273,11 @@ func TestChunkingPolicyOverrideIsInherited(t *testing.T) {
 	if got := string(testutil.Must(fs.GetXattr(ino, "user.doppel.chunking"))); got != "fixed:4K" {
 		t.Fatalf("child policy %q, want inherited fixed:4K", got)
 	}
-	if c := v.Engine.Stats().Chunks; c != 16 {
+	if c := v.Engine.Stats().Stored(); c != 16 {
 		t.Fatalf("fixed:4K file stored %d chunks, want 16", c)
 	}
 	writeFile(t, fs, vfs.RootIno, "plain", append([]byte("x"), data...))
-	if c := v.Engine.Stats().Chunks; c != 17 {
+	if c := v.Engine.Stats().Stored(); c != 17 {
 		t.Fatalf("default-policy file added %d chunks, want 1 (64 KiB is under the CDC minimum cut)", c-16)
 	}
 }

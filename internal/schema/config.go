@@ -27,13 +27,21 @@ type Config struct {
 //	2: S3 packs without padding (PackAlign 1). A build that predates
 //	   them would take their chunks' offsets for damage and round freed
 //	   spans up to 4 KiB, marking live neighbours dead.
-const FormatVersion = 2
+//	3: owned blocks (embedded volumes; docs/BLOCK.md, "Owned blocks"):
+//	   extents that own their bytes, which no chunk record names. A
+//	   build that predates them cannot decode such extents, and its
+//	   recovery would punch their bytes as orphans.
+const FormatVersion = 3
 
 // FormatBase is the format of a volume that uses nothing newer.
 const FormatBase = 1
 
 // FormatUnpaddedPacks is the first format with PackAlign.
 const FormatUnpaddedPacks = 2
+
+// FormatOwnedBlocks is the first format whose volumes may hold owned
+// blocks.
+const FormatOwnedBlocks = 3
 
 // ErrNewerFormat is wrapped by the error for a volume written by a newer
 // doppel: nothing may read or repair it.

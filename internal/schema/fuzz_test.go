@@ -127,6 +127,7 @@ func FuzzDecodeStats(f *testing.F) {
 		{},
 		{LogicalBytes: 1 << 40, PhysicalBytes: 1 << 30, RawBytes: 1 << 31, Chunks: 100, Inodes: 7},
 		{LogicalBytes: math.MinInt64, PhysicalBytes: math.MaxInt64, RawBytes: -1, Chunks: -1, Inodes: math.MaxInt64},
+		{PhysicalBytes: 4096, RawBytes: 4096, OwnedBlocks: 1},
 	} {
 		f.Add(s.Encode())
 	}

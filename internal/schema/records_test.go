@@ -269,6 +269,8 @@ func TestStatsRoundTrip(t *testing.T) {
 		{LogicalBytes: 1 << 40, PhysicalBytes: 1 << 30, RawBytes: 1 << 31, Chunks: 12345, Inodes: 678},
 		// Counters are signed so that a transaction's delta encodes too.
 		{LogicalBytes: -1, PhysicalBytes: math.MinInt64, RawBytes: math.MaxInt64, Chunks: -5, Inodes: -1},
+		{LogicalBytes: 1 << 32, PhysicalBytes: 1 << 32, RawBytes: 1 << 32, Chunks: 3, Inodes: 2, OwnedBlocks: 1 << 20},
+		{OwnedBlocks: -1},
 	} {
 		enc := s.Encode()
 		got, err := DecodeStats(enc)
@@ -329,7 +331,7 @@ func TestConfigRejects(t *testing.T) {
 		{"wrong type", `{"format":"1"}`, true},
 		{"trailing garbage", `{"format":1}x`, true},
 		{"missing format", `{"uuid":"x"}`, false},
-		{"future format", `{"format":3}`, false},
+		{"future format", `{"format":4}`, false},
 		{"pack alignment before its format", `{"format":1,"pack_align":1}`, true},
 		{"pack alignment unknown", `{"format":2,"pack_align":512}`, true},
 		{"null", `null`, false},

@@ -4,31 +4,54 @@ package schema
 // change they count.
 type Stats struct {
 	LogicalBytes  int64 // bytes referenced by extents of all files
-	PhysicalBytes int64 // stored bytes of all chunks
-	RawBytes      int64 // uncompressed bytes of all chunks
-	Chunks        int64
+	PhysicalBytes int64 // stored bytes of all chunks and owned blocks
+	RawBytes      int64 // uncompressed bytes of all chunks and owned blocks
+	Chunks        int64 // chunk records
 	Inodes        int64
+	// OwnedBlocks are blocks owned by their extent, without a chunk
+	// record (Extent.Owned).
+	OwnedBlocks int64
 }
 
-const statsFormat = 1
+// Stats record formats: 1 without owned blocks, 2 with them (written only
+// when there are some, so that a volume without any keeps format 1).
+const (
+	statsFormat      = 1
+	statsFormatOwned = 2
+)
 
 // Encode returns the record bytes.
 func (s *Stats) Encode() []byte {
 	e := enc{}
-	e.raw([]byte{statsFormat})
+	if s.OwnedBlocks != 0 {
+		e.raw([]byte{statsFormatOwned})
+	} else {
+		e.raw([]byte{statsFormat})
+	}
 	e.i(s.LogicalBytes)
 	e.i(s.PhysicalBytes)
 	e.i(s.RawBytes)
 	e.i(s.Chunks)
 	e.i(s.Inodes)
+	if s.OwnedBlocks != 0 {
+		e.i(s.OwnedBlocks)
+	}
 	return e.b
 }
 
 // DecodeStats parses a stats record.
 func DecodeStats(b []byte) (Stats, error) {
 	d := dec{b: b}
-	d.format(statsFormat)
+	f := d.raw(1)
+	if d.err != nil || (f[0] != statsFormat && f[0] != statsFormatOwned) {
+		return Stats{}, ErrBadRecord
+	}
 	s := Stats{LogicalBytes: d.i(), PhysicalBytes: d.i(), RawBytes: d.i(), Chunks: d.i(), Inodes: d.i()}
+	if f[0] == statsFormatOwned {
+		if s.OwnedBlocks = d.i(); d.err == nil && s.OwnedBlocks == 0 {
+			return Stats{}, ErrBadRecord // not canonical: Encode writes format 1
+		}
+	}
 	return s, d.end()
 }
 
@@ -56,3 +79,7 @@ func DecodeJournalEntry(b []byte) (JournalEntry, error) {
 	}
 	return JournalEntry{Op: b[1]}, nil
 }
+
+// Stored is how many pieces of data the volume stores: chunks (records)
+// and owned blocks.
+func (s Stats) Stored() int64 { return s.Chunks + s.OwnedBlocks }

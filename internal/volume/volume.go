@@ -50,6 +50,7 @@ func Init(dir string, opt InitOptions) error {
 	if opt.Data != "" {
 		return ErrDataNeedsMeta
 	}
+	cfg.Format = schema.FormatOwnedBlocks // segment files keep blocks where they were written
 	lock, err := createStoreDir(dir)
 	if err != nil {
 		return err
@@ -94,6 +95,7 @@ func InitOn(m meta.Store, opt InitOptions) error {
 	if err != nil {
 		return err
 	}
+	cfg.Format = schema.FormatOwnedBlocks
 	return initMeta(m, cfg)
 }
 
@@ -281,7 +283,7 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 		room = headroom.New(v.Dir, v.Meta.DiskUsage)
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room,
-		DeferDedup: v.host.DeferDedup, OtherWriters: v.MultiHost}
+		DeferDedup: v.host.DeferDedup, OtherWriters: v.MultiHost, OwnedBlocks: v.Config.Format >= schema.FormatOwnedBlocks}
 	compact, err := compactFromEnv()
 	if err != nil {
 		return err

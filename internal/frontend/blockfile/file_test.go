@@ -63,12 +63,12 @@ func TestPurge(t *testing.T) {
 
 	data := testutil.SeededBytes(1, 4*mib)
 	testutil.Check(t, f.WriteAt(data, 0, true))
-	chunks := v.Engine.Stats().Chunks
+	chunks := v.Engine.Stats().Stored()
 	if chunks != 4*mib/4096 {
 		t.Fatalf("4 MiB of distinct data: %d chunks", chunks)
 	}
 	testutil.Check(t, f.WriteAt(make([]byte, 2*mib), 8*mib, true))
-	if n := v.Engine.Stats().Chunks; n != chunks {
+	if n := v.Engine.Stats().Stored(); n != chunks {
 		t.Fatalf("an all-zero write stored %d chunks", n-chunks)
 	}
 	// Zeros over data free it too, as an overwrite.
@@ -77,7 +77,7 @@ func TestPurge(t *testing.T) {
 	testutil.Check(t, f.Trim(mib, mib))
 	testutil.Check(t, f.Zero(2*mib, 512<<10, false))
 	testutil.Check(t, f.Zero(2*mib+512<<10, 512<<10, true))
-	if n := v.Engine.Stats().Chunks; n != mib/4096 {
+	if n := v.Engine.Stats().Stored(); n != mib/4096 {
 		t.Fatalf("after zeroing 3 of 4 MiB: %d chunks, want %d", n, mib/4096)
 	}
 	wantStatus(t, f, fmt.Sprintf("[{%d %d} {%d 0} {%d %d}]", 3*mib, hole, mib, 12*mib, hole))
