@@ -116,7 +116,11 @@ func printSpace(w io.Writer, r control.SpaceReport) {
 	fmt.Fprintf(tw, "store\t%s\n", r.Store)
 	fmt.Fprintf(tw, "logical\t%s\tbytes files hold (holes excluded)\n", human(r.LogicalBytes))
 	fmt.Fprintf(tw, "unique\t%s\tdistinct chunk data before compression\n", human(r.RawBytes))
-	fmt.Fprintf(tw, "physical\t%s\tchunk data stored (%d chunks)\n", human(r.PhysicalBytes), r.Chunks)
+	if r.OwnedBlocks > 0 {
+		fmt.Fprintf(tw, "physical\t%s\tchunk data stored (%d chunks, %d blocks of disk images)\n", human(r.PhysicalBytes), r.Chunks, r.OwnedBlocks)
+	} else {
+		fmt.Fprintf(tw, "physical\t%s\tchunk data stored (%d chunks)\n", human(r.PhysicalBytes), r.Chunks)
+	}
 	if r.Packs {
 		fmt.Fprintf(tw, "stored\t%s\tS3 pack objects %s in %d packs, metadata %s (PostgreSQL)\n", human(r.AllocatedBytes+r.MetaBytes), human(r.AllocatedBytes), r.Segments, human(r.MetaBytes))
 		fmt.Fprintf(tw, "compactable\t%s\tdead bytes in packs, given back by compaction (background, DOPPEL_COMPACT)\n", human(r.DeadBytes))

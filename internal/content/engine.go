@@ -127,6 +127,8 @@ type Engine struct {
 	compactMu   sync.Mutex
 	compactQuit chan struct{}
 	compactDone chan struct{}
+
+	ownedDedup ownedDedupLoop // background dedup of owned blocks (owned_dedup.go)
 }
 
 // New creates the content engine.
@@ -224,6 +226,7 @@ func (e *Engine) Close() error {
 	e.stopDedupFilter()
 	e.loads.running.Wait()
 	e.stopCompactor()
+	e.stopOwnedDedup()
 	e.reclaimer.stop()
 	err := e.closeSession()
 	if h, ok := e.meta.(meta.DurabilityHook); ok {

@@ -2,6 +2,7 @@ package content
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -27,6 +28,7 @@ type engineModel struct {
 	motifs [][]byte // shared material, so that writes deduplicate
 	max    int64    // largest file size the model grows to
 	owned  int      // owned extents seen by check (owned.go)
+	shared int      // owned extents DedupOwned made references
 	log    []string
 }
 
@@ -132,6 +134,26 @@ func (m *engineModel) step() {
 	switch op := r.IntN(100); {
 	case op < 5: // collapse or insert a range: extents move, data does not
 		m.shift(ino, size)
+
+	case op < 8 && v.e.owned: // owned blocks with the same bytes made to share one copy
+		// Blocks written again where they line up: new owned copies of
+		// the same bytes, which only the pass shares.
+		src := m.inos[r.IntN(len(m.inos))]
+		if f := m.files[src]; len(f) >= 4096 {
+			from := r.IntN(len(f)/4096) * 4096
+			n := min(len(f)-from, 4096*(1+r.IntN(4))) / 4096 * 4096
+			at := int64(r.IntN(int(m.max/4096)-n/4096)) * 4096
+			data := bytes.Clone(f[from : from+n])
+			m.logf("write ino %d [%d,%d) again at %d of ino %d", src, from, from+n, at, ino)
+			m.mapped[ino] += v.write(ino, at, data)
+			m.apply(ino, at, data)
+		}
+		res, err := v.e.DedupOwned(context.Background())
+		m.logf("dedup owned blocks: %+v", res)
+		if err != nil {
+			t.Fatalf("DedupOwned: %v", err)
+		}
+		m.shared += res.Shared
 
 	case op < 30: // one write, as a flush of one run
 		off, n := m.writeRange(size)
@@ -400,7 +422,10 @@ func TestEngineModel(t *testing.T) {
 			if cfg := m.v.e.cfg; cfg.OwnedBlocks && m.owned == 0 {
 				t.Errorf("no owned extent in %d steps", steps)
 			}
-			t.Logf("owned extents seen by the checks: %d", m.owned)
+			if cfg := m.v.e.cfg; cfg.OwnedBlocks && m.shared == 0 && steps >= 100 {
+				t.Errorf("DedupOwned shared no owned block in %d steps", steps)
+			}
+			t.Logf("owned extents seen by the checks: %d; made references by DedupOwned: %d", m.owned, m.shared)
 
 			// Deleting everything must bring the volume back to empty.
 			for _, ino := range m.inos {

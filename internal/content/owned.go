@@ -316,6 +316,7 @@ func (t *Tx) promote(u *ownedUse, refs int64) {
 func (t *Tx) keepFreshOwned(u *ownedUse) error {
 	t.countStored(u.loc)
 	t.delta.OwnedBlocks++
+	t.keptOwned++
 	return t.claimOwned(u.fresh)
 }
 

@@ -2,11 +2,14 @@ package content
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/doppelfs/doppel/internal/chunker"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
@@ -172,4 +175,76 @@ func TestOwnedBlockDamageIsReported(t *testing.T) {
 	if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) || ce.Loc.Segment != x.Hint.Segment || ce.Loc.Offset != x.Hint.Offset {
 		t.Fatalf("read of a damaged owned block: %v; want damage reported at its place", err)
 	}
+}
+
+func TestDedupOwnedSharesEqualBlocks(t *testing.T) {
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	a, b, c := testutil.RandBytes(r, 4096), testutil.RandBytes(r, 4096), testutil.RandBytes(r, 4096)
+	v.write(2, 0, slices.Concat(a, b, c))
+	v.write(3, 0, slices.Concat(b, a)) // owned copies of the same bytes: no dedup lookup finds owned blocks
+	// c once more, in a file not cut in disk blocks: a chunk record.
+	other, err := chunker.New(policy(t, "fixed:8K"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _, err := v.e.PrepareWith(other, 0, c, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.do(func(tx *Tx) error { _, err := tx.WriteChunks(4, ps); return err })
+	v.checkInvariants()
+	if st := v.e.Stats(); st.OwnedBlocks != 5 || st.Chunks != 1 {
+		t.Fatalf("before the pass: %+v; want 5 owned blocks and 1 chunk", st)
+	}
+
+	res, err := v.e.DedupOwned(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Owned != 5 || res.Shared != 3 || res.Skipped != 0 {
+		t.Errorf("pass: %+v; want 5 owned extents found, 3 made references", res)
+	}
+	v.checkInvariants()
+	v.checkContent(2, slices.Concat(a, b, c))
+	v.checkContent(3, slices.Concat(b, a))
+	v.checkContent(4, c)
+	st := v.e.Stats()
+	if st.OwnedBlocks != 0 || st.Chunks != 3 || st.PhysicalBytes != 3*4096 {
+		t.Errorf("after the pass: %+v; want 3 chunks of 4 KiB, no owned block", st)
+	}
+	if res, err := v.e.DedupOwned(context.Background()); err != nil || res.Shared != 0 {
+		t.Errorf("a second pass: %+v, %v; want nothing to share", res, err)
+	}
+	v.e.reclaimer.reclaim(true)
+	if u := v.usage(); u > 3*4096+64<<10 {
+		t.Errorf("blob store holds %d bytes for 3 distinct blocks", u)
+	}
+}
+
+func TestDedupOwnedLeavesChangedExtents(t *testing.T) {
+	// An extent that changed between the walk and the pass's transaction
+	// is left alone.
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(15, 16))
+	a := testutil.RandBytes(r, 4096)
+	v.write(2, 0, a)
+	v.write(3, 0, a)
+	all, err := v.e.ownedExtents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := v.e.dedupGroups(all)
+	if err != nil || len(groups) != 1 {
+		t.Fatalf("groups %v, %v; want one", groups, err)
+	}
+	fresh := testutil.RandBytes(r, 4096)
+	v.write(3, 0, fresh) // the second copy is overwritten meanwhile
+	shared, skipped, err := v.e.shareOwned(groups)
+	if err != nil || shared != 0 || skipped != 1 {
+		t.Fatalf("shareOwned after a change: shared %d, skipped %d, %v; want 0 and 1", shared, skipped, err)
+	}
+	v.checkInvariants()
+	v.checkContent(2, a)
+	v.checkContent(3, fresh)
 }

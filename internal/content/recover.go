@@ -52,6 +52,7 @@ func (e *Engine) Recover() (Recovery, error) {
 	}
 	e.sessionOpen = true
 	e.startCompactor(e.cfg.Compact) // only a volume in use compacts, never fsck's
+	e.startOwnedDedup()
 	rec.Took = time.Since(start)
 	return rec, nil
 }

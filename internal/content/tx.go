@@ -40,6 +40,7 @@ type Tx struct {
 	owned      map[blob.Loc]*ownedUse
 	ownedFresh map[schema.Hash]*Prepared
 	promoted   map[schema.Hash][]byte
+	keptOwned  int64 // new owned blocks it keeps
 	done       bool
 }
 
@@ -201,6 +202,7 @@ func (t *Tx) Commit(sync bool) error {
 		t.e.freeNow(loc)
 	}
 	t.e.reclaimer.add(t.freed, t.release)
+	t.e.ownedDedup.noteOwned(t.keptOwned)
 	for _, fn := range t.after {
 		fn()
 	}

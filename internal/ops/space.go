@@ -4,14 +4,17 @@ import "github.com/doppelfs/doppel/internal/content"
 
 // SpaceReport is what `doppel df` shows.
 type SpaceReport struct {
-	Store          string  `json:"store"`
-	LogicalBytes   int64   `json:"logical_bytes"`
-	RawBytes       int64   `json:"raw_bytes"`
-	PhysicalBytes  int64   `json:"physical_bytes"`
-	MetaBytes      int64   `json:"meta_bytes"`
-	AllocatedBytes int64   `json:"allocated_bytes"`
-	Segments       int     `json:"segments"`
-	Chunks         int64   `json:"chunks"`
+	Store          string `json:"store"`
+	LogicalBytes   int64  `json:"logical_bytes"`
+	RawBytes       int64  `json:"raw_bytes"`
+	PhysicalBytes  int64  `json:"physical_bytes"`
+	MetaBytes      int64  `json:"meta_bytes"`
+	AllocatedBytes int64  `json:"allocated_bytes"`
+	Segments       int    `json:"segments"`
+	Chunks         int64  `json:"chunks"`
+	// OwnedBlocks are disk images' blocks stored without a chunk record
+	// (docs/BLOCK.md, "Owned blocks"), counted in PhysicalBytes too.
+	OwnedBlocks    int64   `json:"owned_blocks"`
 	Inodes         int64   `json:"inodes"`
 	DedupRatio     float64 `json:"dedup_ratio"`
 	CompressRatio  float64 `json:"compression_ratio"`

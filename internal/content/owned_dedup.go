@@ -1,0 +1,339 @@
+package content
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Dedup of owned blocks, after the fact (docs/BLOCK.md, "Owned blocks").
+// A new block is written owned without asking whether another owned
+// block holds the same bytes: owned blocks are not in the chunk table,
+// which is what dedup lookups ask. A pass in the background finds them:
+// it walks the extents for owned ones, sorts them by hash, and makes each
+// group of owned blocks with the same bytes (or an owned block whose
+// bytes a chunk record holds) share one copy, as an inline dedup would
+// have: the others' extents become ordinary references to it, and their
+// blocks are freed.
+
+// OwnedDedup is what a pass did.
+type OwnedDedup struct {
+	Owned   int // owned extents found
+	Shared  int // of them, made references to another copy
+	Skipped int // changed since the walk: left to the next pass
+}
+
+// ownedExtent is an owned extent as the walk found it.
+type ownedExtent struct {
+	ino uint64
+	off int64
+	x   schema.Extent
+}
+
+// ownedDedupBatch is how many extents one transaction changes.
+const ownedDedupBatch = 1024
+
+// DedupOwned runs one pass.
+func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
+	var res OwnedDedup
+	all, err := e.ownedExtents(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Owned = len(all)
+	groups, err := e.dedupGroups(all)
+	if err != nil {
+		return res, err
+	}
+	for len(groups) > 0 {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		n, size := 0, 0
+		for n < len(groups) && (n == 0 || size+len(groups[n].owned) <= ownedDedupBatch) {
+			size += len(groups[n].owned)
+			n++
+		}
+		shared, skipped, err := e.shareOwned(groups[:n])
+		if err != nil {
+			return res, err
+		}
+		res.Shared += shared
+		res.Skipped += skipped
+		groups = groups[n:]
+	}
+	return res, nil
+}
+
+// ownedExtents walks the extents for the owned ones, sorted by hash.
+func (e *Engine) ownedExtents(ctx context.Context) ([]ownedExtent, error) {
+	it, err := e.meta.NewIter([]byte{'e'}, []byte{'e' + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []ownedExtent
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if len(v) == 0 || v[0] != schema.ExtentFormatOwned {
+			continue
+		}
+		if len(out)%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		k := it.Key()
+		off, err := schema.ExtentOffset(k)
+		if err != nil {
+			continue // fsck's to report
+		}
+		x, err := schema.DecodeExtent(v)
+		if err != nil {
+			continue
+		}
+		out = append(out, ownedExtent{ino: schema.OwnerIno(k), off: off, x: x})
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b ownedExtent) int {
+		return cmp.Or(bytes.Compare(a.x.Hash[:], b.x.Hash[:]), cmp.Compare(a.ino, b.ino), cmp.Compare(a.off, b.off))
+	})
+	return out, nil
+}
+
+// dedupGroup is owned extents with the same bytes.
+type dedupGroup struct {
+	owned []ownedExtent
+}
+
+// dedupGroups returns the groups of all (sorted by hash) that a pass
+// changes: two or more owned blocks, or one whose hash has a record.
+func (e *Engine) dedupGroups(all []ownedExtent) ([]dedupGroup, error) {
+	var groups []dedupGroup
+	var ask [][]byte // chunk keys of single owned blocks the filter may hold
+	var asked []int
+	f := e.lookupFilter()
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && all[j].x.Hash == all[i].x.Hash {
+			j++
+		}
+		g := dedupGroup{owned: all[i:j]}
+		if j-i > 1 {
+			groups = append(groups, g)
+		} else if f == nil || f.mayHold(all[i].x.Hash) {
+			ask = append(ask, schema.ChunkKey(all[i].x.Hash))
+			asked = append(asked, len(groups))
+			groups = append(groups, g)
+		}
+		i = j
+	}
+	if len(ask) == 0 {
+		return groups, nil
+	}
+	recs, err := e.getRecords(ask)
+	if err != nil {
+		return nil, err
+	}
+	keep := groups[:0]
+	next := 0
+	for gi, g := range groups {
+		if next < len(asked) && asked[next] == gi {
+			next++
+			if recs[next-1] == nil {
+				continue // a block of its own
+			}
+		}
+		keep = append(keep, g)
+	}
+	return keep, nil
+}
+
+// getRecords reads the records of keys (nil for a missing one).
+func (e *Engine) getRecords(keys [][]byte) ([][]byte, error) {
+	if many, ok := e.meta.(meta.MultiGetter); ok {
+		return many.GetMany(keys)
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		v, err := e.meta.Get(k)
+		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// shareOwned makes, in one transaction, every owned extent of groups that
+// is still as the walk found it a reference to one copy of its bytes: the
+// chunk record's, or else the group's first block's, which a record at
+// its place then names. It returns how many extents it changed and how
+// many it left because they changed meanwhile.
+func (e *Engine) shareOwned(groups []dedupGroup) (shared, skipped int, err error) {
+	t, err := e.Begin()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, g := range groups {
+		target, owned, s, err := t.dedupTarget(g)
+		if err != nil {
+			t.Abort()
+			return 0, 0, err
+		}
+		skipped += s
+		for _, o := range owned {
+			if err := t.shareWith(o, target); err != nil {
+				t.Abort()
+				return 0, 0, err
+			}
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Abort()
+		return 0, skipped, nil
+	}
+	return shared, skipped, t.Commit(false)
+}
+
+// dedupTarget returns the extent that group g's owned extents are to
+// reference and those of them to change: each still owned as the walk
+// found it and not at the target's place. The target is the chunk
+// record's copy if the table holds the hash, else the first owned block
+// still there.
+func (t *Tx) dedupTarget(g dedupGroup) (schema.Extent, []ownedExtent, int, error) {
+	var live []ownedExtent
+	skipped := 0
+	for _, o := range g.owned {
+		v, err := t.b.Get(schema.ExtentKey(o.ino, o.off))
+		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+			return schema.Extent{}, nil, 0, err
+		}
+		if cur, derr := schema.DecodeExtent(v); err != nil || derr != nil || cur != o.x {
+			skipped++
+			continue
+		}
+		live = append(live, o)
+	}
+	h := g.owned[0].x.Hash
+	switch rec, err := t.b.Get(schema.ChunkKey(h)); {
+	case err == nil:
+		c, err := schema.DecodeChunk(rec)
+		if err != nil {
+			return schema.Extent{}, nil, 0, fmt.Errorf("chunk %x: %w", h[:8], err)
+		}
+		if !storedWhole(c, g.owned[0].x.Length) {
+			return schema.Extent{}, nil, skipped, nil // stored otherwise: no place to give the extents
+		}
+		target := schema.Extent{Hash: h, Length: c.Raw, Hint: schema.Hint{Segment: c.Segment, Offset: c.Offset, Check: c.Check}}
+		return target, slices.DeleteFunc(live, func(o ownedExtent) bool { return o.x.Hint == target.Hint }), skipped, nil
+	case !errors.Is(err, meta.ErrNotFound):
+		return schema.Extent{}, nil, 0, err
+	}
+	if len(live) < 2 {
+		return schema.Extent{}, nil, skipped, nil // nothing left to share with
+	}
+	return live[0].x, live[1:], skipped, nil
+}
+
+// shareWith makes owned extent o a reference to target's copy of the same
+// bytes: o's block is dropped (freed at commit, nothing else naming it),
+// and a target that is owned gets a record at its place (owned.go).
+func (t *Tx) shareWith(o ownedExtent, target schema.Extent) error {
+	t.unref(Piece{Off: o.off, Extent: o.x})
+	return t.put(o.ino, Piece{Off: o.off, Extent: target})
+}
+
+// ownedDedupLoop runs passes in the background while owned blocks are
+// written: once ownedDedupAfter new ones were kept and none for
+// ownedDedupQuiet, or once many more were.
+type ownedDedupLoop struct {
+	fresh atomic.Int64 // owned blocks kept since the last pass
+	last  atomic.Int64 // when the last one was kept (unix nanoseconds)
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+const (
+	ownedDedupAfter = 1024      // 4 MiB of new owned blocks
+	ownedDedupBusy  = 256 << 10 // 1 GiB: a pass even while writes go on
+	ownedDedupQuiet = 5 * time.Second
+	ownedDedupTick  = time.Second
+)
+
+// noteOwned counts owned blocks a commit kept.
+func (l *ownedDedupLoop) noteOwned(n int64) {
+	if n > 0 {
+		l.fresh.Add(n)
+		l.last.Store(time.Now().UnixNano())
+	}
+}
+
+// due reports whether a pass should run now.
+func (l *ownedDedupLoop) due(now time.Time) bool {
+	n := l.fresh.Load()
+	quiet := now.Sub(time.Unix(0, l.last.Load())) >= ownedDedupQuiet
+	return n >= ownedDedupBusy || (n >= ownedDedupAfter && quiet)
+}
+
+// startOwnedDedup starts the background passes of an engine that writes
+// owned blocks.
+func (e *Engine) startOwnedDedup() {
+	if !e.owned {
+		return
+	}
+	l := &e.ownedDedup
+	l.quit, l.done = make(chan struct{}), make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-l.quit
+		cancel()
+	}()
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(ownedDedupTick)
+		defer tick.Stop()
+		for {
+			select {
+			case <-l.quit:
+				return
+			case now := <-tick.C:
+				if !l.due(now) {
+					continue
+				}
+			}
+			l.fresh.Store(0)
+			res, err := e.DedupOwned(ctx)
+			switch {
+			case errors.Is(err, context.Canceled):
+				return
+			case err != nil:
+				e.log.Warn("dedup of owned blocks failed; the next pass tries again", "err", err)
+				l.fresh.Store(ownedDedupAfter) // try again soon
+			case res.Shared > 0:
+				e.log.Info("dedup of owned blocks", "owned", res.Owned, "shared", res.Shared, "skipped", res.Skipped)
+			}
+		}
+	}()
+}
+
+// stopOwnedDedup ends the background passes and waits for the one under
+// way.
+func (e *Engine) stopOwnedDedup() {
+	if l := &e.ownedDedup; l.quit != nil {
+		close(l.quit)
+		<-l.done
+		l.quit = nil
+	}
+}
