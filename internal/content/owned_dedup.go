@@ -41,21 +41,43 @@ type ownedExtent struct {
 // ownedDedupBatch is how many extents one transaction changes.
 const ownedDedupBatch = 1024
 
+// ownedDedupShare is how many owned extents a walk collects at most
+// (about 80 bytes each): a volume with more is walked once per range of
+// hashes. A variable for tests.
+var ownedDedupShare int64 = 1 << 20
+
 // DedupOwned runs one pass.
 func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 	var res OwnedDedup
-	all, err := e.ownedExtents(ctx)
-	if err != nil {
-		return res, err
+	e.statsMu.Lock()
+	owned := e.stats.OwnedBlocks
+	e.statsMu.Unlock()
+	parts := min(max(1, (owned+ownedDedupShare-1)/ownedDedupShare), 256)
+	for p := range parts {
+		// Hashes whose first byte is in [lo, hi).
+		lo, hi := int(p*256/parts), int((p+1)*256/parts)
+		if err := e.dedupOwnedRange(ctx, byte(lo), hi, &res); err != nil {
+			return res, err
+		}
 	}
-	res.Owned = len(all)
+	return res, nil
+}
+
+// dedupOwnedRange runs a pass over the owned extents whose hash begins
+// with a byte in [lo, hi).
+func (e *Engine) dedupOwnedRange(ctx context.Context, lo byte, hi int, res *OwnedDedup) error {
+	all, err := e.ownedExtents(ctx, lo, hi)
+	if err != nil {
+		return err
+	}
+	res.Owned += len(all)
 	groups, err := e.dedupGroups(all)
 	if err != nil {
-		return res, err
+		return err
 	}
 	for len(groups) > 0 {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
 		n, size := 0, 0
 		for n < len(groups) && (n == 0 || size+len(groups[n].owned) <= ownedDedupBatch) {
@@ -64,17 +86,18 @@ func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 		}
 		shared, skipped, err := e.shareOwned(groups[:n])
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Shared += shared
 		res.Skipped += skipped
 		groups = groups[n:]
 	}
-	return res, nil
+	return nil
 }
 
-// ownedExtents walks the extents for the owned ones, sorted by hash.
-func (e *Engine) ownedExtents(ctx context.Context) ([]ownedExtent, error) {
+// ownedExtents walks the extents for the owned ones whose hash begins
+// with a byte in [lo, hi), sorted by hash.
+func (e *Engine) ownedExtents(ctx context.Context, lo byte, hi int) ([]ownedExtent, error) {
 	it, err := e.meta.NewIter([]byte{'e'}, []byte{'e' + 1})
 	if err != nil {
 		return nil, err
@@ -97,7 +120,7 @@ func (e *Engine) ownedExtents(ctx context.Context) ([]ownedExtent, error) {
 			continue // fsck's to report
 		}
 		x, err := schema.DecodeExtent(v)
-		if err != nil {
+		if err != nil || x.Hash[0] < lo || int(x.Hash[0]) >= hi {
 			continue
 		}
 		out = append(out, ownedExtent{ino: schema.OwnerIno(k), off: off, x: x})
@@ -280,11 +303,14 @@ func (l *ownedDedupLoop) noteOwned(n int64) {
 	}
 }
 
-// due reports whether a pass should run now.
-func (l *ownedDedupLoop) due(now time.Time) bool {
+// due reports whether a pass should run now, on a volume holding owned
+// owned blocks: a pass walks all of them, so the new ones it waits for
+// grow with them (an eighth), which keeps the walks' cost a share of the
+// writes'.
+func (l *ownedDedupLoop) due(now time.Time, owned int64) bool {
 	n := l.fresh.Load()
 	quiet := now.Sub(time.Unix(0, l.last.Load())) >= ownedDedupQuiet
-	return n >= ownedDedupBusy || (n >= ownedDedupAfter && quiet)
+	return n >= max(ownedDedupBusy, owned/2) || (n >= max(ownedDedupAfter, owned/8) && quiet)
 }
 
 // startOwnedDedup starts the background passes of an engine that writes
@@ -309,7 +335,7 @@ func (e *Engine) startOwnedDedup() {
 			case <-l.quit:
 				return
 			case now := <-tick.C:
-				if !l.due(now) {
+				if !l.due(now, e.Stats().OwnedBlocks) {
 					continue
 				}
 			}

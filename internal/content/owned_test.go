@@ -198,6 +198,8 @@ func TestDedupOwnedSharesEqualBlocks(t *testing.T) {
 		t.Fatalf("before the pass: %+v; want 5 owned blocks and 1 chunk", st)
 	}
 
+	defer func(n int64) { ownedDedupShare = n }(ownedDedupShare)
+	ownedDedupShare = 2 // three walks, each over a third of the hashes
 	res, err := v.e.DedupOwned(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +232,7 @@ func TestDedupOwnedLeavesChangedExtents(t *testing.T) {
 	a := testutil.RandBytes(r, 4096)
 	v.write(2, 0, a)
 	v.write(3, 0, a)
-	all, err := v.e.ownedExtents(context.Background())
+	all, err := v.e.ownedExtents(context.Background(), 0, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,4 +249,23 @@ func TestDedupOwnedLeavesChangedExtents(t *testing.T) {
 	v.checkInvariants()
 	v.checkContent(2, a)
 	v.checkContent(3, fresh)
+}
+
+func TestOwnedDedupDue(t *testing.T) {
+	var l ownedDedupLoop
+	l.noteOwned(ownedDedupAfter)
+	now := time.Now()
+	if l.due(now, 0) {
+		t.Error("due while writes go on")
+	}
+	if !l.due(now.Add(ownedDedupQuiet), 0) {
+		t.Error("not due once writes paused")
+	}
+	if l.due(now.Add(ownedDedupQuiet), 16*ownedDedupAfter) {
+		t.Error("due after an eighth of the owned blocks were new")
+	}
+	l.noteOwned(ownedDedupBusy)
+	if !l.due(now, 0) {
+		t.Error("not due after many new blocks, writes going on")
+	}
 }
