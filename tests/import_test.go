@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
@@ -242,5 +243,38 @@ func TestImportInterruptedByUmount(t *testing.T) {
 		t.Errorf("import: %v, without saying it was interrupted:\n%s", err, out.String())
 	}
 	t.Logf("import: %v\n%s", err, out.String())
+	v.fsck(t)
+}
+
+// TestImportDiskImagesDeduplicated imports two copies of a disk image
+// (files whose own xattr asks for 4 KiB blocks) into an unmounted volume:
+// their blocks are written owned, which no dedup lookup finds, and the
+// import ends with a pass that shares them, so the volume keeps the image
+// once.
+func TestImportDiskImagesDeduplicated(t *testing.T) {
+	requireDoppel(t)
+	src := filepath.Join(realTempDir(t), "images")
+	testutil.Check(t, os.Mkdir(src, 0o755))
+	img := testutil.SeededBytes(41, 8*MiB)
+	for _, name := range []string{"a.img", "b.img"} {
+		p := filepath.Join(src, name)
+		testutil.Check(t, os.WriteFile(p, img, 0o644))
+		testutil.Check(t, unix.Setxattr(p, "user.doppel.chunking", []byte("fixed:4K"), 0))
+	}
+	v := newVolume(t)
+	v.umount(t)
+	importOK(t, "--store", v.Store, src, "/images")
+	df := storeDF(t, v.Store)
+	t.Logf("after the import: %v", df)
+	if df["physical_bytes"] != 8*MiB || df["logical_bytes"] != 16*MiB {
+		t.Errorf("two 8 MiB images imported: %d bytes stored for %d; want the image once", df["physical_bytes"], df["logical_bytes"])
+	}
+	v.mount(t)
+	for _, name := range []string{"a.img", "b.img"} {
+		if b, err := os.ReadFile(v.path("images", name)); err != nil || !bytes.Equal(b, img) {
+			t.Errorf("%s reads back other bytes (%v)", name, err)
+		}
+	}
+	v.umount(t)
 	v.fsck(t)
 }

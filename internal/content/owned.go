@@ -312,7 +312,7 @@ func (t *Tx) promote(u *ownedUse, refs int64) {
 }
 
 // keepFreshOwned counts owned block u, new in this transaction, in the
-// volume's stats.
+// volume's stats (and in schema.KeyOwnedUnshared, at commit).
 func (t *Tx) keepFreshOwned(u *ownedUse) error {
 	t.countStored(u.loc)
 	t.delta.OwnedBlocks++

@@ -49,6 +49,7 @@ var ownedDedupShare int64 = 1 << 20
 // DedupOwned runs one pass.
 func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 	var res OwnedDedup
+	before := e.ownedDedup.fresh.Load()
 	e.statsMu.Lock()
 	owned := e.stats.OwnedBlocks
 	e.statsMu.Unlock()
@@ -60,7 +61,7 @@ func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 			return res, err
 		}
 	}
-	return res, nil
+	return res, e.passDone(before)
 }
 
 // dedupOwnedRange runs a pass over the owned extents whose hash begins
@@ -282,10 +283,50 @@ func (t *Tx) shareWith(o ownedExtent, target schema.Extent) error {
 // written: once ownedDedupAfter new ones were kept and none for
 // ownedDedupQuiet, or once many more were.
 type ownedDedupLoop struct {
-	fresh atomic.Int64 // owned blocks kept since the last pass
+	fresh atomic.Int64 // owned blocks kept since the last pass (KeyOwnedUnshared)
 	last  atomic.Int64 // when the last one was kept (unix nanoseconds)
 	quit  chan struct{}
 	done  chan struct{}
+}
+
+// countUnshared adds the owned blocks the transaction keeps to
+// schema.KeyOwnedUnshared, or sets it (a pass's end).
+func (t *Tx) countUnshared() error {
+	if t.keptOwned == 0 && !t.unsharedSet {
+		return nil
+	}
+	if !t.unsharedSet {
+		t.unshared = t.e.ownedDedup.fresh.Load() + t.keptOwned
+	}
+	return t.b.Set(schema.KeyOwnedUnshared, schema.U64(uint64(max(t.unshared, 0))))
+}
+
+// loadUnshared reads schema.KeyOwnedUnshared into the loop's count.
+func (e *Engine) loadUnshared() error {
+	v, err := e.meta.Get(schema.KeyOwnedUnshared)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := schema.ParseU64(v)
+	if err != nil {
+		return fmt.Errorf("owned_unshared record: %w", err)
+	}
+	e.ownedDedup.fresh.Store(int64(n))
+	return nil
+}
+
+// passDone takes the owned blocks counted before a pass began (before)
+// off the count: they were all walked.
+func (e *Engine) passDone(before int64) error {
+	t, err := e.Begin()
+	if err != nil {
+		return err
+	}
+	t.unsharedSet, t.unshared = true, max(e.ownedDedup.fresh.Load()-before, 0)
+	return t.Commit(false)
 }
 
 const (
@@ -295,12 +336,13 @@ const (
 	ownedDedupTick  = time.Second
 )
 
-// noteOwned counts owned blocks a commit kept.
-func (l *ownedDedupLoop) noteOwned(n int64) {
+// noteOwned counts owned blocks a commit kept; unshared is the count the
+// commit left in its record. The caller holds txMu.
+func (l *ownedDedupLoop) noteOwned(n, unshared int64) {
 	if n > 0 {
-		l.fresh.Add(n)
 		l.last.Store(time.Now().UnixNano())
 	}
+	l.fresh.Store(unshared)
 }
 
 // due reports whether a pass should run now, on a volume holding owned
@@ -315,9 +357,12 @@ func (l *ownedDedupLoop) due(now time.Time, owned int64) bool {
 
 // startOwnedDedup starts the background passes of an engine that writes
 // owned blocks.
-func (e *Engine) startOwnedDedup() {
+func (e *Engine) startOwnedDedup() error {
 	if !e.owned {
-		return
+		return nil
+	}
+	if err := e.loadUnshared(); err != nil {
+		return err
 	}
 	l := &e.ownedDedup
 	l.quit, l.done = make(chan struct{}), make(chan struct{})
@@ -339,19 +384,18 @@ func (e *Engine) startOwnedDedup() {
 					continue
 				}
 			}
-			l.fresh.Store(0)
 			res, err := e.DedupOwned(ctx)
 			switch {
 			case errors.Is(err, context.Canceled):
 				return
 			case err != nil:
 				e.log.Warn("dedup of owned blocks failed; the next pass tries again", "err", err)
-				l.fresh.Store(ownedDedupAfter) // try again soon
 			case res.Shared > 0:
 				e.log.Info("dedup of owned blocks", "owned", res.Owned, "shared", res.Shared, "skipped", res.Skipped)
 			}
 		}
 	}()
+	return nil
 }
 
 // stopOwnedDedup ends the background passes and waits for the one under

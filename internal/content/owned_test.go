@@ -197,6 +197,11 @@ func TestDedupOwnedSharesEqualBlocks(t *testing.T) {
 	if st := v.e.Stats(); st.OwnedBlocks != 5 || st.Chunks != 1 {
 		t.Fatalf("before the pass: %+v; want 5 owned blocks and 1 chunk", st)
 	}
+	// The count of blocks a pass has not seen outlives the engine.
+	v.reopen()
+	if err := v.e.loadUnshared(); err != nil || v.e.ownedDedup.fresh.Load() != 5 {
+		t.Fatalf("unshared owned blocks after a reopen: %d, %v; want 5", v.e.ownedDedup.fresh.Load(), err)
+	}
 
 	defer func(n int64) { ownedDedupShare = n }(ownedDedupShare)
 	ownedDedupShare = 2 // three walks, each over a third of the hashes
@@ -214,6 +219,9 @@ func TestDedupOwnedSharesEqualBlocks(t *testing.T) {
 	st := v.e.Stats()
 	if st.OwnedBlocks != 0 || st.Chunks != 3 || st.PhysicalBytes != 3*4096 {
 		t.Errorf("after the pass: %+v; want 3 chunks of 4 KiB, no owned block", st)
+	}
+	if n, err := v.meta.Get(schema.KeyOwnedUnshared); err != nil || string(n) != string(schema.U64(0)) {
+		t.Errorf("owned_unshared after a pass: %x, %v; want 0", n, err)
 	}
 	if res, err := v.e.DedupOwned(context.Background()); err != nil || res.Shared != 0 {
 		t.Errorf("a second pass: %+v, %v; want nothing to share", res, err)
@@ -253,7 +261,7 @@ func TestDedupOwnedLeavesChangedExtents(t *testing.T) {
 
 func TestOwnedDedupDue(t *testing.T) {
 	var l ownedDedupLoop
-	l.noteOwned(ownedDedupAfter)
+	l.noteOwned(ownedDedupAfter, ownedDedupAfter)
 	now := time.Now()
 	if l.due(now, 0) {
 		t.Error("due while writes go on")
@@ -264,7 +272,7 @@ func TestOwnedDedupDue(t *testing.T) {
 	if l.due(now.Add(ownedDedupQuiet), 16*ownedDedupAfter) {
 		t.Error("due after an eighth of the owned blocks were new")
 	}
-	l.noteOwned(ownedDedupBusy)
+	l.noteOwned(ownedDedupBusy, ownedDedupAfter+ownedDedupBusy)
 	if !l.due(now, 0) {
 		t.Error("not due after many new blocks, writes going on")
 	}

@@ -52,7 +52,9 @@ func (e *Engine) Recover() (Recovery, error) {
 	}
 	e.sessionOpen = true
 	e.startCompactor(e.cfg.Compact) // only a volume in use compacts, never fsck's
-	e.startOwnedDedup()
+	if err := e.startOwnedDedup(); err != nil {
+		return rec, err
+	}
 	rec.Took = time.Since(start)
 	return rec, nil
 }

@@ -41,6 +41,9 @@ type Tx struct {
 	ownedFresh map[schema.Hash]*Prepared
 	promoted   map[schema.Hash][]byte
 	keptOwned  int64 // new owned blocks it keeps
+	unshared   int64 // schema.KeyOwnedUnshared as it leaves it (with keptOwned or unsharedSet)
+	// unsharedSet: the dedup pass sets the count (SetUnshared).
+	unsharedSet bool
 	done       bool
 }
 
@@ -150,6 +153,10 @@ func (t *Tx) Commit(sync bool) error {
 		t.Abort()
 		return err
 	}
+	if err := t.countUnshared(); err != nil {
+		t.Abort()
+		return err
+	}
 	// Ordered mode: the chunk bytes a commit names are durable before
 	// the commit is; a store whose every commit is durable needs that for
 	// every commit that brings new chunks, and only for those chunks
@@ -194,6 +201,9 @@ func (t *Tx) Commit(sync bool) error {
 	t.e.statsMu.Lock()
 	t.e.stats = stats
 	t.e.statsMu.Unlock()
+	if t.keptOwned > 0 || t.unsharedSet {
+		t.e.ownedDedup.noteOwned(t.keptOwned, t.unshared)
+	}
 	for _, fn := range t.locked {
 		fn()
 	}
@@ -202,7 +212,6 @@ func (t *Tx) Commit(sync bool) error {
 		t.e.freeNow(loc)
 	}
 	t.e.reclaimer.add(t.freed, t.release)
-	t.e.ownedDedup.noteOwned(t.keptOwned)
 	for _, fn := range t.after {
 		fn()
 	}

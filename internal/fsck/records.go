@@ -42,6 +42,11 @@ func (c *checker) scanSingletons() error {
 				return
 			}
 			c.stats = &s
+		case bytes.Equal(k, schema.KeyOwnedUnshared):
+			if _, err := schema.ParseU64(v); err != nil {
+				c.report(KindDecode, noIno, "owned_unshared record: %v", err)
+				c.deleteEarly(KindDecode, k, "deleted the owned_unshared record (the next dedup pass of owned blocks waits for new ones)")
+			}
 		case bytes.Equal(k, schema.KeyNextPack):
 			if _, err := schema.ParseU64(v); err != nil {
 				// Deleting it could hand out numbers of existing packs

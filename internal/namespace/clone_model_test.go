@@ -98,6 +98,18 @@ type cloneModel struct {
 // each clone, snapshots refuse changes. fsck must be clean at the end,
 // after the clones are removed too.
 func TestCloneIsolationModel(t *testing.T) {
+	testCloneIsolationModel(t, volume.InitOptions{}, 1)
+}
+
+// TestCloneIsolationModelDiskBlocks runs the model (a quarter of its
+// operations) on a volume cut in disk images' 4 KiB blocks, whose new
+// blocks are owned by their extents (docs/BLOCK.md, "Owned blocks"):
+// clones, pins and copies must give them records at their place.
+func TestCloneIsolationModelDiskBlocks(t *testing.T) {
+	testCloneIsolationModel(t, volume.InitOptions{Chunking: "fixed:4K"}, 4)
+}
+
+func testCloneIsolationModel(t *testing.T, opt volume.InitOptions, share int) {
 	namespace.CheckTreeCache(t)
 	seed := *cloneSeed
 	if seed == 0 {
@@ -107,13 +119,16 @@ func TestCloneIsolationModel(t *testing.T) {
 	if s := os.Getenv("DOPPEL_CLONE_MODEL_OPS"); s != "" {
 		ops, _ = strconv.Atoi(s)
 	}
+	ops = max(ops/share, min(ops, 100))
 	t.Logf("seed %d, %d ops (rerun with -clone.seed=%d)", seed, ops, seed)
-	v, dir := openVolume(t)
+	v, dir := openVolumeWith(t, opt)
 	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), diffRng: rand.New(rand.NewPCG(seed, 2)), v: v, dir: dir, inos: map[string]uint64{}}
 	testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "t0", 0o755))
 	m.trees = []*modelTree{{name: "t0", root: newDir()}}
+	var owned int64 // most owned blocks the volume held after a step
 	for m.step = 0; m.step < ops; m.step++ {
 		m.randomOp()
+		owned = max(owned, m.v.Engine.Stats().OwnedBlocks)
 		if m.step == ops-1 {
 			m.checkAll()
 		} else if m.step%10 == 0 {
@@ -130,7 +145,10 @@ func TestCloneIsolationModel(t *testing.T) {
 		m.v.NS.Release(o.h)
 	}
 	m.open = nil
-	t.Logf("%d journal diffs checked, %d journal entries compacted before them", m.diffs, m.compacted)
+	t.Logf("%d journal diffs checked, %d journal entries compacted before them; at most %d owned blocks", m.diffs, m.compacted, owned)
+	if opt.Chunking == "fixed:4K" && owned == 0 {
+		t.Error("no owned block on a volume of disk blocks: the variant tests nothing of them")
+	}
 	m.fsckClean("after the run")
 	// Removing every clone frees what only it held.
 	for _, tr := range m.trees[1:] {

@@ -17,8 +17,14 @@ import (
 
 func openVolume(t testing.TB) (*volume.Volume, string) {
 	t.Helper()
+	return openVolumeWith(t, volume.InitOptions{})
+}
+
+// openVolumeWith is openVolume for a volume made with opt.
+func openVolumeWith(t testing.TB, opt volume.InitOptions) (*volume.Volume, string) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := voltest.VolumeInit(dir, volume.InitOptions{}); err != nil {
+	if err := voltest.VolumeInit(dir, opt); err != nil {
 		t.Fatal(err)
 	}
 	v, err := volume.Open(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -13,6 +13,11 @@ type Stats struct {
 	OwnedBlocks int64
 }
 
+// KeyOwnedUnshared counts the owned blocks kept since the last pass of
+// the dedup of owned blocks (content/owned_dedup.go), so that a pass
+// still owed when the volume closed runs after it opens again.
+var KeyOwnedUnshared = []byte("\x00owned_unshared")
+
 // Stats record formats: 1 without owned blocks, 2 with them (written only
 // when there are some, so that a volume without any keeps format 1).
 const (

@@ -16,7 +16,7 @@ func (v *Volume) Space() (ops.SpaceReport, error) {
 		Store: v.Dir, LogicalBytes: s.LogicalBytes, RawBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
 		MetaBytes: v.Meta.DiskUsage(), AllocatedBytes: alloc, Segments: segs, Chunks: s.Chunks, Inodes: s.Inodes,
 		OwnedBlocks: s.OwnedBlocks,
-		DedupRatio: 1, CompressRatio: 1, ReclaimedBytes: v.Engine.ReclaimedBytes(),
+		DedupRatio:  1, CompressRatio: 1, ReclaimedBytes: v.Engine.ReclaimedBytes(),
 	}
 	if c, ok := v.Blobs.(blob.Compactable); ok {
 		r.Packs, r.DeadBytes = true, c.DeadBytes()
