@@ -14,6 +14,12 @@
 // of such extents skip the chunk record, and fall back to it when the
 // hint has gone stale.
 //
+// A new block of a disk image (a file cut in 4 KiB blocks) is written
+// owned (owned.go): its extent holds its place and check and the chunk
+// table gets no record, so overwriting it reads and deletes none; a copy
+// gives it a record at its place. Dedup of owned blocks runs after the
+// fact, in the background (owned_dedup.go).
+//
 // Chunks are hashed together, sixteen 1 KiB pieces at a time (hash.go,
 // over package blockhash): runs of 4 KiB chunks, and runs of longer ones.
 //
@@ -55,7 +61,8 @@
 // read.go (ReadAt), chunk_load.go (loading and verifying one chunk;
 // ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
 // locations and bytes kept in memory), readahead.go, inorder.go,
-// hostcache.go, hints.go, extent_window_cache.go, dedupfilter.go and
+// hostcache.go, hints.go, owned.go and owned_dedup.go (owned blocks and
+// their dedup), extent_window_cache.go, dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference
 // tallies), reclaim.go (freeing space), recover.go and repair.go (after a
 // crash; fsck), journal.go and retain.go (what a transaction changed, for

@@ -193,31 +193,60 @@ func (t *Tx) resolveOwned() error {
 	if err != nil {
 		return err
 	}
+	for len(uses) > 0 {
+		n := 1
+		for n < len(uses) && uses[n].hash == uses[0].hash {
+			n++
+		}
+		rec, has := recs[uses[0].hash]
+		if err := t.resolveHash(uses[:n], rec, has); err != nil {
+			return err
+		}
+		uses = uses[n:]
+	}
+	return nil
+}
+
+// resolveHash is resolveOwned for the owned blocks of one hash (usually
+// one block), whose record is rec if has.
+func (t *Tx) resolveHash(uses []*ownedUse, rec schema.Chunk, has bool) error {
+	h := uses[0].hash
 	for _, u := range uses {
-		n := u.ownerCount()
-		if n < 0 || n > 1 {
-			return fmt.Errorf("%w: block %x at segment %d offset %d would have %d owner extents", ErrCorrupt, u.hash[:8], u.loc.Segment, u.loc.Offset, n)
+		if n := u.ownerCount(); n < 0 || n > 1 {
+			return fmt.Errorf("%w: block %x at segment %d offset %d would have %d owner extents", ErrCorrupt, h[:8], u.loc.Segment, u.loc.Offset, n)
 		}
-		rec, has := recs[u.hash]
-		if has && !rec.IsInline() && rec.Segment == u.loc.Segment && rec.Offset == u.loc.Offset {
-			// Promoted before: the owner counts in the record.
-			t.refs[u.hash] += int64(u.owners + u.copies)
-			continue
-		}
-		if u.copies > 0 {
-			if !has && t.promoted[u.hash] == nil && !t.createsRecord(u.hash) {
-				final := t.refs[u.hash] + int64(n+u.copies)
-				if final > 0 {
-					t.promote(u, final)
-					continue
-				}
-				delete(t.refs, u.hash) // its drops were of this block's copies
-				n = 0
-			} else {
-				t.refs[u.hash] += int64(u.copies)
+	}
+	// The ordinary references made to these blocks' bytes in this
+	// transaction and still there at its end: before it there were none
+	// unless the chunk table holds the hash (they would count there).
+	copies := t.refs[h]
+	for _, u := range uses {
+		copies += int64(u.copies)
+	}
+	var keeper *ownedUse // the block that gets a record, if one must
+	switch {
+	case has || t.createsRecord(h):
+		t.refs[h] = copies // they count in the record
+	case copies < 0:
+		return fmt.Errorf("%w: block %x: %d references dropped that were never made", ErrCorrupt, h[:8], -copies)
+	case copies == 0:
+		delete(t.refs, h)
+	default:
+		keeper = uses[0] // any: they hold the same bytes; an owned one if there is
+		for _, u := range uses {
+			if u.ownerCount() == 1 {
+				keeper = u
+				break
 			}
 		}
+	}
+	for _, u := range uses {
+		n := u.ownerCount()
 		switch {
+		case has && !rec.IsInline() && rec.Segment == u.loc.Segment && rec.Offset == u.loc.Offset:
+			t.refs[h] += int64(u.owners) // promoted before: the owner counts in the record
+		case u == keeper:
+			t.promote(u, copies+int64(n))
 		case n == 1 && u.fresh != nil:
 			if err := t.keepFreshOwned(u); err != nil {
 				return err

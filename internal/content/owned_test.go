@@ -277,3 +277,43 @@ func TestOwnedDedupDue(t *testing.T) {
 		t.Error("not due after many new blocks, writes going on")
 	}
 }
+
+func TestOwnedBlocksSameBytesCopiedInOneTx(t *testing.T) {
+	// Two owned copies of the same bytes, both copied (and one of the
+	// copies cut) in one transaction: the references made count in one
+	// record, at one of the two places, and the other block stays owned
+	// or goes with its owner.
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	a := testutil.RandBytes(r, 4096)
+	v.write(2, 0, a)
+	v.write(3, 0, a)
+	if n := v.ownedExtents(); n != 2 {
+		t.Fatalf("%d owned extents; want 2", n)
+	}
+	v.do(func(tx *Tx) error {
+		if _, err := tx.Copy(2, 0, 4, 0, 4096); err != nil {
+			return err
+		}
+		if _, err := tx.Copy(3, 0, 5, 0, 4096); err != nil {
+			return err
+		}
+		if _, err := tx.Punch(5, 1000, 3000); err != nil {
+			return err
+		}
+		return tx.DropAll(2)
+	})
+	v.checkInvariants()
+	cut := bytes.Clone(a)
+	clear(cut[1000:3000])
+	v.checkContent(3, a)
+	v.checkContent(4, a)
+	v.checkContent(5, cut)
+	for _, ino := range []uint64{3, 4, 5} {
+		v.do(func(tx *Tx) error { return tx.DropAll(ino) })
+		v.checkInvariants()
+	}
+	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 || st.OwnedBlocks != 0 {
+		t.Errorf("stats with no file: %+v", st)
+	}
+}

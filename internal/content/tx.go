@@ -44,7 +44,7 @@ type Tx struct {
 	unshared   int64 // schema.KeyOwnedUnshared as it leaves it (with keptOwned or unsharedSet)
 	// unsharedSet: the dedup pass sets the count (SetUnshared).
 	unsharedSet bool
-	done       bool
+	done        bool
 }
 
 // Begin starts a transaction; the caller must Commit or Abort it.
