@@ -373,20 +373,27 @@ func (t *Tx) freeOwned(u *ownedUse) error {
 	return t.b.Set(schema.FreeKey(u.loc.Segment, u.loc.Offset), schema.FreeValue(u.loc.Length))
 }
 
+// errNotOwned says that a piece is not an owned block (readOwned).
+var errNotOwned = errors.New("not an owned block")
+
 // readOwned reads owned piece p's bytes into dst from its location, where
-// they are the truth: it reports false if p is not owned or its bytes
-// fail their check (the caller then tries the record of p's hash, which
-// may name another copy of the same bytes).
-func (e *Engine) readOwned(p Piece, dst []byte) (blob.Loc, bool) {
+// they are the truth. It fails with errNotOwned (and a zero location) if
+// p is not owned, else with why the bytes could not be had: the caller
+// then tries the record of p's hash, which may name another copy of the
+// same bytes.
+func (e *Engine) readOwned(p Piece, dst []byte) (blob.Loc, error) {
 	loc, ok := e.hintedLoc(p)
 	if !ok || !p.Owned {
-		return blob.Loc{}, false
+		return blob.Loc{}, errNotOwned
 	}
 	e.counters.cacheMiss.Add(1)
-	if _, err := e.blobs.Read(loc, dst); err != nil || schema.CheckSum(dst) != p.Hint.Check {
-		return blob.Loc{}, false
+	if _, err := e.blobs.Read(loc, dst); err != nil {
+		return loc, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	return loc, true
+	if schema.CheckSum(dst) != p.Hint.Check {
+		return loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt)
+	}
+	return loc, nil
 }
 
 // ownedSpans adds to live the blocks in segments [first, end) that owned

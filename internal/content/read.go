@@ -283,15 +283,17 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 		e.counters.cacheHits.Add(1)
 		return blob.Loc{}, copyPiece(dst, data, p)
 	}
-	if loc, ok := e.readOwned(p, dst); ok {
+	loc, ownedErr := e.readOwned(p, dst)
+	if ownedErr == nil {
 		return loc, nil
 	}
 	if _, _, clipped := e.clippedHint(p); p.ChunkOff == 0 && !clipped {
 		c, cached, err := e.chunkRecord(p.Hash)
 		if err != nil {
-			if loc, _, owned := ownedLoc(p); owned {
-				// No record, and the bytes it owns failed: damage.
-				return blob.Loc{}, e.chunkError(p.Hash, loc, fmt.Errorf("%w: bytes fail their check", ErrCorrupt))
+			if errors.Is(err, ErrCorrupt) && loc.Segment != 0 {
+				// No record names another copy: the owned bytes are
+				// all there is.
+				return blob.Loc{}, e.chunkError(p.Hash, loc, ownedErr)
 			}
 			return blob.Loc{}, err
 		}

@@ -96,6 +96,8 @@ var figureMetrics = []figureMetric{
 		func(f *Figures) int64 { return f.Space.Segments }),
 	gauge("doppel_chunks", "Distinct chunks stored.",
 		func(f *Figures) int64 { return f.Space.Chunks }),
+	gauge("doppel_owned_blocks", "Disk images' blocks stored without a chunk record (owned by their extent).",
+		func(f *Figures) int64 { return f.Space.OwnedBlocks }),
 	gauge("doppel_inodes", "Inodes in the volume.",
 		func(f *Figures) int64 { return f.Space.Inodes }),
 }

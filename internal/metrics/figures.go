@@ -37,5 +37,6 @@ type Space struct {
 	DeadBytes      int64 // bytes of pack objects no chunk uses (S3: what compaction gives back)
 	Segments       int64
 	Chunks         int64
+	OwnedBlocks    int64
 	Inodes         int64
 }

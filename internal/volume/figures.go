@@ -27,7 +27,7 @@ func (v *Volume) Figures() (metrics.Figures, error) {
 		Space: metrics.Space{
 			LogicalBytes: s.LogicalBytes, UniqueBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,
 			AllocatedBytes: s.AllocatedBytes, MetaBytes: s.MetaBytes, Segments: int64(s.Segments),
-			Chunks: s.Chunks, Inodes: s.Inodes, DeadBytes: s.DeadBytes,
+			Chunks: s.Chunks, OwnedBlocks: s.OwnedBlocks, Inodes: s.Inodes, DeadBytes: s.DeadBytes,
 		},
 	}, nil
 }
