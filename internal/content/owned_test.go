@@ -25,6 +25,18 @@ func newOwnedEnv(t *testing.T) *env {
 	return v
 }
 
+// checkNoData fails the test unless the volume stores nothing: no chunk
+// record, no owned block, no byte counted.
+func (v *env) checkNoData() {
+	v.t.Helper()
+	if n := len(v.allChunks()); n != 0 {
+		v.t.Errorf("%d chunk records with no data", n)
+	}
+	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.RawBytes != 0 || st.Chunks != 0 || st.OwnedBlocks != 0 {
+		v.t.Errorf("stats with no data: %+v", st)
+	}
+}
+
 // ownedExtents counts the owned extents of the volume.
 func (v *env) ownedExtents() int {
 	n := 0
@@ -93,12 +105,7 @@ func TestOwnedBlockCopiedGetsRecordAtItsPlace(t *testing.T) {
 	}
 	v.do(func(tx *Tx) error { return tx.DropAll(3) })
 	v.checkInvariants()
-	if n := len(v.allChunks()); n != 0 {
-		t.Errorf("%d chunk records with no file", n)
-	}
-	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 {
-		t.Errorf("stats with no file: %+v", st)
-	}
+	v.checkNoData()
 }
 
 func TestOwnedBlockPartlyPunched(t *testing.T) {
@@ -117,9 +124,7 @@ func TestOwnedBlockPartlyPunched(t *testing.T) {
 	}
 	v.do(func(tx *Tx) error { _, err := tx.Punch(2, 0, 4096); return err })
 	v.checkInvariants()
-	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 {
-		t.Errorf("stats with no data: %+v", st)
-	}
+	v.checkNoData()
 }
 
 func TestOwnedBlockSameBytesTwiceInOneWrite(t *testing.T) {
@@ -313,7 +318,5 @@ func TestOwnedBlocksSameBytesCopiedInOneTx(t *testing.T) {
 		v.do(func(tx *Tx) error { return tx.DropAll(ino) })
 		v.checkInvariants()
 	}
-	if st := v.e.Stats(); st.PhysicalBytes != 0 || st.Chunks != 0 || st.OwnedBlocks != 0 {
-		t.Errorf("stats with no file: %+v", st)
-	}
+	v.checkNoData()
 }
