@@ -223,10 +223,10 @@ func (e *Engine) Sync() error {
 // Close stops the reclaimer after freeing what it still holds and marks
 // the session closed cleanly.
 func (e *Engine) Close() error {
+	e.stopOwnedDedup() // first: a pass may start the dedup filter
 	e.stopDedupFilter()
 	e.loads.running.Wait()
 	e.stopCompactor()
-	e.stopOwnedDedup()
 	e.reclaimer.stop()
 	err := e.closeSession()
 	if h, ok := e.meta.(meta.DurabilityHook); ok {
