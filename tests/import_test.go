@@ -253,6 +253,7 @@ func TestImportInterruptedByUmount(t *testing.T) {
 // once.
 func TestImportDiskImagesDeduplicated(t *testing.T) {
 	requireDoppel(t)
+	skipUnlessOwnedBlocks(t)
 	src := filepath.Join(realTempDir(t), "images")
 	testutil.Check(t, os.Mkdir(src, 0o755))
 	img := testutil.SeededBytes(41, 8*MiB)

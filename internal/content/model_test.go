@@ -419,10 +419,10 @@ func TestEngineModel(t *testing.T) {
 				m.step()
 				m.check()
 			}
-			if cfg := m.v.e.cfg; cfg.OwnedBlocks && m.owned == 0 {
+			if m.v.e.owned && m.owned == 0 {
 				t.Errorf("no owned extent in %d steps", steps)
 			}
-			if cfg := m.v.e.cfg; cfg.OwnedBlocks && m.shared == 0 && steps >= 100 {
+			if m.v.e.owned && m.shared == 0 && steps >= 100 {
 				t.Errorf("DedupOwned shared no owned block in %d steps", steps)
 			}
 			t.Logf("owned extents seen by the checks: %d; made references by DedupOwned: %d", m.owned, m.shared)

@@ -75,6 +75,10 @@ func usesOwnedBlocks(cfg Config, b blob.Store) bool {
 	return cfg.OwnedBlocks && usesHints(cfg) && !movesChunks(b) && !cfg.OtherWriters && !cfg.DeferDedup
 }
 
+// WritesOwnedBlocks reports whether the engine writes disk images' new
+// blocks owned (usesOwnedBlocks).
+func (e *Engine) WritesOwnedBlocks() bool { return e.owned }
+
 // ownedLoc returns the location and check of the block piece p's bytes
 // belong to if that block is owned: p's own, or for a piece clipped out
 // of an owned extent, that extent's.
