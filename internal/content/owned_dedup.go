@@ -365,19 +365,22 @@ func (e *Engine) startOwnedDedup() error {
 		return err
 	}
 	l := &e.ownedDedup
-	l.quit, l.done = make(chan struct{}), make(chan struct{})
+	// The goroutines keep their own channels: stopOwnedDedup clears the
+	// fields.
+	quit, done := make(chan struct{}), make(chan struct{})
+	l.quit, l.done = quit, done
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		<-l.quit
+		<-quit
 		cancel()
 	}()
 	go func() {
-		defer close(l.done)
+		defer close(done)
 		tick := time.NewTicker(ownedDedupTick)
 		defer tick.Stop()
 		for {
 			select {
-			case <-l.quit:
+			case <-quit:
 				return
 			case now := <-tick.C:
 				if !l.due(now, e.Stats().OwnedBlocks) {

@@ -25,6 +25,7 @@ func (v *env) recover() Recovery {
 // Everything committed reached the OS, as after kill -9.
 func (v *env) crash() {
 	v.t.Helper()
+	v.e.stopOwnedDedup()     // the dedup passes of owned blocks die with a killed daemon
 	v.e.stopDedupFilter()    // its goroutine dies with a killed daemon
 	v.e.loads.running.Wait() // as does readahead, which must not use the closed stores
 	v.e = nil
