@@ -127,14 +127,13 @@ func (t *Tx) putOwned(ino uint64, c *Prepared) error {
 	}
 	t.ownedFresh[c.Hash] = c
 	t.extentsChanged(ino)
-	x := schema.Extent{Hash: c.Hash, Length: uint32(c.Len), Owned: true,
-		Hint: schema.Hint{Segment: c.loc.Segment, Offset: c.loc.Offset, Check: c.check}}
+	x := ownedExtentOf(c)
 	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
 }
 
-// ownedExtentOf is an owner extent of the block new chunk p owns, for
-// another place in the file with the same bytes: put makes it an
-// ordinary reference.
+// ownedExtentOf is the owner extent of the block new chunk p is written
+// into (put, given it for another place with the same bytes, makes that
+// an ordinary reference).
 func ownedExtentOf(p *Prepared) schema.Extent {
 	return schema.Extent{Hash: p.Hash, Length: uint32(p.Len), Owned: true,
 		Hint: schema.Hint{Segment: p.loc.Segment, Offset: p.loc.Offset, Check: p.check}}
@@ -408,24 +407,38 @@ func (e *Engine) ownedSpans(first, end uint32, align int64, live map[uint32][]bl
 	if !e.cfg.OwnedBlocks {
 		return nil
 	}
-	it, err := e.meta.NewIter([]byte{'e'}, []byte{'e' + 1})
-	if err != nil {
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		v := it.Value()
-		if len(v) == 0 || v[0] != schema.ExtentFormatOwned {
-			continue
-		}
-		x, err := schema.DecodeExtent(v)
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("extent %x: %w", it.Key(), err)
+	return eachOwnedExtent(e.meta, func(key []byte, x schema.Extent, derr error) error {
+		if derr != nil {
+			// Its block is not known: punching could destroy it.
+			return fmt.Errorf("extent %x: %w", key, derr)
 		}
 		if s := x.Hint.Segment; s >= first && s < end {
 			loc := blob.Loc{Segment: s, Offset: x.Hint.Offset, Length: x.Length}
 			live[s] = append(live[s], blob.SpanAt(loc, align))
 		}
+		return nil
+	})
+}
+
+// eachOwnedExtent calls fn for every owned extent r holds, with its key
+// (valid during the call) and its record decoded or why it does not
+// decode; an error from fn ends the walk with it. Other extents are
+// passed over undecoded.
+func eachOwnedExtent(r meta.Reader, fn func(key []byte, x schema.Extent, derr error) error) error {
+	it, err := r.NewIter([]byte{'e'}, []byte{'e' + 1})
+	if err != nil {
+		return err
 	}
-	return it.Close()
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if len(v) == 0 || v[0] != schema.ExtentFormatOwned {
+			continue
+		}
+		x, derr := schema.DecodeExtent(v)
+		if err := fn(it.Key(), x, derr); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }

@@ -99,34 +99,21 @@ func (e *Engine) dedupOwnedRange(ctx context.Context, lo byte, hi int, res *Owne
 // ownedExtents walks the extents for the owned ones whose hash begins
 // with a byte in [lo, hi), sorted by hash.
 func (e *Engine) ownedExtents(ctx context.Context, lo byte, hi int) ([]ownedExtent, error) {
-	it, err := e.meta.NewIter([]byte{'e'}, []byte{'e' + 1})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	var out []ownedExtent
-	for ok := it.First(); ok; ok = it.Next() {
-		v := it.Value()
-		if len(v) == 0 || v[0] != schema.ExtentFormatOwned {
-			continue
-		}
+	err := eachOwnedExtent(e.meta, func(k []byte, x schema.Extent, derr error) error {
 		if len(out)%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		k := it.Key()
 		off, err := schema.ExtentOffset(k)
-		if err != nil {
-			continue // fsck's to report
-		}
-		x, err := schema.DecodeExtent(v)
-		if err != nil || x.Hash[0] < lo || int(x.Hash[0]) >= hi {
-			continue
+		if err != nil || derr != nil || x.Hash[0] < lo || int(x.Hash[0]) >= hi {
+			return nil // damaged records are fsck's to report
 		}
 		out = append(out, ownedExtent{ino: schema.OwnerIno(k), off: off, x: x})
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b ownedExtent) int {
