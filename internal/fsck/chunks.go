@@ -195,7 +195,9 @@ func (c *checker) checkRefs() error {
 		return err
 	}
 	for h, u := range users {
-		c.chunks[h].user = u[0]
+		if ch := c.chunks[h]; ch != nil { // an owned block's hash may have no record
+			ch.user = u[0]
+		}
 	}
 	for h := range wrong {
 		ch, u := c.chunks[h], users[h]

@@ -1,0 +1,78 @@
+package fsck_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/doppelfs/doppel/internal/fsck"
+	"github.com/doppelfs/doppel/internal/schema"
+	"github.com/doppelfs/doppel/internal/testutil"
+	"github.com/doppelfs/doppel/internal/volume"
+)
+
+// newOwnedEnv is newEnv on a volume of disk blocks, whose new blocks are
+// owned by their extents (docs/BLOCK.md, "Owned blocks").
+func newOwnedEnv(t *testing.T) *env {
+	e := newEnv(t, volume.InitOptions{Chunking: "fixed:4K"})
+	if !e.v.Engine.WritesOwnedBlocks() {
+		t.Skip("this kind of volume keeps a chunk record for every block")
+	}
+	return e
+}
+
+// ownedExtent returns the first owned extent of the file at p.
+func (e *env) ownedExtent(p string) schema.Extent {
+	for _, x := range e.extents(p) {
+		if x.Owned {
+			return x.Extent
+		}
+	}
+	e.t.Fatalf("%s has no owned extent", p)
+	return schema.Extent{}
+}
+
+func TestOwnedBlocksClean(t *testing.T) {
+	e := newOwnedEnv(t)
+	r := e.check(true)
+	if len(r.Problems) != 0 {
+		t.Fatalf("%d problems on a volume used correctly", len(r.Problems))
+	}
+	st := e.v.Engine.Stats()
+	if r.OwnedBlocks == 0 || r.OwnedBlocks != st.OwnedBlocks || r.BytesVerified != st.PhysicalBytes {
+		t.Fatalf("counters %+v, stats %+v: want the owned blocks counted and verified", r, st)
+	}
+}
+
+func TestOwnedBlockDamageRepaired(t *testing.T) {
+	e := newOwnedEnv(t)
+	e.segmentFiles()
+	before := e.contents()
+	x := e.ownedExtent("/solo")
+	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", x.Hint.Segment)), os.O_RDWR, 0))
+	b := make([]byte, 1)
+	testutil.Must(f.ReadAt(b, int64(x.Hint.Offset)+100))
+	b[0] ^= 0x20
+	testutil.Must(f.WriteAt(b, int64(x.Hint.Offset)+100))
+	testutil.Check(t, f.Close())
+	want(t, e.check(true), fsck.KindBadHash, "/solo")
+
+	rr := e.repair(true)
+	if !slices.ContainsFunc(rr.Repairs, func(r fsck.Repaired) bool { return r.Kind == fsck.KindBadHash && r.Path == "/solo" }) {
+		t.Fatal("no bad-hash repair of /solo")
+	}
+	if after := e.check(true); !rr.After.Clean() || len(after.Problems) != 0 {
+		t.Fatalf("after repair: %d problems, then %v at the next open", len(rr.After.Problems), after.Kinds())
+	}
+	e.checkData(before, rr.Lost, repairCase{lost: []string{"/solo"}})
+}
+
+func TestOwnedTwiceReported(t *testing.T) {
+	e := newOwnedEnv(t)
+	x := e.ownedExtent("/solo")
+	ino := e.ino["/d/b"]
+	e.commit(schema.ExtentKey(ino, 1<<30), x.Encode()) // a second owner of the same block
+	want(t, e.check(false), fsck.KindOwnedTwice, "/solo") // the later key of the two
+}
