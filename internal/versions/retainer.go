@@ -160,30 +160,27 @@ func (r *Retainer) BeforeChange(b meta.Batch, key []byte, ref func(schema.Extent
 	}
 	rk := schema.RetainedKey(key, pin)
 	var rv schema.Retained
-	old, err := b.Get(key)
-	switch {
+	switch old, err := b.Get(key); {
 	case err == nil:
 		rv = schema.Retained{Present: true, Value: old}
-		if key[0] == 'e' {
-			// The retained copy references an owned block's bytes
-			// without owning them (content/owned.go); the retaining
-			// transaction learns of it from ref, with the extent as it
-			// was.
-			if rv.Value, err = schema.Unowned(old); err != nil {
-				return fmt.Errorf("extent %x: %w", key, err)
-			}
-		}
 	case !errors.Is(err, meta.ErrNotFound):
 		return err
 	}
-	if err := b.Set(rk, rv.Encode()); err != nil {
+	kept := rv
+	if rv.Present && key[0] == 'e' {
+		// The retained copy references an owned block's bytes without
+		// owning them (content/owned.go); ref learns of the extent as it
+		// was, which tells it so.
+		var err error
+		if kept.Value, err = schema.Unowned(rv.Value); err != nil {
+			return fmt.Errorf("extent %x: %w", key, err)
+		}
+	}
+	if err := b.Set(rk, kept.Encode()); err != nil {
 		return err
 	}
 	if err := b.Set(schema.RetainIndexKey(pin, key), nil); err != nil {
 		return err
-	}
-	if rv.Present {
-		rv.Value = old // as it was: an owned block's copy is counted as one
 	}
 	return refExtent(key, rv, ref, 1)
 }
