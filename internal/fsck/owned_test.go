@@ -73,6 +73,6 @@ func TestOwnedTwiceReported(t *testing.T) {
 	e := newOwnedEnv(t)
 	x := e.ownedExtent("/solo")
 	ino := e.ino["/d/b"]
-	e.commit(schema.ExtentKey(ino, 1<<30), x.Encode()) // a second owner of the same block
+	e.commit(schema.ExtentKey(ino, 1<<30), x.Encode())    // a second owner of the same block
 	want(t, e.check(false), fsck.KindOwnedTwice, "/solo") // the later key of the two
 }
