@@ -13,9 +13,9 @@ import (
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
-// Owned blocks (docs/BLOCK.md, "Owned blocks"). A new block of a file cut
-// in fixed-size blocks (a disk image, an exported file) whose bytes the
-// chunk table does not hold is written owned: its extent carries its
+// Owned blocks (docs/BLOCK.md, "Owned blocks"). A new block of a disk
+// image (a file cut in 4 KiB blocks: an exported file, a VM disk) whose
+// bytes the chunk table does not hold is written owned: its extent carries its
 // location and check (schema.Extent.Owned) and the chunk table gets no
 // record. An overwrite then drops it without reading or deleting a
 // record, and writing it wrote one record (the extent), not two.
@@ -67,8 +67,7 @@ func (u *ownedUse) ownerCount() int {
 	return 1 + u.owners
 }
 
-// usesOwnedBlocks says whether new blocks of fixed-size files are written
-// owned: only where extents carry hints (reads trust them), chunks stay
+// usesOwnedBlocks says whether disk images' new blocks are written owned: only where extents carry hints (reads trust them), chunks stay
 // where they were stored (no compaction moves them), and this process
 // alone writes the metadata.
 func usesOwnedBlocks(cfg Config, b blob.Store) bool {
@@ -108,8 +107,8 @@ func (t *Tx) ownedUseOf(h schema.Hash, loc blob.Loc, check uint64) *ownedUse {
 }
 
 // ownsFresh reports whether new chunk c, about to be referenced by an
-// extent, is written owned: a whole block of a fixed-size file that this
-// write stored, uncompressed, and that the transaction references nowhere
+// extent, is written owned: a whole block of a disk image that this write
+// stored, uncompressed, and that the transaction references nowhere
 // else yet.
 func (t *Tx) ownsFresh(c *Prepared) bool {
 	return t.e.owned && c.ownable && c.written && c.inline == nil && c.comp == schema.CompNone &&
@@ -271,45 +270,30 @@ func (t *Tx) resolveHash(uses []*ownedUse, rec schema.Chunk, has bool) error {
 func (t *Tx) ownedRecords(uses []*ownedUse) (map[schema.Hash]schema.Chunk, error) {
 	f := t.e.lookupFilter()
 	var ask []schema.Hash
+	var keys [][]byte
 	for _, u := range uses {
 		if (f == nil || f.mayHold(u.hash)) && (len(ask) == 0 || ask[len(ask)-1] != u.hash) {
 			ask = append(ask, u.hash)
+			keys = append(keys, schema.ChunkKey(u.hash))
 		}
 	}
 	out := map[schema.Hash]schema.Chunk{}
 	if len(ask) == 0 {
 		return out, nil
 	}
-	add := func(h schema.Hash, rec []byte) error {
+	recs, err := getRecords(t.reads, keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, rec := range recs {
+		if rec == nil {
+			continue
+		}
 		c, err := schema.DecodeChunk(rec)
 		if err != nil {
-			return fmt.Errorf("chunk %x: %w", h[:8], err)
+			return nil, fmt.Errorf("chunk %x: %w", ask[i][:8], err)
 		}
-		out[h] = c
-		return nil
-	}
-	if many, ok := t.reads.(meta.MultiGetter); ok {
-		var derr error
-		err := getChunkRecords(many, ask, func(h schema.Hash, rec []byte) {
-			if err := add(h, rec); err != nil && derr == nil {
-				derr = err
-			}
-		})
-		if err == nil {
-			err = derr
-		}
-		return out, err
-	}
-	for _, h := range ask {
-		rec, err := t.b.Get(schema.ChunkKey(h))
-		if err == nil {
-			err = add(h, rec)
-		} else if errors.Is(err, meta.ErrNotFound) {
-			err = nil
-		}
-		if err != nil {
-			return nil, err
-		}
+		out[ask[i]] = c
 	}
 	return out, nil
 }

@@ -152,7 +152,7 @@ func (e *Engine) dedupGroups(all []ownedExtent) ([]dedupGroup, error) {
 	if len(ask) == 0 {
 		return groups, nil
 	}
-	recs, err := e.getRecords(ask)
+	recs, err := getRecords(e.meta, ask)
 	if err != nil {
 		return nil, err
 	}
@@ -170,14 +170,24 @@ func (e *Engine) dedupGroups(all []ownedExtent) ([]dedupGroup, error) {
 	return keep, nil
 }
 
-// getRecords reads the records of keys (nil for a missing one).
-func (e *Engine) getRecords(keys [][]byte) ([][]byte, error) {
-	if many, ok := e.meta.(meta.MultiGetter); ok {
-		return many.GetMany(keys)
+// getRecords reads the records of keys from r (nil for a missing one),
+// multiGetBatch keys a request where r can (meta.MultiGetter), as
+// getChunkRecords does.
+func getRecords(r meta.Reader, keys [][]byte) ([][]byte, error) {
+	out := make([][]byte, 0, len(keys))
+	if many, ok := r.(meta.MultiGetter); ok {
+		for start := 0; start < len(keys); start += multiGetBatch {
+			vals, err := many.GetMany(keys[start:min(start+multiGetBatch, len(keys))])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, vals...)
+		}
+		return out, nil
 	}
-	out := make([][]byte, len(keys))
+	out = out[:len(keys)]
 	for i, k := range keys {
-		v, err := e.meta.Get(k)
+		v, err := r.Get(k)
 		if err != nil && !errors.Is(err, meta.ErrNotFound) {
 			return nil, err
 		}
