@@ -14,6 +14,7 @@ type Counters struct {
 	CompactedBytes    int64 // live stored bytes compaction copied out of sparse packs
 	PacksRetired      int64 // packs compaction rewrote and retired
 	PacksDeleted      int64 // retired packs deleted after their grace
+	OverwrittenBlocks int64 // disk images' blocks written over in place (inplace.go)
 	// ForeignCommits counts transactions that found commits of other
 	// processes (hosts) since this engine's last one.
 	ForeignCommits int64
@@ -30,6 +31,7 @@ type counters struct {
 	foreignCommits       atomic.Int64
 	filterMisses         atomic.Int64 // dedup lookups the filter answered (dedupfilter.go)
 	windowHits           atomic.Int64 // reads and hole searches a window answered (extent_window_cache.go)
+	overwritten          atomic.Int64 // blocks written over in place (inplace.go)
 }
 
 // Counters returns the running totals.
@@ -39,7 +41,7 @@ func (e *Engine) Counters() Counters {
 		DeduplicatedBytes: c.dedup.Load(), ZeroBytes: c.zero.Load(), StoredBytes: c.stored.Load(),
 		CacheHits: c.cacheHits.Load(), CacheMisses: c.cacheMiss.Load(), ReclaimedBytes: c.reclaimed.Load(),
 		CompactedBytes: c.compacted.Load(), PacksRetired: c.retired.Load(), PacksDeleted: c.deleted.Load(),
-		ForeignCommits: c.foreignCommits.Load(),
+		ForeignCommits: c.foreignCommits.Load(), OverwrittenBlocks: c.overwritten.Load(),
 	}
 }
 

@@ -56,6 +56,11 @@ type Config struct {
 	// owned by their extent, without a chunk record (owned.go), where the
 	// store allows it (usesOwnedBlocks).
 	OwnedBlocks bool
+	// InPlace writes a new block of a disk image over the owned block it
+	// replaces where nothing else references that block (inplace.go),
+	// where owned blocks are written and the store allows it
+	// (usesInPlace).
+	InPlace bool
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -72,10 +77,15 @@ type Engine struct {
 	locs      *locCache
 	loads     *loads
 	log       *slog.Logger
-	hostCache hostCache       // files whose host page cache reads leave alone (hostcache.go)
-	hints     bool            // extents carry location hints (hints.go)
-	owned     bool            // new blocks of fixed-size files are written owned (owned.go)
-	gone      blob.GoneTeller // where hints may name deleted segments
+	hostCache hostCache // files whose host page cache reads leave alone (hostcache.go)
+	hints     bool      // extents carry location hints (hints.go)
+	owned     bool      // new blocks of fixed-size files are written owned (owned.go)
+	inPlace   bool      // owned blocks are overwritten in place (inplace.go)
+	intents   intents   // where in-place writes may be in flight (intents.go)
+	// snapshotReaders counts online checks reading a metadata snapshot
+	// (HoldReclaim): no block is overwritten in place meanwhile.
+	snapshotReaders atomic.Int64
+	gone            blob.GoneTeller // where hints may name deleted segments
 	// hostReadahead: sequential reads of data stored in order are left to
 	// the host's readahead of the segment files (inorder.go).
 	hostReadahead bool
@@ -176,6 +186,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		h.SetBeforeDurable(b.Sync)
 	}
 	_, e.durableCommits = m.(meta.CommitsDurable)
+	e.inPlace = usesInPlace(cfg, b, e.owned, e.durableCommits)
 	if cfg.ReclaimInterval <= 0 {
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}
@@ -205,6 +216,15 @@ func (e *Engine) Stats() schema.Stats {
 
 // Sync makes everything committed so far durable, data before metadata.
 func (e *Engine) Sync() error {
+	epoch := e.syncEpoch() // before the gate: commits under txMu may wait for it
+	if err := e.syncData(); err != nil {
+		return err
+	}
+	return e.clearIntents(epoch)
+}
+
+// syncData is Sync without the intent records.
+func (e *Engine) syncData() error {
 	// Where every commit is durable at once, each has made its own chunks
 	// durable before it (Tx.Commit): no commit can overtake this data sync,
 	// so commits go on meanwhile. Held back, a streaming writer's commits

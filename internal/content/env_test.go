@@ -94,8 +94,10 @@ func policy(t testing.TB, s string) chunker.Policy {
 // a buffered run: Prepare everything (final), then one transaction.
 func (v *env) write(ino uint64, off int64, data []byte) int64 {
 	v.t.Helper()
-	ps, n, err := v.e.Prepare(off, data, true)
-	if err != nil {
+	// As the namespace writes: cut, plan writes in place, store.
+	ps, n := Cut(v.e.chunk, off, data, true)
+	v.e.PlanInPlace(ino, ps)
+	if err := v.e.Store(ps); err != nil {
 		v.t.Fatal(err)
 	}
 	if n != len(data) {

@@ -153,16 +153,7 @@ func (t *Tx) put(ino uint64, p Piece) error {
 // WriteChunks makes the prepared chunks ino's content at their offsets and
 // returns the change in mapped bytes.
 func (t *Tx) WriteChunks(ino uint64, chunks []*Prepared) (int64, error) {
-	if len(chunks) == 0 {
-		return 0, nil
-	}
-	last := chunks[len(chunks)-1]
-	mapped, err := t.Punch(ino, chunks[0].Off, last.Off+int64(last.Len))
-	if err != nil {
-		return 0, err
-	}
-	added, err := t.putChunks(ino, chunks)
-	return mapped + added, err
+	return t.WriteRanges(ino, [][]*Prepared{chunks})
 }
 
 // putChunks adds the extents of chunks, whose range holds no extent, and
@@ -176,6 +167,12 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 		}
 		mapped += int64(c.Len)
 		t.delta.LogicalBytes += int64(c.Len)
+		if c.overwrote {
+			if err := t.putOverwritten(ino, c); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if o := t.ownedFresh[c.Hash]; o != nil {
 			// The same bytes as a block this transaction wrote owned.
 			if err := t.put(ino, Piece{Off: c.Off, Extent: ownedExtentOf(o)}); err != nil {

@@ -29,7 +29,10 @@ type engineModel struct {
 	max    int64    // largest file size the model grows to
 	owned  int      // owned extents seen by check (owned.go)
 	shared int      // owned extents DedupOwned made references
-	log    []string
+	// overwritten counts blocks written in place by the engines before
+	// the current one.
+	overwritten int64
+	log         []string
 }
 
 func (m *engineModel) logf(format string, args ...any) {
@@ -179,6 +182,24 @@ func (m *engineModel) step() {
 	case op < 8 && v.e.owned: // owned blocks with the same bytes made to share one copy
 		m.dedupOwned(ino)
 
+	case op < 14 && v.e.owned: // whole blocks written where blocks lie, as a disk image's writer does
+		if size < 4096 {
+			break
+		}
+		first := r.Int64N(size/4096) * 4096
+		n := int(min(size-first, 4096*(1+r.Int64N(8)))) / 4096 * 4096
+		data := m.content(n)
+		m.logf("aligned write ino %d [%d,%d)", ino, first, first+int64(n))
+		m.mapped[ino] += v.write(ino, first, data)
+		m.apply(ino, first, data)
+		if r.IntN(2) == 0 { // over the blocks just written, which line up now
+			m.check()
+			data = m.content(n)
+			m.logf("aligned write ino %d [%d,%d) again", ino, first, first+int64(n))
+			m.mapped[ino] += v.write(ino, first, data)
+			m.apply(ino, first, data)
+		}
+
 	case op < 30: // one write, as a flush of one run
 		off, n := m.writeRange(size)
 		data := m.content(n)
@@ -326,6 +347,7 @@ func (m *engineModel) step() {
 	default: // a new engine: cold cache, counters from the metadata
 		m.logf("reopen engine")
 		before := v.e.Stats()
+		m.overwritten += v.e.counters.overwritten.Load()
 		v.reopen()
 		if after := v.e.Stats(); after != before {
 			t.Fatalf("stats changed across reopen: %+v then %+v", before, after)
@@ -407,6 +429,10 @@ func TestEngineModel(t *testing.T) {
 		{"fixed-owned", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true}
 		}, 160 << 10},
+		// Owned blocks overwritten in place where nothing else references them.
+		{"fixed-inplace", func(t *testing.T) Config {
+			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true, InPlace: true}
+		}, 160 << 10},
 		{"cdc-zstd-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
 		}, 128 << 10},
@@ -453,7 +479,12 @@ func TestEngineModel(t *testing.T) {
 			if m.v.e.owned && m.shared == 0 {
 				t.Errorf("DedupOwned shared no owned block in %d steps and a final pair of fresh blocks", steps)
 			}
-			t.Logf("owned extents seen by the checks: %d; made references by DedupOwned: %d", m.owned, m.shared)
+			m.overwritten += m.v.e.counters.overwritten.Load()
+			t.Logf("owned extents seen by the checks: %d; made references by DedupOwned: %d; blocks written in place: %d",
+				m.owned, m.shared, m.overwritten)
+			if m.v.e.inPlace && m.overwritten == 0 {
+				t.Errorf("no block written in place in %d steps", steps)
+			}
 
 			// Deleting everything must bring the volume back to empty.
 			for _, ino := range m.inos {

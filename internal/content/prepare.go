@@ -31,6 +31,12 @@ type Prepared struct {
 	// ownable: a block of a file cut in a disk image's 4 KiB blocks,
 	// which a commit may write owned (owned.go); owned: it did.
 	ownable, owned bool
+	// inPlace: the owned block PlanInPlace expects this chunk to be
+	// written over; deferred: Store left it unstored for that, and the
+	// commit writes it in place or stores it (Tx.placeInPlace);
+	// overwrote: the commit wrote it over inPlace's block.
+	inPlace             *inPlaceTarget
+	deferred, overwrote bool
 	// hostCached: the chunk belongs to a file whose host page cache is
 	// kept (KeepHostCache), so it is written through that cache.
 	hostCached bool
@@ -108,7 +114,7 @@ func (e *Engine) storeLent(out []*Prepared, loan *Loan) error {
 		var fresh, toStore []*Prepared
 		var d, z int64
 		if fresh, d, z, err = e.hashGroup(out[i:j], seen); err == nil {
-			toStore = e.keepInline(fresh)
+			toStore = e.deferInPlace(e.keepInline(fresh))
 		}
 		if err == nil && len(toStore) > 0 {
 			if whole {
@@ -314,6 +320,23 @@ func parallel(n int, fn func(i int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// deferInPlace leaves the chunks of ps that PlanInPlace expects to go in
+// place unstored (deferred) and returns the others.
+func (e *Engine) deferInPlace(ps []*Prepared) []*Prepared {
+	if !e.inPlace {
+		return ps
+	}
+	rest := ps[:0:0]
+	for _, p := range ps {
+		if p.inPlace != nil {
+			p.deferred = true
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	return rest
 }
 
 // keepInline keeps the chunks of ps that go into their records inline

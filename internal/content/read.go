@@ -28,6 +28,18 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 // an export's 4 KiB blocks thus costs a few reads instead of 256, and one
 // walk of the chunk table instead of 256 point lookups.
 func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
+	err := e.readAtFrom(r, ino, off, buf)
+	if err != nil && e.inPlace && errors.Is(err, ErrCorrupt) {
+		// An owned block written over in place after this read took its
+		// extent fails the old check (inplace.go): read again once the
+		// transaction that wrote it has ended.
+		e.AwaitTransactions()
+		err = e.readAtFrom(r, ino, off, buf)
+	}
+	return err
+}
+
+func (e *Engine) readAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
 	end := off + int64(len(buf))
 	pos := off // bytes before pos are filled or found to be a hole
 	var pieces []Piece

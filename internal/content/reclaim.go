@@ -166,7 +166,14 @@ func (r *reclaimer) collect(final bool) []blob.Loc {
 // Chunks freed meanwhile keep their free records and are punched later.
 func (e *Engine) HoldReclaim() (release func()) {
 	e.reclaimer.held.RLock()
-	return e.reclaimer.held.RUnlock
+	// Nor is any block overwritten in place (inplace.go) until then: a
+	// transaction that decided to before this count rose ends first.
+	e.snapshotReaders.Add(1)
+	e.AwaitTransactions()
+	return func() {
+		e.snapshotReaders.Add(-1)
+		e.reclaimer.held.RUnlock()
+	}
 }
 
 func (r *reclaimer) stop() {

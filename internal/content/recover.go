@@ -13,11 +13,16 @@ import (
 
 // Recovery says what Recover found and did.
 type Recovery struct {
-	Unclean        bool          // the previous session did not close cleanly
-	FreedRecords   int           // pending frees a crash left unpunched
-	OrphanSegments int           // segments scanned for unreferenced chunk data
-	ReclaimedBytes int64         // bytes punched out of segments, both kinds
-	Took           time.Duration // time spent
+	Unclean        bool  // the previous session did not close cleanly
+	FreedRecords   int   // pending frees a crash left unpunched
+	OrphanSegments int   // segments scanned for unreferenced chunk data
+	ReclaimedBytes int64 // bytes punched out of segments, both kinds
+	// IntentZones and RetakenBlocks: zones of files where blocks may
+	// have been written in place (intent records), and their blocks whose
+	// bytes recovery took as it found them (inplace_recover.go).
+	IntentZones   int
+	RetakenBlocks int
+	Took          time.Duration // time spent
 }
 
 // Recover returns the space a crash left behind and starts a session. It
@@ -38,6 +43,9 @@ func (e *Engine) Recover() (Recovery, error) {
 		return rec, err
 	}
 	if err := e.punchFreeRecords(&rec); err != nil {
+		return rec, err
+	}
+	if err := e.recoverIntents(&rec); err != nil {
 		return rec, err
 	}
 	if prev.Open {

@@ -19,9 +19,13 @@ func newSlotEnv(t *testing.T) *env { return newSlotEnvOwned(t, false) }
 
 // newSlotEnvOwned is newSlotEnv, writing new blocks owned if owned
 // (owned.go).
-func newSlotEnvOwned(t *testing.T, owned bool) *env {
+func newSlotEnvOwned(t *testing.T, owned bool) *env { return newSlotEnvWith(t, owned, false) }
+
+// newSlotEnvWith is newSlotEnvOwned, overwriting owned blocks in place
+// if inPlace (inplace.go).
+func newSlotEnvWith(t *testing.T, owned, inPlace bool) *env {
 	needSegmentFiles(t, "only segment files reuse freed blocks")
-	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), ReclaimInterval: time.Hour, VerifyReads: owned, OwnedBlocks: owned})
+	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), ReclaimInterval: time.Hour, VerifyReads: owned, OwnedBlocks: owned, InPlace: inPlace})
 	if v.e.slots == nil {
 		t.Fatalf("the segment store %T does not reuse freed blocks", v.blobs)
 	}
@@ -203,13 +207,16 @@ func allZero(b []byte) bool {
 func TestSlotReuseRandomized(t *testing.T) {
 	seed := uint64(testutil.EnvInt(t, "DOPPEL_SLOTS_SEED", int(rand.Uint32())))
 	t.Logf("seed %d (DOPPEL_SLOTS_SEED=%d replays it)", seed, seed)
-	t.Run("records", func(t *testing.T) { testSlotReuseRandomized(t, seed, false) })
-	t.Run("owned", func(t *testing.T) { testSlotReuseRandomized(t, seed, true) })
+	t.Run("records", func(t *testing.T) { testSlotReuseRandomized(t, seed, false, false) })
+	t.Run("owned", func(t *testing.T) { testSlotReuseRandomized(t, seed, true, false) })
+	// Overwrites of owned blocks go in place; copies (below) keep some
+	// blocks shared, whose overwrites take freed blocks.
+	t.Run("inplace", func(t *testing.T) { testSlotReuseRandomized(t, seed, true, true) })
 }
 
-func testSlotReuseRandomized(t *testing.T, seed uint64, owned bool) {
+func testSlotReuseRandomized(t *testing.T, seed uint64, owned, inPlace bool) {
 	r := rand.New(rand.NewPCG(seed, seed))
-	v := newSlotEnvOwned(t, owned)
+	v := newSlotEnvWith(t, owned, inPlace)
 	const files, blocks = 3, 16
 	model := make([][]byte, files)
 	for i := range model {
@@ -219,9 +226,10 @@ func testSlotReuseRandomized(t *testing.T, seed uint64, owned bool) {
 	repeated := testutil.RandBytes(r, 4*4096) // blocks written again and again
 	claims := &countClaims{SlotReuser: v.e.slots}
 	v.e.slots = claims
+	var overwritten int64 // blocks written in place, by the engines before the last
 	for step := range 300 {
 		switch n := r.IntN(20); {
-		case n < 14:
+		case n < 13:
 			f, first, count := r.IntN(files), r.IntN(blocks), 1+r.IntN(4)
 			count = min(count, blocks-first)
 			data := testutil.RandBytes(r, count*4096)
@@ -233,11 +241,22 @@ func testSlotReuseRandomized(t *testing.T, seed uint64, owned bool) {
 			}
 			v.write(uint64(2+f), int64(first)*4096, data)
 			copy(model[f][first*4096:], data)
+		case n < 15:
+			// A block copied to another file: shared from now on.
+			from, to, b := r.IntN(files), r.IntN(files), r.IntN(blocks)
+			if from != to {
+				v.do(func(tx *Tx) error {
+					_, err := tx.Copy(uint64(2+from), int64(b)*4096, uint64(2+to), int64(b)*4096, 4096)
+					return err
+				})
+				copy(model[to][b*4096:(b+1)*4096], model[from][b*4096:])
+			}
 		case n < 17:
 			v.e.reclaimer.reclaim(false)
 		case n < 18:
 			v.e.reclaimer.reclaim(true)
 		default:
+			overwritten += v.e.counters.overwritten.Load()
 			v.crash()
 			claims.SlotReuser = v.e.slots
 			v.e.slots = claims
@@ -251,10 +270,14 @@ func testSlotReuseRandomized(t *testing.T, seed uint64, owned bool) {
 		v.checkNoFreeRecordAtLiveChunk(step)
 		v.checkInvariants()
 	}
-	if claims.n == 0 {
+	if claims.n == 0 && !inPlace { // in place, few overwrites free a block
 		t.Error("no new chunk was written into a freed block: the test tests nothing")
 	}
-	t.Logf("%d new chunks written into freed blocks", claims.n)
+	overwritten += v.e.counters.overwritten.Load()
+	t.Logf("%d new chunks written into freed blocks, %d blocks written in place", claims.n, overwritten)
+	if inPlace && overwritten == 0 {
+		t.Error("no block was written in place: the variant tests nothing of it")
+	}
 	v.e.reclaimer.reclaim(true)
 	lower, upper := schema.FreeRange()
 	it, err := v.meta.NewIter(lower, upper)

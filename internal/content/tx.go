@@ -21,6 +21,7 @@ type Tx struct {
 	e       *Engine
 	b       meta.Batch
 	reads   meta.Reader // b without the retainer's wrapper, which hides what the store's batch can do
+	raw     meta.Batch  // b without the retainer: for changes no pin may keep the old value of
 	version uint64
 	refs    map[schema.Hash]int64
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
@@ -44,6 +45,7 @@ type Tx struct {
 	unshared   int64 // schema.KeyOwnedUnshared as it leaves it (with keptOwned or unsharedSet)
 	// unsharedSet: the dedup pass sets the count (SetUnshared).
 	unsharedSet bool
+	overwrote   []overwritten // blocks written in place (inplace.go)
 	done        bool
 }
 
@@ -56,7 +58,7 @@ func (e *Engine) Begin() (*Tx, error) {
 		return nil, err
 	}
 	t := &Tx{
-		e: e, b: b, reads: b, version: e.version + 1,
+		e: e, b: b, reads: b, raw: b, version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
 	}
@@ -126,6 +128,12 @@ func (t *Tx) Abort() {
 		fn()
 	}
 	t.e.txMu.Unlock()
+	if len(t.overwrote) > 0 {
+		// Their bytes are new and their extents old: take the bytes.
+		if err := t.e.repairOverwritten(t.overwrote); err != nil {
+			t.e.log.Error("blocks written in place by a transaction that failed: their extents stay as they were until recovery checks them", "err", err)
+		}
+	}
 }
 
 // Commit applies the transaction atomically; with sync it is durable (data
@@ -161,7 +169,7 @@ func (t *Tx) Commit(sync bool) error {
 	// the commit is; a store whose every commit is durable needs that for
 	// every commit that brings new chunks, and only for those chunks
 	// (CommitChunks has usually waited for them already).
-	if (sync || t.e.durableCommits) && t.freshInStore() {
+	if (sync || t.e.durableCommits) && (t.freshInStore() || len(t.overwrote) > 0) {
 		var err error
 		if sync {
 			err = t.e.blobs.Sync()
@@ -173,11 +181,12 @@ func (t *Tx) Commit(sync bool) error {
 			return err
 		}
 	}
-	if len(t.fresh) > 0 {
+	gated := len(t.fresh) > 0 || len(t.overwrote) > 0
+	if gated {
 		t.e.syncGate.RLock()
 	}
 	err := t.b.Commit(sync)
-	if len(t.fresh) > 0 {
+	if gated {
 		t.e.syncGate.RUnlock()
 	}
 	if t.extents != nil && t.e.windows != nil {

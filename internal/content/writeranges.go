@@ -49,6 +49,9 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 			return 0, err
 		}
 		mapped += punched
+		if err := t.placeInPlace(ino, g); err != nil {
+			return 0, err
+		}
 		added, err := t.putChunks(ino, g)
 		if err != nil {
 			return 0, err

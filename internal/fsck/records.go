@@ -63,6 +63,13 @@ func (c *checker) scanSingletons() error {
 				c.report(KindDecode, noIno, "dead-span record %x: %v", k, err)
 				c.deleteEarly(KindDecode, k, "deleted a dead-span record that does not decode")
 			}
+		case bytes.HasPrefix(k, intentLo):
+			// Where blocks may have been written in place before a crash:
+			// the next open of the volume checks those zones and deletes
+			// them (content's recoverIntents; fsck's own repair opens it).
+			if _, _, err := schema.DecodeIntentKey(k); err != nil {
+				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			}
 		case bytes.HasPrefix(k, openLo):
 			// Open records of sessions (several hosts): a dead session's
 			// are removed by the hosts, not by fsck.
@@ -225,6 +232,9 @@ func shortHex(k []byte) string {
 
 // deadLo starts the S3 data store's dead-span records (schema.DeadKey).
 var deadLo, _ = schema.DeadRange()
+
+// intentLo starts the intent records of writes in place (schema.IntentKey).
+var intentLo, _ = schema.IntentRange()
 
 // openLo starts the open records of sessions (schema.OpenKey).
 var openLo, _ = schema.OpenRange()

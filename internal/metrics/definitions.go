@@ -62,6 +62,8 @@ var figureMetrics = []figureMetric{
 		func(f *Figures) int64 { return f.CacheMisses }),
 	counter("doppel_reclaimed_bytes_total", "Bytes of freed chunks punched out of segment files (given back to the host).",
 		func(f *Figures) int64 { return f.ReclaimedBytes }),
+	counter("doppel_overwritten_blocks_total", "Disk images' 4 KiB blocks written over in place (owned by one extent, nothing else referencing them).",
+		func(f *Figures) int64 { return f.OverwrittenBlocks }),
 	counter("doppel_compacted_bytes_total", "Live chunk bytes compaction copied out of sparse pack objects (data in S3).",
 		func(f *Figures) int64 { return f.CompactedBytes }),
 	counter("doppel_packs_retired_total", "Pack objects compaction rewrote (data in S3).",

@@ -14,6 +14,7 @@ type Figures struct {
 	CompactedBytes    int64 // live bytes compaction copied out of sparse packs (S3)
 	PacksRetired      int64 // packs compaction rewrote
 	PacksDeleted      int64 // rewritten packs deleted after their grace
+	OverwrittenBlocks int64 // disk images' blocks written over in place
 
 	// Shared volumes (metadata in PostgreSQL; zero otherwise).
 	MetaRoundTrips int64 // requests sent to the metadata server and waited on

@@ -78,7 +78,11 @@ type cloneModel struct {
 	// diffRng picks the trees diffed, apart from rng so that the same
 	// seed gives the same operations with and without diffs.
 	diffRng *rand.Rand
-	v       *volume.Volume
+	// blocks: the volume is cut in disk images' blocks, and half the
+	// writes into existing files are whole blocks where blocks lie (so
+	// that owned blocks are written over in place where they may).
+	blocks bool
+	v      *volume.Volume
 	dir     string
 	trees   []*modelTree
 	open    []openModel
@@ -122,7 +126,8 @@ func testCloneIsolationModel(t *testing.T, opt volume.InitOptions, share int) {
 	ops = max(ops/share, min(ops, 100))
 	t.Logf("seed %d, %d ops (rerun with -clone.seed=%d)", seed, ops, seed)
 	v, dir := openVolumeWith(t, opt)
-	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), diffRng: rand.New(rand.NewPCG(seed, 2)), v: v, dir: dir, inos: map[string]uint64{}}
+	m := &cloneModel{t: t, rng: rand.New(rand.NewPCG(seed, 1)), diffRng: rand.New(rand.NewPCG(seed, 2)), v: v, dir: dir, inos: map[string]uint64{},
+		blocks: opt.Chunking == "fixed:4K"}
 	testutil.Must(v.NS.Mkdir(root, vfs.RootIno, "t0", 0o755))
 	m.trees = []*modelTree{{name: "t0", root: newDir()}}
 	var owned int64 // most owned blocks the volume held after a step
@@ -145,7 +150,8 @@ func testCloneIsolationModel(t *testing.T, opt volume.InitOptions, share int) {
 		m.v.NS.Release(o.h)
 	}
 	m.open = nil
-	t.Logf("%d journal diffs checked, %d journal entries compacted before them; at most %d owned blocks", m.diffs, m.compacted, owned)
+	t.Logf("%d journal diffs checked, %d journal entries compacted before them; at most %d owned blocks; %d blocks written in place",
+		m.diffs, m.compacted, owned, m.v.Engine.Counters().OverwrittenBlocks)
 	if opt.Chunking == "fixed:4K" && m.v.Engine.WritesOwnedBlocks() && owned == 0 {
 		t.Error("no owned block on a volume of disk blocks: the variant tests nothing of them")
 	}
@@ -257,6 +263,9 @@ func (m *cloneModel) randomOp() {
 				return
 			}
 			off := m.rng.IntN(len(ch.data) + 1)
+			if m.blocks && m.rng.IntN(2) == 0 {
+				off, data = off/4096*4096, testutil.RandBytes(m.rng, 4096*(1+m.rng.IntN(8)))
+			}
 			ino := testutil.Must(ns.Lookup(dino, name)).Ino
 			h := testutil.Must(ns.Open(ino, syscall.O_RDWR))
 			testutil.Must(ns.Write(h, int64(off), data))

@@ -86,6 +86,7 @@ func (v *FS) flushLocked(f *openFile, final bool) error {
 		return nil
 	}
 	v.eng.MarkHostCached(f.ino, chunks)
+	v.eng.PlanInPlace(f.ino, chunks)
 	gone := false
 	err := v.eng.CommitChunks(chunks, nil, func(tx *content.Tx) error {
 		err := v.commitFlush(tx, f, groups, end, all)

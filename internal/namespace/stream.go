@@ -150,6 +150,7 @@ func waitStream(in *inflight) error {
 // size never exceeds the end of committed data.
 func (v *FS) commitStream(ino uint64, chunks []*content.Prepared, off int64, n int, size, mtime int64, turn content.StoreTurn, before func() error) error {
 	v.eng.MarkHostCached(ino, chunks)
+	v.eng.PlanInPlace(ino, chunks)
 	return v.eng.CommitChunksInTurn(chunks, turn, before, func(tx *content.Tx) error {
 		node, err := loadInode(tx.Batch(), ino)
 		if err != nil {

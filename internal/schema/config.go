@@ -31,7 +31,10 @@ type Config struct {
 //	   extents that own their bytes, which no chunk record names. A
 //	   build that predates them cannot decode such extents, and its
 //	   recovery would punch their bytes as orphans.
-const FormatVersion = 3
+//	4: owned blocks overwritten in place (docs/BLOCK.md): intent records
+//	   name where writes may have been in flight. A build that predates
+//	   them would call a block a crash left half written damaged.
+const FormatVersion = 4
 
 // FormatBase is the format of a volume that uses nothing newer.
 const FormatBase = 1
@@ -42,6 +45,10 @@ const FormatUnpaddedPacks = 2
 // FormatOwnedBlocks is the first format whose volumes may hold owned
 // blocks.
 const FormatOwnedBlocks = 3
+
+// FormatInPlace is the first format whose owned blocks may be written
+// over in place.
+const FormatInPlace = 4
 
 // ErrNewerFormat is wrapped by the error for a volume written by a newer
 // doppel: nothing may read or repair it.

@@ -68,3 +68,33 @@ func DecodeFree(key, value []byte) (segment uint32, offset uint64, length uint32
 	}
 	return binary.BigEndian.Uint32(key[1:]), binary.BigEndian.Uint64(key[5:]), binary.BigEndian.Uint32(value), nil
 }
+
+// intentPrefix begins every intent record's key.
+const intentPrefix = "\x00inplace/"
+
+// IntentKey names zone of inode ino (a range of IntentZoneBytes of the
+// file) into which owned blocks may have been written in place since the
+// volume was last synced (docs/BLOCK.md, "Owned blocks overwritten in
+// place"): after a crash, recovery checks that zone's owned blocks. It is
+// written durably before the first such write; its value is empty.
+func IntentKey(ino, zone uint64) []byte {
+	k := binary.BigEndian.AppendUint64([]byte(intentPrefix), ino)
+	return binary.BigEndian.AppendUint64(k, zone)
+}
+
+// IntentZoneBytes is the span of a file one intent record covers.
+const IntentZoneBytes = 64 << 20
+
+// IntentRange bounds all intent records.
+func IntentRange() (lower, upper []byte) {
+	return []byte(intentPrefix), []byte("\x00inplace0") // '0' follows '/'
+}
+
+// DecodeIntentKey parses an intent record's key.
+func DecodeIntentKey(k []byte) (ino, zone uint64, err error) {
+	if len(k) != len(intentPrefix)+16 || string(k[:len(intentPrefix)]) != intentPrefix {
+		return 0, 0, ErrBadKey
+	}
+	k = k[len(intentPrefix):]
+	return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:]), nil
+}

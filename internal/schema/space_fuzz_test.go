@@ -64,3 +64,21 @@ func FuzzDecodeSpans(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeIntentKey(f *testing.F) {
+	f.Add(IntentKey(7, 3))
+	f.Add(IntentKey(math.MaxUint64, math.MaxUint64))
+	f.Add([]byte(intentPrefix))
+	f.Fuzz(func(t *testing.T, k []byte) {
+		ino, zone, err := DecodeIntentKey(k)
+		if err != nil {
+			return
+		}
+		if want := IntentKey(ino, zone); !bytes.Equal(k, want) {
+			t.Fatalf("DecodeIntentKey(%x) = %d, %d: rebuilds %x", k, ino, zone, want)
+		}
+		if lower, upper := IntentRange(); bytes.Compare(k, lower) < 0 || bytes.Compare(k, upper) >= 0 {
+			t.Fatalf("intent key %x outside IntentRange", k)
+		}
+	})
+}

@@ -22,7 +22,7 @@ func (v *Volume) Figures() (metrics.Figures, error) {
 		WrittenBytes: n.WrittenBytes, DeduplicatedBytes: c.DeduplicatedBytes, ZeroBytes: c.ZeroBytes,
 		StoredBytes: c.StoredBytes, CacheHits: c.CacheHits, CacheMisses: c.CacheMisses,
 		ReclaimedBytes: c.ReclaimedBytes, CompactedBytes: c.CompactedBytes,
-		PacksRetired: c.PacksRetired, PacksDeleted: c.PacksDeleted,
+		PacksRetired: c.PacksRetired, PacksDeleted: c.PacksDeleted, OverwrittenBlocks: c.OverwrittenBlocks,
 		DirtyBytes: n.DirtyBytes, DirtyFiles: n.DirtyFiles, OpenFiles: n.OpenFiles,
 		Space: metrics.Space{
 			LogicalBytes: s.LogicalBytes, UniqueBytes: s.RawBytes, PhysicalBytes: s.PhysicalBytes,

@@ -1,0 +1,224 @@
+package content
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Owned blocks overwritten in place (docs/BLOCK.md, "Owned blocks
+// overwritten in place"). A new block of a disk image that lands exactly
+// on an owned block that nothing else references (no record names its
+// place, no copy or pin took it in this transaction) is written over
+// that block instead of being stored anew: the extent keeps the place and
+// gets the new hash and check. No new place, no free record, nothing for
+// the reclaimer.
+//
+// Three rules keep it safe:
+//
+//   - The decision and the write happen inside the committing
+//     transaction (placeInPlace), under the transaction lock: a pin
+//     committing between the write and its commit would otherwise retain
+//     the old extent, whose bytes are gone. Outside it, PlanInPlace only
+//     guesses which chunks will go in place, so that Store need not write
+//     them elsewhere first; the transaction checks the guess again.
+//   - Before the first in-place write into a zone of a file since the
+//     last Sync, a durable intent record names the zone (intents.go).
+//     After a crash, recovery takes the owned blocks of those zones whose
+//     bytes fail their check as they find them: a write that was not
+//     flushed may be lost, in part, as on a disk; nothing flushed changes.
+//   - A read that took an extent before the write and read its block
+//     after finds bytes that fail the old check: it waits for the
+//     transaction and reads again before calling the block damaged
+//     (ReadAtFrom).
+
+// usesInPlace says whether owned blocks are overwritten in place: where
+// they are written owned, the store can write over a chunk, and commits
+// are not durable one by one (those sync each commit's new bytes; this
+// path leaves them to Sync and the intent records).
+func usesInPlace(cfg Config, b blob.Store, owned bool, durableCommits bool) bool {
+	_, ok := b.(blob.Overwriter)
+	return owned && cfg.InPlace && ok && !durableCommits
+}
+
+// inPlaceTarget is the owned block a new chunk is planned to overwrite,
+// as the file's extent named it when planned.
+type inPlaceTarget struct {
+	loc   blob.Loc
+	hash  schema.Hash
+	check uint64
+}
+
+// PlanInPlace marks the chunks about to be written at ino whose range is
+// exactly an owned block now: Store leaves them unstored, and the
+// transaction that commits them writes them over that block if it still
+// may, or stores them then. It reads the extents outside any transaction;
+// a failure only means no plan.
+func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
+	if !e.inPlace || len(chunks) == 0 {
+		return
+	}
+	var ranges [][2]int64
+	for _, c := range chunks {
+		if !c.ownable || c.Len != blob.Align {
+			continue
+		}
+		if n := len(ranges); n > 0 && ranges[n-1][1] == c.Off {
+			ranges[n-1][1] += int64(c.Len)
+		} else {
+			ranges = append(ranges, [2]int64{c.Off, c.Off + int64(c.Len)})
+		}
+	}
+	if len(ranges) == 0 {
+		return
+	}
+	old, err := extentsOverlapping(e.meta, ino, ranges)
+	if err != nil {
+		return
+	}
+	owned := make(map[int64]Piece, len(old))
+	for _, p := range old {
+		if p.Owned && p.ChunkOff == 0 && p.Length == blob.Align && p.Hint.Has() {
+			owned[p.Off] = p
+		}
+	}
+	for _, c := range chunks {
+		if p, ok := owned[c.Off]; ok && c.ownable && c.Len == blob.Align {
+			c.inPlace = &inPlaceTarget{loc: blob.Loc{Segment: p.Hint.Segment, Offset: p.Hint.Offset, Length: p.Length},
+				hash: p.Hash, check: p.Hint.Check}
+		}
+	}
+}
+
+// overwritten is a block a transaction wrote in place: at ino's offset
+// off, at loc.
+type overwritten struct {
+	ino uint64
+	off int64
+	loc blob.Loc
+}
+
+// placeInPlace settles the chunks of g (just punched out of ino's extents)
+// that Store left unstored for an in-place write: those that may go in
+// place are written over their block, the others are stored now.
+func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
+	var over, store []*Prepared
+	for _, c := range g {
+		if !c.deferred {
+			continue
+		}
+		c.deferred = false
+		ok, err := t.mayOverwrite(c)
+		if err != nil {
+			return err
+		}
+		if ok {
+			over = append(over, c)
+		} else {
+			store = append(store, c)
+		}
+	}
+	if len(store) > 0 {
+		if err := t.e.storeNow(store); err != nil {
+			return err
+		}
+		t.Adopt(store)
+	}
+	if len(over) == 0 {
+		return nil
+	}
+	locs := make([]blob.Loc, len(over))
+	data := make([][]byte, len(over))
+	offs := make([]int64, len(over))
+	for i, c := range over {
+		locs[i], data[i], offs[i] = c.inPlace.loc, c.data, c.Off
+	}
+	if err := t.e.intendOverwrite(ino, offs); err != nil {
+		return err
+	}
+	for i, c := range over {
+		t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
+	}
+	if err := t.e.blobs.(blob.Overwriter).Overwrite(locs, data); err != nil {
+		return err // the abort repairs what was written (Tx.Abort)
+	}
+	t.e.counters.stored.Add(int64(len(over)) * blob.Align)
+	t.e.counters.overwritten.Add(int64(len(over)))
+	for _, c := range over {
+		c.loc, c.comp, c.overwrote = c.inPlace.loc, schema.CompNone, true
+		// The block as it was, one owner, new bytes: its use starts over.
+		t.owned[blob.Loc{Segment: c.loc.Segment, Offset: c.loc.Offset}] = &ownedUse{hash: c.Hash, loc: c.loc, check: c.check}
+	}
+	return nil
+}
+
+// mayOverwrite reports whether new chunk c may be written over the owned
+// block it was planned for: the block's owner extent is the one this
+// transaction just dropped at c's offset, nothing else in it referenced
+// the block, no record names its place (a copy or a pin made before), no
+// other chunk of the transaction holds c's bytes, and no online check
+// reads a snapshot.
+func (t *Tx) mayOverwrite(c *Prepared) (bool, error) {
+	tg := c.inPlace
+	u := t.owned[blob.Loc{Segment: tg.loc.Segment, Offset: tg.loc.Offset}]
+	if u == nil || u.fresh != nil || u.owners != -1 || u.copies != 0 || u.hash != tg.hash || u.check != tg.check {
+		return false, nil
+	}
+	if t.ownedFresh[c.Hash] != nil || t.fresh[c.Hash] != nil || t.e.snapshotReaders.Load() > 0 {
+		return false, nil
+	}
+	if f := t.e.lookupFilter(); f != nil && !f.mayHold(tg.hash) {
+		return true, nil
+	}
+	v, err := t.reads.Get(schema.ChunkKey(tg.hash))
+	if errors.Is(err, meta.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	rec, err := schema.DecodeChunk(v)
+	if err != nil {
+		return false, fmt.Errorf("chunk %x: %w", tg.hash[:8], err)
+	}
+	return rec.IsInline() || rec.Segment != tg.loc.Segment || rec.Offset != tg.loc.Offset, nil
+}
+
+// putOverwritten stores the owner extent of chunk c, written in place
+// (placeInPlace): the block's place, the new hash and check. The volume's
+// space is unchanged; the block counts as new for the dedup pass.
+func (t *Tx) putOverwritten(ino uint64, c *Prepared) error {
+	c.owned = true
+	if t.ownedFresh == nil {
+		t.ownedFresh = map[schema.Hash]*Prepared{}
+	}
+	t.ownedFresh[c.Hash] = c
+	t.keptOwned++
+	t.extentsChanged(ino)
+	x := ownedExtentOf(c)
+	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
+}
+
+// storeNow stores chunks Store hashed and left unstored (PlanInPlace)
+// and waits for them.
+func (e *Engine) storeNow(ps []*Prepared) error {
+	w, n, err := e.startStore(ps, nil)
+	if err != nil {
+		return err
+	}
+	if err := w.Wait(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		p.written = true
+	}
+	e.counters.stored.Add(n)
+	return nil
+}
+
+// WritesInPlace reports whether the engine overwrites owned blocks in
+// place (usesInPlace).
+func (e *Engine) WritesInPlace() bool { return e.inPlace }

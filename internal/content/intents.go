@@ -1,0 +1,115 @@
+package content
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/doppelfs/doppel/internal/schema"
+)
+
+// Intent records (inplace.go; schema.IntentKey): like a RAID array's
+// write-intent bitmap, they say durably where owned blocks may have been
+// written in place since the last Sync, not what was written. A zone's
+// record is committed (synced) before the first in-place write into it;
+// a Sync that made every earlier write and commit durable deletes the
+// records of the zones written only before it began.
+
+// intentZone is one zone of one file.
+type intentZone struct{ ino, zone uint64 }
+
+// intents is what this engine knows of its intent records.
+type intents struct {
+	mu sync.Mutex
+	// epoch counts Syncs begun (syncEpoch); a write stamps its zone with
+	// the epoch it ran in.
+	epoch uint64
+	zones map[intentZone]uint64 // durable records -> epoch of their last write
+}
+
+// intendOverwrite makes sure durable intent records cover the blocks of
+// ino at offs before they are written in place, and stamps their zones
+// with the current epoch. It runs inside the transaction that writes
+// them (under txMu).
+func (e *Engine) intendOverwrite(ino uint64, offs []int64) error {
+	in := &e.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.zones == nil {
+		in.zones = map[intentZone]uint64{}
+	}
+	var missing []intentZone
+	for _, off := range offs {
+		z := intentZone{ino, uint64(off) / schema.IntentZoneBytes}
+		if _, ok := in.zones[z]; !ok && (len(missing) == 0 || missing[len(missing)-1] != z) {
+			missing = append(missing, z)
+		}
+	}
+	if len(missing) > 0 {
+		b := e.meta.NewBatch()
+		defer b.Close()
+		for _, z := range missing {
+			if err := b.Set(schema.IntentKey(z.ino, z.zone), nil); err != nil {
+				return err
+			}
+		}
+		if err := b.Commit(true); err != nil {
+			return fmt.Errorf("intent record: %w", err)
+		}
+	}
+	for _, off := range offs {
+		in.zones[intentZone{ino, uint64(off) / schema.IntentZoneBytes}] = in.epoch
+	}
+	return nil
+}
+
+// syncEpoch begins a Sync's epoch and returns the one before: every
+// in-place write stamped with it or earlier belongs to a transaction
+// that had ended (txMu) when the Sync began, so the Sync makes it and its
+// commit durable.
+func (e *Engine) syncEpoch() uint64 {
+	if !e.inPlace {
+		return 0
+	}
+	e.txMu.Lock()
+	defer e.txMu.Unlock()
+	e.intents.mu.Lock()
+	defer e.intents.mu.Unlock()
+	e.intents.epoch++
+	return e.intents.epoch - 1
+}
+
+// clearIntents deletes the intent records of the zones written in place
+// in epoch upTo or before, which a Sync made durable. The deletion need
+// not be durable: a record that comes back after a crash only costs its
+// zone's check.
+func (e *Engine) clearIntents(upTo uint64) error {
+	if !e.inPlace {
+		return nil
+	}
+	in := &e.intents
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var done []intentZone
+	for z, ep := range in.zones {
+		if ep <= upTo {
+			done = append(done, z)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	b := e.meta.NewBatch()
+	defer b.Close()
+	for _, z := range done {
+		if err := b.Delete(schema.IntentKey(z.ino, z.zone)); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		return err
+	}
+	for _, z := range done {
+		delete(in.zones, z)
+	}
+	return nil
+}
