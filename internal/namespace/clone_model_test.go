@@ -83,11 +83,11 @@ type cloneModel struct {
 	// that owned blocks are written over in place where they may).
 	blocks bool
 	v      *volume.Volume
-	dir     string
-	trees   []*modelTree
-	open    []openModel
-	step    int
-	inos    map[string]uint64 // tree/path -> ino, checked across remounts
+	dir    string
+	trees  []*modelTree
+	open   []openModel
+	step   int
+	inos   map[string]uint64 // tree/path -> ino, checked across remounts
 	// recordInos: the next check records inode numbers into inos.
 	recordInos bool
 	// diffs counts the journal diffs checked, compacted the journal
