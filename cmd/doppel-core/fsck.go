@@ -144,6 +144,9 @@ func printFsck(w io.Writer, dir string, r *fsck.Report, verified bool) {
 		fmt.Fprintf(w, ", %s of chunk data verified", human(r.BytesVerified))
 	}
 	fmt.Fprintln(w)
+	if r.UnsettledBlocks > 0 {
+		fmt.Fprintf(w, "%d blocks of disk images were being written in place when the volume stopped: not verified; the next mount or fsck --repair takes their bytes as it finds them\n", r.UnsettledBlocks)
+	}
 	errs, reclaim := r.Errors(), len(r.Problems)-r.Errors()
 	switch {
 	case errs > 0:

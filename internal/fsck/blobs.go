@@ -71,7 +71,11 @@ func (c *checker) checkBlobs() error {
 		if inSeg, whole := c.checkLoc(l, sizes); inSeg {
 			// Even a cut-off chunk's bytes are its own, not free space.
 			c.live[l.c.Segment] = append(c.live[l.c.Segment], blob.SpanAt(l.loc(), c.align))
-			if whole && c.opt.VerifyData {
+			switch {
+			case !whole || !c.opt.VerifyData:
+			case l.owned && c.unsettled(l.c):
+				c.rep.UnsettledBlocks++
+			default:
 				v.verify(l)
 			}
 		} else {

@@ -72,8 +72,11 @@ type checker struct {
 	children map[uint64][]uint64    // directory -> inodes its entries name
 	chunks   map[schema.Hash]*chunk
 	owned    map[blob.Loc]ownedBlock // blocks owned by an extent, with no record (owned.go)
-	logical  int64                   // sum of all extent lengths
-	maxIno   uint64
+	// intents: zones of files blocks may have been written in place in
+	// before a crash (schema.IntentKey), by inode and zone.
+	intents map[[2]uint64]bool
+	logical int64 // sum of all extent lengths
+	maxIno  uint64
 
 	// damaged maps chunks found damaged in the chunk store to what is
 	// wrong; every file using one is reported.

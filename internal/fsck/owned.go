@@ -36,6 +36,13 @@ func (c *checker) ownedExtent(r *extentRun, off int64, x schema.Extent) {
 	c.owned[loc] = ownedBlock{hash: x.Hash, length: x.Length, check: x.Hint.Check, ino: r.ino, off: off}
 }
 
+// unsettled reports whether the owned block at c's place lies in a zone
+// an intent record names: its bytes may be newer than its extent says.
+func (c *checker) unsettled(rec schema.Chunk) bool {
+	b, ok := c.owned[blob.Loc{Segment: rec.Segment, Offset: rec.Offset}]
+	return ok && c.intents[[2]uint64{b.ino, uint64(b.off) / schema.IntentZoneBytes}]
+}
+
 // ownedPlace is the block owned extent x owns.
 func ownedPlace(x schema.Extent) blob.Loc {
 	return blob.Loc{Segment: x.Hint.Segment, Offset: x.Hint.Offset, Length: x.Length}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/fsck"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
@@ -75,4 +76,48 @@ func TestOwnedTwiceReported(t *testing.T) {
 	ino := e.ino["/d/b"]
 	e.commit(schema.ExtentKey(ino, 1<<30), x.Encode())    // a second owner of the same block
 	want(t, e.check(false), fsck.KindOwnedTwice, "/solo") // the later key of the two
+}
+
+// TestUnsettledBlocksNotDamage: an owned block written in place whose
+// commit a crash lost (its intent record stands) is not damage to fsck,
+// which counts it unverified; the same bytes without the record are
+// damage; a repair (which opens the volume) takes the bytes as found.
+func TestUnsettledBlocksNotDamage(t *testing.T) {
+	e := newOwnedEnv(t)
+	if !e.v.Engine.WritesInPlace() {
+		t.Skip("this kind of volume writes no block in place")
+	}
+	e.segmentFiles()
+	x := e.ownedExtent("/solo")
+	var off, inZone int64 // the block's offset; the file's owned blocks in its zone (all of them)
+	for _, p := range e.extents("/solo") {
+		if p.Owned && p.Hint == x.Hint {
+			off = p.Off
+		}
+		if p.Owned {
+			inZone++
+		}
+	}
+	before := e.contents()
+	// What a transaction writing in place does before its commit.
+	e.commit(schema.IntentKey(e.ino["/solo"], uint64(off)/schema.IntentZoneBytes), []byte{})
+	loc := blob.Loc{Segment: x.Hint.Segment, Offset: x.Hint.Offset, Length: x.Length}
+	written := testutil.SeededBytes(9, int(x.Length))
+	testutil.Check(t, e.v.Blobs.(blob.Overwriter).Overwrite([]blob.Loc{loc}, [][]byte{written}))
+	testutil.Check(t, e.v.Blobs.Sync())
+	copy(before["/solo"][off:], written)
+
+	r := e.check(true)
+	if len(r.Problems) != 0 || r.UnsettledBlocks != inZone {
+		t.Fatalf("%v, %d unsettled blocks; want no problem and %d (the zone's)", r.Kinds(), r.UnsettledBlocks, inZone)
+	}
+	e.commit(schema.IntentKey(e.ino["/solo"], uint64(off)/schema.IntentZoneBytes), nil)
+	want(t, e.check(true), fsck.KindBadHash, "/solo")
+	e.commit(schema.IntentKey(e.ino["/solo"], uint64(off)/schema.IntentZoneBytes), []byte{})
+
+	rr := e.repair(true)
+	if len(rr.Repairs) != 0 || len(rr.Lost) != 0 || !rr.After.Clean() {
+		t.Fatalf("repair of a volume with an unsettled block: %d repairs, %d lost, after %v", len(rr.Repairs), len(rr.Lost), rr.After.Kinds())
+	}
+	e.checkData(before, nil, repairCase{})
 }

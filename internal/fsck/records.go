@@ -67,8 +67,13 @@ func (c *checker) scanSingletons() error {
 			// Where blocks may have been written in place before a crash:
 			// the next open of the volume checks those zones and deletes
 			// them (content's recoverIntents; fsck's own repair opens it).
-			if _, _, err := schema.DecodeIntentKey(k); err != nil {
+			if ino, zone, err := schema.DecodeIntentKey(k); err != nil {
 				c.report(KindUnknownKey, noIno, "singleton key %q", k)
+			} else {
+				if c.intents == nil {
+					c.intents = map[[2]uint64]bool{}
+				}
+				c.intents[[2]uint64{ino, zone}] = true
 			}
 		case bytes.HasPrefix(k, openLo):
 			// Open records of sessions (several hosts): a dead session's

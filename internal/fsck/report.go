@@ -80,11 +80,15 @@ type Report struct {
 	StaleHints    int64 `json:"stale_hints"`
 	// OwnedBlocks are blocks an extent owns, with no chunk record
 	// (docs/BLOCK.md, "Owned blocks").
-	OwnedBlocks   int64 `json:"owned_blocks"`
-	Retained      int64 `json:"retained_versions"`
-	Chunks        int64 `json:"chunks"`
-	Segments      int64 `json:"segments"`
-	BytesVerified int64 `json:"bytes_verified"` // stored chunk bytes read and hashed
+	OwnedBlocks int64 `json:"owned_blocks"`
+	// UnsettledBlocks are owned blocks in zones an intent record names:
+	// written in place before a crash, their bytes are not verified (the
+	// next open of the volume takes them as it finds them).
+	UnsettledBlocks int64 `json:"unsettled_blocks,omitempty"`
+	Retained        int64 `json:"retained_versions"`
+	Chunks          int64 `json:"chunks"`
+	Segments        int64 `json:"segments"`
+	BytesVerified   int64 `json:"bytes_verified"` // stored chunk bytes read and hashed
 	// ReclaimableBytes is segment space holding data that no chunk uses.
 	ReclaimableBytes int64 `json:"reclaimable_bytes"`
 	// Online: the volume was in use. Orphan space is then looked for only

@@ -311,10 +311,11 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 	if err != nil {
 		return fmt.Errorf("%s: crash recovery: %w", v.Dir, err)
 	}
-	if rec.Unclean || rec.ReclaimedBytes > 0 {
+	if rec.Unclean || rec.ReclaimedBytes > 0 || rec.IntentZones > 0 {
 		log.Info("recovered after an unclean shutdown", "unclean", rec.Unclean,
 			"freed_records", rec.FreedRecords, "orphan_segments_scanned", rec.OrphanSegments,
-			"reclaimed_bytes", rec.ReclaimedBytes, "took", rec.Took)
+			"reclaimed_bytes", rec.ReclaimedBytes, "zones_written_in_place", rec.IntentZones,
+			"blocks_taken_as_found", rec.RetakenBlocks, "took", rec.Took)
 	}
 	nsOpt.StoreDir, nsOpt.Headroom = v.Dir, room
 	if pg, ok := v.Meta.(*pgstore.Store); ok && v.MultiHost && pg.SessionID() != 0 {
