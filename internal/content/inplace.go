@@ -130,26 +130,36 @@ func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 	if len(over) == 0 {
 		return nil
 	}
-	locs := make([]blob.Loc, len(over))
-	data := make([][]byte, len(over))
-	offs := make([]int64, len(over))
-	for i, c := range over {
+	// A block written again with the bytes it holds needs no write.
+	var write []*Prepared
+	for _, c := range over {
+		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
+			write = append(write, c)
+		}
+	}
+	locs := make([]blob.Loc, len(write))
+	data := make([][]byte, len(write))
+	offs := make([]int64, len(write))
+	for i, c := range write {
 		locs[i], data[i], offs[i] = c.inPlace.loc, c.data, c.Off
 	}
-	if err := t.e.intendOverwrite(ino, offs); err != nil {
-		return err
+	if len(write) > 0 {
+		if err := t.e.intendOverwrite(ino, offs); err != nil {
+			return err
+		}
+		for i, c := range write {
+			t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
+		}
+		if err := t.e.blobs.(blob.Overwriter).Overwrite(locs, data); err != nil {
+			return err // the abort repairs what was written (Tx.Abort)
+		}
+		t.e.counters.stored.Add(int64(len(write)) * blob.Align)
+		t.e.counters.overwritten.Add(int64(len(write)))
+		t.keptOwned += int64(len(write)) // new bytes, for the dedup pass
 	}
-	for i, c := range over {
-		t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
-	}
-	if err := t.e.blobs.(blob.Overwriter).Overwrite(locs, data); err != nil {
-		return err // the abort repairs what was written (Tx.Abort)
-	}
-	t.e.counters.stored.Add(int64(len(over)) * blob.Align)
-	t.e.counters.overwritten.Add(int64(len(over)))
 	for _, c := range over {
 		c.loc, c.comp, c.overwrote = c.inPlace.loc, schema.CompNone, true
-		// The block as it was, one owner, new bytes: its use starts over.
+		// The block as it was, one owner, maybe new bytes: its use starts over.
 		t.owned[blob.Loc{Segment: c.loc.Segment, Offset: c.loc.Offset}] = &ownedUse{hash: c.Hash, loc: c.loc, check: c.check}
 	}
 	return nil
@@ -189,14 +199,13 @@ func (t *Tx) mayOverwrite(c *Prepared) (bool, error) {
 
 // putOverwritten stores the owner extent of chunk c, written in place
 // (placeInPlace): the block's place, the new hash and check. The volume's
-// space is unchanged; the block counts as new for the dedup pass.
+// space is unchanged.
 func (t *Tx) putOverwritten(ino uint64, c *Prepared) error {
 	c.owned = true
 	if t.ownedFresh == nil {
 		t.ownedFresh = map[schema.Hash]*Prepared{}
 	}
 	t.ownedFresh[c.Hash] = c
-	t.keptOwned++
 	t.extentsChanged(ino)
 	x := ownedExtentOf(c)
 	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())

@@ -254,3 +254,27 @@ func TestInPlaceReadsDuringOverwrites(t *testing.T) {
 type blockError struct{ b int }
 
 func (e *blockError) Error() string { return "block read torn or misplaced" }
+
+// TestInPlaceSameBytes: blocks written again with the bytes they hold
+// take no write and no intent record, and change nothing.
+func TestInPlaceSameBytes(t *testing.T) {
+	v := newInPlaceEnv(t)
+	data := testutil.RandBytes(rand.New(rand.NewPCG(9, 10)), 8*4096)
+	v.write(2, 0, data)
+	if err := v.e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	places, before := v.ownedPlaces(2), v.e.Stats()
+	v.write(2, 2*4096, data[2*4096:6*4096])
+	if n, i := v.e.counters.overwritten.Load(), v.intentRecords(); n != 0 || i != 0 {
+		t.Errorf("the same bytes again: %d blocks written, %d intent records; want none", n, i)
+	}
+	if after := v.ownedPlaces(2); len(after) != len(places) || after[2*4096] != places[2*4096] {
+		t.Errorf("owned blocks %v, were %v", after, places)
+	}
+	if st := v.e.Stats(); st != before {
+		t.Errorf("stats changed from %+v to %+v", before, st)
+	}
+	v.checkContent(2, data)
+	v.checkInvariants()
+}
