@@ -150,9 +150,11 @@ func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 		for i, c := range write {
 			t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
 		}
-		if err := t.e.blobs.(blob.Overwriter).Overwrite(locs, data); err != nil {
-			return err // the abort repairs what was written (Tx.Abort)
-		}
+		// The write goes on beside the rest of the transaction, which
+		// waits for it before it commits (awaitOverwrites).
+		done := make(chan error, 1)
+		t.overwriting = append(t.overwriting, done)
+		go func() { done <- t.e.blobs.(blob.Overwriter).Overwrite(locs, data) }()
 		t.e.counters.stored.Add(int64(len(write)) * blob.Align)
 		t.e.counters.overwritten.Add(int64(len(write)))
 		t.keptOwned += int64(len(write)) // new bytes, for the dedup pass
@@ -231,3 +233,16 @@ func (e *Engine) storeNow(ps []*Prepared) error {
 // WritesInPlace reports whether the engine overwrites owned blocks in
 // place (usesInPlace).
 func (e *Engine) WritesInPlace() bool { return e.inPlace }
+
+// awaitOverwrites waits for the transaction's writes in place and returns
+// the first failure.
+func (t *Tx) awaitOverwrites() error {
+	var first error
+	for _, done := range t.overwriting {
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+	}
+	t.overwriting = nil
+	return first
+}

@@ -46,6 +46,7 @@ type Tx struct {
 	// unsharedSet: the dedup pass sets the count (SetUnshared).
 	unsharedSet bool
 	overwrote   []overwritten // blocks written in place (inplace.go)
+	overwriting []chan error  // those writes, in flight until awaitOverwrites
 	done        bool
 }
 
@@ -120,6 +121,7 @@ func (t *Tx) Abort() {
 	}
 	t.done = true
 	t.b.Close()
+	t.awaitOverwrites() // whatever reached the blocks is taken below
 	// Chunks stored for this transaction are referenced by nothing.
 	for p := range t.adopted {
 		t.e.freeNow(p.loc)
@@ -163,6 +165,10 @@ func (t *Tx) Commit(sync bool) error {
 	}
 	if err := t.countUnshared(); err != nil {
 		t.Abort()
+		return err
+	}
+	if err := t.awaitOverwrites(); err != nil {
+		t.Abort() // which takes what reached the blocks
 		return err
 	}
 	// Ordered mode: the chunk bytes a commit names are durable before
