@@ -5,6 +5,8 @@
 // range: freemany.go); a sealed segment with no data left is deleted. Freed
 // one-block chunks may instead be pooled and written over by new one-block
 // chunks (slots.go), which costs a write instead of a punch and an append.
+// A chunk nothing else needs may be written over where it lies
+// (overwrite.go: the content layer's disk image blocks).
 //
 // The blob store knows nothing of hashes, files or refcounts: it hands out
 // locations and gives bytes back for them. The content layer above decides

@@ -18,7 +18,11 @@
 // owned (owned.go): its extent holds its place and check and the chunk
 // table gets no record, so overwriting it reads and deletes none; a copy
 // gives it a record at its place. Dedup of owned blocks runs after the
-// fact, in the background (owned_dedup.go).
+// fact, in the background (owned_dedup.go). An owned block nothing else
+// references is written over in place by the transaction that commits
+// its new bytes (inplace.go), after a durable intent record for its
+// zone (intents.go); recovery takes the blocks of zones with intent
+// records as it finds them (inplace_recover.go).
 //
 // Chunks are hashed together, sixteen 1 KiB pieces at a time (hash.go,
 // over package blockhash): runs of 4 KiB chunks, and runs of longer ones.
@@ -62,7 +66,8 @@
 // ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
 // locations and bytes kept in memory), readahead.go, inorder.go,
 // hostcache.go, hints.go, owned.go and owned_dedup.go (owned blocks and
-// their dedup), extent_window_cache.go, dedupfilter.go and
+// their dedup), inplace.go, intents.go and inplace_recover.go (owned
+// blocks written over in place), extent_window_cache.go, dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference
 // tallies), reclaim.go (freeing space), recover.go and repair.go (after a
 // crash; fsck), journal.go and retain.go (what a transaction changed, for
