@@ -204,13 +204,7 @@ func (t *Tx) mayOverwrite(c *Prepared) (bool, error) {
 // space is unchanged.
 func (t *Tx) putOverwritten(ino uint64, c *Prepared) error {
 	c.owned = true
-	if t.ownedFresh == nil {
-		t.ownedFresh = map[schema.Hash]*Prepared{}
-	}
-	t.ownedFresh[c.Hash] = c
-	t.extentsChanged(ino)
-	x := ownedExtentOf(c)
-	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
+	return t.putOwnerExtent(ino, c)
 }
 
 // storeNow stores chunks Store hashed and left unstored (PlanInPlace)

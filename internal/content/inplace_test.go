@@ -38,16 +38,7 @@ func (v *env) ownedPlaces(ino uint64) map[int64]blob.Loc {
 // intentRecords counts the volume's intent records.
 func (v *env) intentRecords() int {
 	v.t.Helper()
-	it, err := v.meta.NewIter(schema.IntentRange())
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return v.countKeys(schema.IntentRange())
 }
 
 // TestInPlaceOverwrite: blocks written over owned blocks keep their

@@ -121,6 +121,12 @@ func (t *Tx) putOwned(ino uint64, c *Prepared) error {
 	u := t.ownedUseOf(c.Hash, c.loc, c.check)
 	u.fresh = c
 	u.owners++
+	return t.putOwnerExtent(ino, c)
+}
+
+// putOwnerExtent stores the extent that owns c's block at ino, and keeps
+// c as the transaction's owned copy of its bytes.
+func (t *Tx) putOwnerExtent(ino uint64, c *Prepared) error {
 	if t.ownedFresh == nil {
 		t.ownedFresh = map[schema.Hash]*Prepared{}
 	}

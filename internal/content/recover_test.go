@@ -46,7 +46,13 @@ func (v *env) liveBytes() int64 {
 
 func (v *env) freeRecords() int {
 	v.t.Helper()
-	it, err := v.meta.NewIter(schema.FreeRange())
+	return v.countKeys(schema.FreeRange())
+}
+
+// countKeys counts the metadata keys in [lower, upper).
+func (v *env) countKeys(lower, upper []byte) int {
+	v.t.Helper()
+	it, err := v.meta.NewIter(lower, upper)
 	if err != nil {
 		v.t.Fatal(err)
 	}
