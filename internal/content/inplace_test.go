@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 	"github.com/doppelfs/doppel/internal/testutil"
 )
@@ -19,6 +20,11 @@ func newInPlaceEnv(t *testing.T) *env {
 	needSegmentFiles(t, "blocks are written over in place only in segment files")
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, OwnedBlocks: true, InPlace: true, ReclaimInterval: time.Hour})
 	if !v.e.inPlace {
+		// PostgreSQL makes every commit durable, which syncs each
+		// commit's new bytes: that path writes no block in place.
+		if _, durable := v.meta.(meta.CommitsDurable); durable {
+			t.Skip("skipping: blocks are written in place only where commits are not durable one by one")
+		}
 		t.Fatal("the engine does not overwrite blocks in place")
 	}
 	return v

@@ -275,7 +275,7 @@ func testSlotReuseRandomized(t *testing.T, seed uint64, owned, inPlace bool) {
 	}
 	overwritten += v.e.counters.overwritten.Load()
 	t.Logf("%d new chunks written into freed blocks, %d blocks written in place", claims.n, overwritten)
-	if inPlace && overwritten == 0 {
+	if inPlace && v.e.inPlace && overwritten == 0 { // not where commits are durable (PostgreSQL)
 		t.Error("no block was written in place: the variant tests nothing of it")
 	}
 	v.e.reclaimer.reclaim(true)
