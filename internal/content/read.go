@@ -29,14 +29,39 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 // walk of the chunk table instead of 256 point lookups.
 func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
 	err := e.readAtFrom(r, ino, off, buf)
-	if err != nil && e.inPlace && errors.Is(err, ErrCorrupt) {
-		// An owned block written over in place after this read took its
-		// extent fails the old check (inplace.go): read again once the
-		// transaction that wrote it has ended.
-		e.AwaitTransactions()
-		err = e.readAtFrom(r, ino, off, buf)
+	if err == nil || !e.inPlace || !errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	// An owned block written over in place after this read took its
+	// extent fails the old check (inplace.go): read again once the
+	// transaction that wrote it has ended, and again while other
+	// transactions commit between the tries (a writer may overwrite the
+	// block once more meanwhile). A failure with no commit since the try
+	// before is damage.
+	seen := e.settledVersion()
+	for range maxInPlaceRetries {
+		if err = e.readAtFrom(r, ino, off, buf); err == nil || !errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		v := e.settledVersion()
+		if v == seen {
+			break
+		}
+		seen = v
 	}
 	return err
+}
+
+// maxInPlaceRetries bounds the reads again of a read that keeps meeting
+// blocks overwritten in place under it.
+const maxInPlaceRetries = 100
+
+// settledVersion waits for the transaction under way, if any, and returns
+// the volume version committed.
+func (e *Engine) settledVersion() uint64 {
+	e.txMu.Lock()
+	defer e.txMu.Unlock()
+	return e.version
 }
 
 func (e *Engine) readAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
