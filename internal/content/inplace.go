@@ -79,16 +79,15 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 	if err != nil {
 		return
 	}
-	owned := make(map[int64]Piece, len(old))
+	owned := make(map[int64]*inPlaceTarget, len(old))
 	for _, p := range old {
-		if p.Owned && p.ChunkOff == 0 && p.Length == blob.Align && p.Hint.Has() {
-			owned[p.Off] = p
+		if loc, check, ok := ownedLoc(p); ok && p.Owned && p.Length == blob.Align {
+			owned[p.Off] = &inPlaceTarget{loc: loc, hash: p.Hash, check: check}
 		}
 	}
 	for _, c := range chunks {
-		if p, ok := owned[c.Off]; ok && c.ownable && c.Len == blob.Align {
-			c.inPlace = &inPlaceTarget{loc: blob.Loc{Segment: p.Hint.Segment, Offset: p.Hint.Offset, Length: p.Length},
-				hash: p.Hash, check: p.Hint.Check}
+		if tg, ok := owned[c.Off]; ok && c.ownable && c.Len == blob.Align {
+			c.inPlace = tg
 		}
 	}
 }

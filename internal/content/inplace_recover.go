@@ -3,7 +3,6 @@ package content
 import (
 	"fmt"
 
-	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/blockhash"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -102,10 +101,10 @@ func (e *Engine) repairOverwritten(ws []overwritten) error {
 // reports whether it did. The change bypasses the retainer: a pin never
 // had the old bytes once they were overwritten.
 func (t *Tx) retakeOwned(ino uint64, p Piece) (bool, error) {
-	if !p.Owned || p.ChunkOff != 0 || !p.Hint.Has() {
+	loc, _, ok := ownedLoc(p)
+	if !ok || !p.Owned {
 		return false, nil
 	}
-	loc := blob.Loc{Segment: p.Hint.Segment, Offset: p.Hint.Offset, Length: p.Length}
 	data, err := t.e.blobs.Read(loc, nil)
 	if err != nil {
 		return false, fmt.Errorf("owned block at segment %d offset %d: %w", loc.Segment, loc.Offset, err)
