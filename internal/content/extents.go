@@ -162,8 +162,8 @@ func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 	var mapped int64
 	t.Adopt(chunks)
 	for _, c := range chunks {
-		if c.Zero {
-			continue
+		if c.Zero || c.keptExtent {
+			continue // a hole; an extent set over its old one (mapped bytes unchanged)
 		}
 		mapped += int64(c.Len)
 		t.delta.LogicalBytes += int64(c.Len)

@@ -100,9 +100,82 @@ type overwritten struct {
 	loc blob.Loc
 }
 
+// overwriteOwned is placeInPlace's short way, taken before the old
+// extents are punched, for what nearly every chunk planned in place is: a
+// block whose extent at the chunk's offset is the owned block planned,
+// that nothing in this transaction touched, no pin keeps and no record
+// names. Its bytes are written over the block and its extent is set to
+// the new hash and check under the same key: one record, no deletion, no
+// owned use to settle at commit (the block keeps its one owner). It
+// returns the pieces of hits (g's old extents, in file order) left to
+// punch; the chunks it did not take stay for placeInPlace.
+func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, error) {
+	if !t.e.inPlace || len(hits) == 0 || t.e.snapshotReaders.Load() > 0 {
+		return hits, nil
+	}
+	if t.e.retainer != nil {
+		// A pin that keeps ino's old extents keeps their blocks' bytes.
+		if keeps, err := t.e.retainer.Keeps(ino); err != nil || keeps {
+			return hits, err
+		}
+	}
+	rest := hits[:0:0]
+	var write []*Prepared
+	i := 0
+	for _, p := range hits {
+		for i < len(g) && g[i].Off < p.Off {
+			i++
+		}
+		if i == len(g) || g[i].Off != p.Off {
+			rest = append(rest, p)
+			continue
+		}
+		c := g[i]
+		ok, err := t.ownedInPlace(c, p)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			rest = append(rest, p)
+			continue
+		}
+		c.deferred = false
+		c.loc, c.comp, c.overwrote, c.keptExtent = c.inPlace.loc, schema.CompNone, true, true
+		if err := t.putOverwritten(ino, c); err != nil {
+			return nil, err
+		}
+		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
+			write = append(write, c)
+		}
+	}
+	return rest, t.overwrite(ino, write)
+}
+
+// ownedInPlace reports whether chunk c may take overwriteOwned's short
+// way over p, the extent at its offset.
+func (t *Tx) ownedInPlace(c *Prepared, p Piece) (bool, error) {
+	tg := c.inPlace
+	if !c.deferred || tg == nil || c.Len != blob.Align || !p.Owned || p.ChunkOff != 0 || p.Length != blob.Align {
+		return false, nil
+	}
+	loc, check, ok := ownedLoc(p)
+	if !ok || loc.Segment != tg.loc.Segment || loc.Offset != tg.loc.Offset || p.Hash != tg.hash || check != tg.check {
+		return false, nil
+	}
+	if t.owned[blob.Loc{Segment: loc.Segment, Offset: loc.Offset}] != nil {
+		return false, nil // this transaction referenced or dropped it already
+	}
+	if t.ownedFresh[c.Hash] != nil || t.fresh[c.Hash] != nil {
+		return false, nil
+	}
+	named, err := t.recordNames(tg.hash, tg.loc)
+	return !named, err
+}
+
 // placeInPlace settles the chunks of g (just punched out of ino's extents)
-// that Store left unstored for an in-place write: those that may go in
-// place are written over their block, the others are stored now.
+// that Store left unstored for an in-place write and overwriteOwned did
+// not take: those that may go in place are written over their block, the
+// others are stored now.
 func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 	var over, store []*Prepared
 	for _, c := range g {
@@ -136,33 +209,52 @@ func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 			write = append(write, c)
 		}
 	}
-	locs := make([]blob.Loc, len(write))
-	data := make([][]byte, len(write))
-	offs := make([]int64, len(write))
-	for i, c := range write {
-		locs[i], data[i], offs[i] = c.inPlace.loc, c.data, c.Off
-	}
-	if len(write) > 0 {
-		if err := t.e.intendOverwrite(ino, offs); err != nil {
-			return err
-		}
-		for i, c := range write {
-			t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
-		}
-		// The write goes on beside the rest of the transaction, which
-		// waits for it before it commits (awaitOverwrites).
-		done := make(chan error, 1)
-		t.overwriting = append(t.overwriting, done)
-		go func() { done <- t.e.blobs.(blob.Overwriter).Overwrite(locs, data) }()
-		t.e.counters.stored.Add(int64(len(write)) * blob.Align)
-		t.e.counters.overwritten.Add(int64(len(write)))
-		t.keptOwned += int64(len(write)) // new bytes, for the dedup pass
+	if err := t.overwrite(ino, write); err != nil {
+		return err
 	}
 	for _, c := range over {
 		c.loc, c.comp, c.overwrote = c.inPlace.loc, schema.CompNone, true
 		// The block as it was, one owner, maybe new bytes: its use starts over.
 		t.owned[blob.Loc{Segment: c.loc.Segment, Offset: c.loc.Offset}] = &ownedUse{hash: c.Hash, loc: c.loc, check: c.check}
 	}
+	return nil
+}
+
+// overwrite writes chunks cs of ino over their owned blocks
+// (c.inPlace), once intent records cover them. The write goes on beside
+// the rest of the transaction, which waits for it before it commits
+// (awaitOverwrites), and after the transaction's earlier such writes, so
+// that a block written twice keeps the later bytes.
+func (t *Tx) overwrite(ino uint64, cs []*Prepared) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	locs := make([]blob.Loc, len(cs))
+	data := make([][]byte, len(cs))
+	offs := make([]int64, len(cs))
+	for i, c := range cs {
+		locs[i], data[i], offs[i] = c.inPlace.loc, c.data, c.Off
+	}
+	if err := t.e.intendOverwrite(ino, offs); err != nil {
+		return err
+	}
+	for i, c := range cs {
+		t.overwrote = append(t.overwrote, overwritten{ino: ino, off: c.Off, loc: locs[i]})
+	}
+	done := make(chan error, 1)
+	prev, wrote := t.lastOverwrite, make(chan struct{})
+	t.lastOverwrite = wrote
+	t.overwriting = append(t.overwriting, done)
+	go func() {
+		defer close(wrote)
+		if prev != nil {
+			<-prev
+		}
+		done <- t.e.blobs.(blob.Overwriter).Overwrite(locs, data)
+	}()
+	t.e.counters.stored.Add(int64(len(cs)) * blob.Align)
+	t.e.counters.overwritten.Add(int64(len(cs)))
+	t.keptOwned += int64(len(cs)) // new bytes, for the dedup pass
 	return nil
 }
 
@@ -181,21 +273,28 @@ func (t *Tx) mayOverwrite(c *Prepared) (bool, error) {
 	if t.ownedFresh[c.Hash] != nil || t.fresh[c.Hash] != nil || t.e.snapshotReaders.Load() > 0 {
 		return false, nil
 	}
-	if f := t.e.lookupFilter(); f != nil && !f.mayHold(tg.hash) {
-		return true, nil
+	named, err := t.recordNames(tg.hash, tg.loc)
+	return !named, err
+}
+
+// recordNames reports whether the chunk record of hash h names the block
+// at loc (the block was promoted: a copy or a pin references it).
+func (t *Tx) recordNames(h schema.Hash, loc blob.Loc) (bool, error) {
+	if f := t.e.lookupFilter(); f != nil && !f.mayHold(h) {
+		return false, nil
 	}
-	v, err := t.reads.Get(schema.ChunkKey(tg.hash))
+	v, err := t.reads.Get(schema.ChunkKey(h))
 	if errors.Is(err, meta.ErrNotFound) {
-		return true, nil
+		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	rec, err := schema.DecodeChunk(v)
 	if err != nil {
-		return false, fmt.Errorf("chunk %x: %w", tg.hash[:8], err)
+		return false, fmt.Errorf("chunk %x: %w", h[:8], err)
 	}
-	return rec.IsInline() || rec.Segment != tg.loc.Segment || rec.Offset != tg.loc.Offset, nil
+	return !rec.IsInline() && rec.Segment == loc.Segment && rec.Offset == loc.Offset, nil
 }
 
 // putOverwritten stores the owner extent of chunk c, written in place

@@ -275,3 +275,64 @@ func TestInPlaceSameBytes(t *testing.T) {
 	v.checkContent(2, data)
 	v.checkInvariants()
 }
+
+// TestInPlaceTwiceInOneTransaction: a transaction that punches a block
+// and then writes it (the long way: its owner extent is gone when the
+// write comes) writes it in place; one that writes the same blocks twice
+// writes the first in place, and the second, planned over bytes the
+// first replaced, copy-on-write. Each leaves the last write's bytes and
+// sound counts.
+func TestInPlaceTwiceInOneTransaction(t *testing.T) {
+	v := newInPlaceEnv(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	data := testutil.RandBytes(r, 8*4096)
+	v.write(2, 0, data)
+	places := v.ownedPlaces(2)
+	prepare := func(off int64, p []byte) []*Prepared {
+		ps, _ := Cut(v.e.chunk, off, p, true)
+		v.e.PlanInPlace(2, ps)
+		if err := v.e.Store(ps); err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+
+	before := v.e.counters.overwritten.Load()
+	over := testutil.RandBytes(r, 4096)
+	ps := prepare(4096, over)
+	v.do(func(tx *Tx) error {
+		if _, err := tx.Punch(2, 4096, 2*4096); err != nil {
+			return err
+		}
+		_, err := tx.WriteChunks(2, ps)
+		return err
+	})
+	copy(data[4096:], over)
+	if n := v.e.counters.overwritten.Load() - before; n != 1 {
+		t.Errorf("punched and written again in one transaction: %d blocks written in place, want 1", n)
+	}
+
+	before = v.e.counters.overwritten.Load()
+	first, second := testutil.RandBytes(r, 4*4096), testutil.RandBytes(r, 4*4096)
+	ps1, ps2 := prepare(4*4096, first), prepare(4*4096, second)
+	v.do(func(tx *Tx) error {
+		if _, err := tx.WriteChunks(2, ps1); err != nil {
+			return err
+		}
+		_, err := tx.WriteChunks(2, ps2)
+		return err
+	})
+	copy(data[4*4096:], second)
+	if n := v.e.counters.overwritten.Load() - before; n != 4 {
+		t.Errorf("written twice in one transaction: %d blocks written in place, want 4", n)
+	}
+	for off, l := range v.ownedPlaces(2) {
+		if off < 4*4096 && places[off] != l {
+			t.Errorf("block at %d moved from %+v to %+v", off, places[off], l)
+		}
+	}
+	v.checkContent(2, data)
+	v.checkInvariants()
+	v.reopen()
+	v.checkContent(2, data)
+}

@@ -34,9 +34,10 @@ type Prepared struct {
 	// inPlace: the owned block PlanInPlace expects this chunk to be
 	// written over; deferred: Store left it unstored for that, and the
 	// commit writes it in place or stores it (Tx.placeInPlace);
-	// overwrote: the commit wrote it over inPlace's block.
-	inPlace             *inPlaceTarget
-	deferred, overwrote bool
+	// overwrote: the commit wrote it over inPlace's block; keptExtent:
+	// by Tx.overwriteOwned, which set its extent over the old one.
+	inPlace                         *inPlaceTarget
+	deferred, overwrote, keptExtent bool
 	// hostCached: the chunk belongs to a file whose host page cache is
 	// kept (KeepHostCache), so it is written through that cache.
 	hostCached bool

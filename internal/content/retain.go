@@ -12,6 +12,10 @@ import (
 // schema.Unowned makes them).
 type Retainer interface {
 	BeforeChange(b meta.Batch, key []byte, ref func(schema.Extent, int64)) error
+	// Keeps reports whether changes to ino's keys in this transaction
+	// may keep their old values (a pin covers ino): an owned block is
+	// then not written over in place (Tx.overwriteOwned).
+	Keeps(ino uint64) (bool, error)
 }
 
 // SetRetainer installs r for every later transaction.

@@ -47,7 +47,10 @@ type Tx struct {
 	unsharedSet bool
 	overwrote   []overwritten // blocks written in place (inplace.go)
 	overwriting []chan error  // those writes, in flight until awaitOverwrites
-	done        bool
+	// lastOverwrite closes when the newest of them ended: the next waits
+	// for it, so that a block written twice keeps the later bytes.
+	lastOverwrite chan struct{}
+	done          bool
 }
 
 // Begin starts a transaction; the caller must Commit or Abort it.

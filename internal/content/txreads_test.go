@@ -45,6 +45,7 @@ func (b *countingBatch) NewIter(lo, hi []byte) (meta.Iterator, error) {
 type keepNothing struct{}
 
 func (keepNothing) BeforeChange(meta.Batch, []byte, func(schema.Extent, int64)) error { return nil }
+func (keepNothing) Keeps(uint64) (bool, error)                                        { return false, nil }
 
 // TestOverwriteReadsChunkRecordsInOneGo: a transaction that drops many
 // chunks reads their records with the batch's GetMany (one statement on

@@ -44,6 +44,10 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 				hits = append(hits, old[next])
 			}
 		}
+		hits, err := t.overwriteOwned(ino, g, hits)
+		if err != nil {
+			return 0, err
+		}
 		punched, err := t.punchPieces(ino, hits, start, end, &carry)
 		if err != nil {
 			return 0, err

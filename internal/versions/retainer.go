@@ -198,6 +198,16 @@ func refExtent(key []byte, rv schema.Retained, ref func(schema.Extent, int64), d
 	return nil
 }
 
+// Keeps reports whether a pin covers ino, so that BeforeChange may keep
+// the old values of its keys.
+func (r *Retainer) Keeps(ino uint64) (bool, error) {
+	if !r.any.Load() {
+		return false, nil
+	}
+	_, ok, err := r.coveringPin(ino)
+	return ok, err
+}
+
 // coveringPin is the newest pin whose subtree held ino at its version.
 func (r *Retainer) coveringPin(ino uint64) (uint64, bool, error) {
 	r.mu.RLock()
