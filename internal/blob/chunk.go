@@ -52,14 +52,17 @@ func (d *Dir) reserve(data [][]byte) (*segment, int64, int, error) {
 }
 
 // finish ends a write into s that reserve started; err is its outcome.
-func (d *Dir) finish(s *segment, err error) {
+func (d *Dir) finish(s *segment, err error) { d.finishIn(s, err, d.dirty) }
+
+// finishIn is finish marking s in dirty, one of the sets Sync takes.
+func (d *Dir) finishIn(s *segment, err error, dirty map[uint32]*segment) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s.pending--
 	d.endDirect(s)
-	if err == nil && !d.closed && d.dirty[s.num] == nil {
+	if err == nil && !d.closed && dirty[s.num] == nil {
 		s.refs++
-		d.dirty[s.num] = s
+		dirty[s.num] = s
 	}
 	// If s was sealed meanwhile it may have become empty; an error here
 	// concerns no data of this write and is left for a later check.

@@ -24,14 +24,17 @@ type Dir struct {
 
 	syncMu sync.Mutex // serialises Sync and Close
 
-	mu       sync.Mutex
-	closed   bool
-	segs     map[uint32]*segment // every existing segment file
-	lru      list.List           // cached handles of sealed segments, most recent first
-	active   *segment            // segment appended to; nil until the first Put
-	next     uint32              // highest segment number ever used, as in the "next" file
-	dirty    map[uint32]*segment // written since the last Sync; each holds a reference
-	dirDirty bool                // a segment file was created or removed since the last Sync
+	mu     sync.Mutex
+	closed bool
+	segs   map[uint32]*segment // every existing segment file
+	lru    list.List           // cached handles of sealed segments, most recent first
+	active *segment            // segment appended to; nil until the first Put
+	next   uint32              // highest segment number ever used, as in the "next" file
+	dirty  map[uint32]*segment // written since the last Sync; each holds a reference
+	// overwritten: written over in place (Overwrite) since the last Sync,
+	// which SyncStored leaves; each holds a reference.
+	overwritten map[uint32]*segment
+	dirDirty    bool // a segment file was created or removed since the last Sync
 	// Direct writes in flight (direct.go): a slot each, and their ranges.
 	directSlots chan struct{}
 	inflight    []*directWrite
@@ -40,7 +43,11 @@ type Dir struct {
 	slots        slotPool // freed blocks to write new one-block chunks into (slots.go)
 }
 
-var _ Store = (*Dir)(nil)
+var (
+	_ Store        = (*Dir)(nil)
+	_ Overwriter   = (*Dir)(nil)
+	_ StoredSyncer = (*Dir)(nil)
+)
 
 const (
 	nextName    = "next"
@@ -200,15 +207,42 @@ func (d *Dir) Sync() error {
 	if closed {
 		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
 	}
-	return d.syncLocked()
+	return d.syncLocked(true)
 }
 
-// syncLocked does the work of Sync; d.syncMu must be held.
-func (d *Dir) syncLocked() error {
+// SyncStored is Sync for what metadata about to become durable may name:
+// the bytes Put stored, not those Overwrite wrote over chunks in place,
+// whose crash safety is the caller's (StoredSyncer). Segments written
+// both ways are synced whole.
+func (d *Dir) SyncStored() error {
+	d.syncMu.Lock()
+	defer d.syncMu.Unlock()
+	d.mu.Lock()
+	closed := d.closed
+	d.mu.Unlock()
+	if closed {
+		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
+	}
+	return d.syncLocked(false)
+}
+
+// syncLocked does the work of Sync (all) or SyncStored; d.syncMu must be
+// held.
+func (d *Dir) syncLocked(all bool) error {
 	d.drain() // every write started is in its file before the fdatasync
 	d.mu.Lock()
 	dirty, dirDirty := d.dirty, d.dirDirty
 	d.dirty, d.dirDirty = make(map[uint32]*segment), false
+	if all {
+		for num, s := range d.overwritten {
+			if dirty[num] == nil {
+				dirty[num] = s
+			} else {
+				d.release(s) // its reference: dirty's stays
+			}
+		}
+		d.overwritten = nil
+	}
 	d.mu.Unlock()
 
 	var errs []error
@@ -281,7 +315,7 @@ func (d *Dir) Close() error {
 	d.closed = true
 	d.mu.Unlock()
 
-	err := d.syncLocked()
+	err := d.syncLocked(true)
 	d.mu.Lock()
 	for d.lru.Len() > 0 {
 		d.uncache(d.lru.Back().Value.(*segment))

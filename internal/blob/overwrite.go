@@ -11,6 +11,8 @@ import (
 // instead of storing it anew (docs/BLOCK.md, "Owned blocks overwritten
 // in place"). The store does not know whether anything still needs the
 // old bytes: that is the caller's to know, and to make crash-safe.
+//
+// Stores that implement it also implement StoredSyncer.
 type Overwriter interface {
 	// Overwrite writes data[i] over the bytes at locs[i] (the same
 	// length, a location a Put returned and nobody freed). A later Sync
@@ -48,7 +50,7 @@ func (d *Dir) Overwrite(locs []Loc, data [][]byte) error {
 }
 
 // overwriteRun writes data over locs, which lie side by side in one
-// segment, and marks the segment for the next Sync.
+// segment, and marks the segment for the next Sync (not SyncStored).
 func (d *Dir) overwriteRun(locs []Loc, data [][]byte) error {
 	first := locs[0]
 	d.mu.Lock()
@@ -62,6 +64,10 @@ func (d *Dir) overwriteRun(locs []Loc, data [][]byte) error {
 		return err
 	}
 	s.pending++
+	if d.overwritten == nil {
+		d.overwritten = make(map[uint32]*segment)
+	}
+	marks := d.overwritten
 	d.mu.Unlock()
 	// A direct write of the same range still in flight would land after
 	// this one.
@@ -71,6 +77,17 @@ func (d *Dir) overwriteRun(locs []Loc, data [][]byte) error {
 	if err != nil {
 		err = fmt.Errorf("blob: overwrite segment %d: %w", first.Segment, err)
 	}
-	d.finish(s, err)
+	d.finishIn(s, err, marks)
 	return err
+}
+
+// StoredSyncer is implemented by stores whose Sync also makes durable what
+// Overwrite wrote: SyncStored makes durable only what was stored (Put and
+// its kin), which is all that metadata about to become durable may need.
+// Bytes written over in place are left to the next Sync: the caller keeps
+// its own record of where they may be unsettled (the content layer's
+// intent records), so that syncing them before every metadata flush, and
+// stalling the writes in place behind the writeback, buys nothing.
+type StoredSyncer interface {
+	SyncStored() error
 }

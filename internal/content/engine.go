@@ -182,8 +182,15 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	}
 	if h, ok := m.(meta.DurabilityHook); ok {
 		// Metadata a store makes durable by itself must not name chunk
-		// bytes that are not durable yet.
-		h.SetBeforeDurable(b.Sync)
+		// bytes that are not durable yet. Bytes written over owned blocks
+		// in place need not be: intent records cover them until a Sync
+		// (intents.go), and syncing them at every memtable flush stalled
+		// the writes in place behind the writeback.
+		sync := b.Sync
+		if s, ok := b.(blob.StoredSyncer); ok {
+			sync = s.SyncStored
+		}
+		h.SetBeforeDurable(sync)
 	}
 	_, e.durableCommits = m.(meta.CommitsDurable)
 	e.inPlace = usesInPlace(cfg, b, e.owned, e.durableCommits)

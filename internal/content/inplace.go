@@ -47,6 +47,7 @@ func usesInPlace(cfg Config, b blob.Store, owned bool, durableCommits bool) bool
 // inPlaceTarget is the owned block a new chunk is planned to overwrite,
 // as the file's extent named it when planned.
 type inPlaceTarget struct {
+	ino   uint64
 	loc   blob.Loc
 	hash  schema.Hash
 	check uint64
@@ -87,6 +88,7 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 	}
 	for _, c := range chunks {
 		if tg, ok := owned[c.Off]; ok && c.ownable && c.Len == blob.Align {
+			tg.ino = ino
 			c.inPlace = tg
 		}
 	}
@@ -120,7 +122,7 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 		}
 	}
 	rest := hits[:0:0]
-	var write []*Prepared
+	var took, write []*Prepared
 	i := 0
 	for _, p := range hits {
 		for i < len(g) && g[i].Off < p.Off {
@@ -141,14 +143,21 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 		}
 		c.deferred = false
 		c.loc, c.comp, c.overwrote, c.keptExtent = c.inPlace.loc, schema.CompNone, true, true
-		if err := t.putOverwritten(ino, c); err != nil {
-			return nil, err
-		}
+		took = append(took, c)
 		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
 			write = append(write, c)
 		}
 	}
-	return rest, t.overwrite(ino, write)
+	// The write first, so that it goes on beside the extents' changes.
+	if err := t.overwrite(ino, write); err != nil {
+		return nil, err
+	}
+	for _, c := range took {
+		if err := t.putOverwritten(ino, c); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
 }
 
 // ownedInPlace reports whether chunk c may take overwriteOwned's short

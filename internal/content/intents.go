@@ -28,36 +28,58 @@ type intents struct {
 
 // intendOverwrite makes sure durable intent records cover the blocks of
 // ino at offs before they are written in place, and stamps their zones
-// with the current epoch. It runs inside the transaction that writes
-// them (under txMu).
+// with the current epoch. The transaction that writes them calls it
+// under txMu, so that no Sync begins between the stamp and the write;
+// PlanInPlace calls it before, outside the lock, so that the transaction
+// seldom waits for a record's fdatasync. The synced commit runs without
+// the intents' lock, and the zones are looked up again after it: a
+// record a Sync cleared meanwhile is made again.
 func (e *Engine) intendOverwrite(ino uint64, offs []int64) error {
 	in := &e.intents
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.zones == nil {
-		in.zones = map[intentZone]uint64{}
-	}
-	var missing []intentZone
-	for _, off := range offs {
-		z := intentZone{ino, uint64(off) / schema.IntentZoneBytes}
-		if _, ok := in.zones[z]; !ok && (len(missing) == 0 || missing[len(missing)-1] != z) {
-			missing = append(missing, z)
+	for {
+		in.mu.Lock()
+		if in.zones == nil {
+			in.zones = map[intentZone]uint64{}
 		}
-	}
-	if len(missing) > 0 {
-		b := e.meta.NewBatch()
-		defer b.Close()
-		for _, z := range missing {
-			if err := b.Set(schema.IntentKey(z.ino, z.zone), nil); err != nil {
-				return err
+		var missing []intentZone
+		for _, off := range offs {
+			z := intentZone{ino, uint64(off) / schema.IntentZoneBytes}
+			if _, ok := in.zones[z]; !ok && (len(missing) == 0 || missing[len(missing)-1] != z) {
+				missing = append(missing, z)
 			}
 		}
-		if err := b.Commit(true); err != nil {
-			return fmt.Errorf("intent record: %w", err)
+		if len(missing) == 0 {
+			for _, off := range offs {
+				in.zones[intentZone{ino, uint64(off) / schema.IntentZoneBytes}] = in.epoch
+			}
+			in.mu.Unlock()
+			return nil
+		}
+		in.mu.Unlock()
+		if err := e.commitIntents(missing); err != nil {
+			return err
+		}
+		in.mu.Lock()
+		for _, z := range missing {
+			if _, ok := in.zones[z]; !ok {
+				in.zones[z] = in.epoch
+			}
+		}
+		in.mu.Unlock()
+	}
+}
+
+// commitIntents makes the intent records of zones durable.
+func (e *Engine) commitIntents(zones []intentZone) error {
+	b := e.meta.NewBatch()
+	defer b.Close()
+	for _, z := range zones {
+		if err := b.Set(schema.IntentKey(z.ino, z.zone), nil); err != nil {
+			return err
 		}
 	}
-	for _, off := range offs {
-		in.zones[intentZone{ino, uint64(off) / schema.IntentZoneBytes}] = in.epoch
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("intent record: %w", err)
 	}
 	return nil
 }

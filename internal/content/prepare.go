@@ -324,20 +324,49 @@ func parallel(n int, fn func(i int)) {
 }
 
 // deferInPlace leaves the chunks of ps that PlanInPlace expects to go in
-// place unstored (deferred) and returns the others.
+// place unstored (deferred) and returns the others. The intent records
+// those with new bytes will need are made durable here, outside the
+// transaction lock: a synced commit there held every other commit for
+// its fdatasync (about 8 ms per 64 MiB zone). The transaction makes sure
+// of them again (a Sync may have cleared them meanwhile); one made for a
+// write that does not happen costs only a check after a crash.
 func (e *Engine) deferInPlace(ps []*Prepared) []*Prepared {
 	if !e.inPlace {
 		return ps
 	}
 	rest := ps[:0:0]
+	var ino uint64
+	var offs []int64
 	for _, p := range ps {
-		if p.inPlace != nil {
-			p.deferred = true
-		} else {
+		tg := p.inPlace
+		if tg == nil {
 			rest = append(rest, p)
+			continue
 		}
+		p.deferred = true
+		if p.Hash == tg.hash && p.check == tg.check {
+			continue // the same bytes: nothing to write
+		}
+		if len(offs) > 0 && tg.ino != ino {
+			e.intendEarly(ino, offs)
+			offs = offs[:0]
+		}
+		ino = tg.ino
+		offs = append(offs, p.Off)
 	}
+	e.intendEarly(ino, offs)
 	return rest
+}
+
+// intendEarly makes the intent records of ino's blocks at offs durable
+// ahead of their transaction; a failure is the transaction's to meet.
+func (e *Engine) intendEarly(ino uint64, offs []int64) {
+	if len(offs) == 0 {
+		return
+	}
+	if err := e.intendOverwrite(ino, offs); err != nil {
+		e.log.Debug("intent record ahead of a write in place", "ino", ino, "err", err)
+	}
 }
 
 // keepInline keeps the chunks of ps that go into their records inline
