@@ -44,3 +44,60 @@ func testOverwrite(t *testing.T) {
 		checkRead(t, d, l, data[i])
 	}
 }
+
+// TestSyncStoredLeavesOverwrites: SyncStored syncs the segments Put wrote
+// and leaves those Overwrite wrote for the next Sync; a segment written
+// both ways is synced by each and its references stay balanced (the
+// store closes and reopens with every byte).
+func TestSyncStoredLeavesOverwrites(t *testing.T) {
+	dir := t.TempDir()
+	d := openT(t, dir, Options{SegmentSize: 2 * Align})
+	block := func(c byte) []byte { return bytes.Repeat([]byte{c}, Align) }
+	old, err := d.PutMany([][]byte{block('a'), block('b')})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Overwrite(old[:1], [][]byte{block('x')}); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := d.Put(block('c')) // a new segment: the first is full
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() (stored, overwritten int) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.dirty), len(d.overwritten)
+	}
+	if s, o := count(); s != 1 || o != 1 || fresh.Segment == old[0].Segment {
+		t.Fatalf("before SyncStored: %d segments stored to, %d written over (want 1 and 1, apart)", s, o)
+	}
+	if err := d.SyncStored(); err != nil {
+		t.Fatal(err)
+	}
+	if s, o := count(); s != 0 || o != 1 {
+		t.Fatalf("after SyncStored: %d segments stored to, %d written over (want 0 and 1)", s, o)
+	}
+	if err := d.Overwrite([]Loc{fresh}, [][]byte{block('y')}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Put(block('d')); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s, o := count(); s != 0 || o != 0 {
+		t.Fatalf("after Sync: %d segments stored to, %d written over (want none)", s, o)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d = openT(t, dir, Options{SegmentSize: 2 * Align})
+	checkRead(t, d, old[0], block('x'))
+	checkRead(t, d, old[1], block('b'))
+	checkRead(t, d, fresh, block('y'))
+}
