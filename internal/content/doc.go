@@ -22,7 +22,9 @@
 // references is written over in place by the transaction that commits
 // its new bytes (inplace.go), after a durable intent record for its
 // zone (intents.go); recovery takes the blocks of zones with intent
-// records as it finds them (inplace_recover.go).
+// records as it finds them (inplace_recover.go). A stream's old extents,
+// read to plan those writes, serve its transaction too while no commit
+// changed them (extent_plan.go).
 //
 // Chunks are hashed together, sixteen 1 KiB pieces at a time (hash.go,
 // over package blockhash): runs of 4 KiB chunks, and runs of longer ones.
@@ -66,8 +68,9 @@
 // ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
 // locations and bytes kept in memory), readahead.go, inorder.go,
 // hostcache.go, hints.go, owned.go and owned_dedup.go (owned blocks and
-// their dedup), inplace.go, intents.go and inplace_recover.go (owned
-// blocks written over in place), extent_window_cache.go, dedupfilter.go and
+// their dedup), inplace.go, intents.go, inplace_recover.go and
+// extent_plan.go (owned blocks written over in place),
+// extent_window_cache.go, dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference
 // tallies), reclaim.go (freeing space), recover.go and repair.go (after a
 // crash; fsck), journal.go and retain.go (what a transaction changed, for

@@ -62,23 +62,41 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 	if !e.inPlace || len(chunks) == 0 {
 		return
 	}
+	// A stream's chunks lie side by side: their extents are read over
+	// the whole range, and the transaction may take them from the plan
+	// (extent_plan.go). Others are read where blocks may go in place.
+	contiguous := true
+	for i := 1; i < len(chunks); i++ {
+		contiguous = contiguous && chunks[i].Off == chunks[i-1].Off+int64(chunks[i-1].Len)
+	}
 	var ranges [][2]int64
-	for _, c := range chunks {
-		if !c.ownable || c.Len != blob.Align {
-			continue
-		}
-		if n := len(ranges); n > 0 && ranges[n-1][1] == c.Off {
-			ranges[n-1][1] += int64(c.Len)
-		} else {
-			ranges = append(ranges, [2]int64{c.Off, c.Off + int64(c.Len)})
+	if last := chunks[len(chunks)-1]; contiguous {
+		ranges = [][2]int64{{chunks[0].Off, last.Off + int64(last.Len)}}
+	} else {
+		for _, c := range chunks {
+			if !c.ownable || c.Len != blob.Align {
+				continue
+			}
+			if n := len(ranges); n > 0 && ranges[n-1][1] == c.Off {
+				ranges[n-1][1] += int64(c.Len)
+			} else {
+				ranges = append(ranges, [2]int64{c.Off, c.Off + int64(c.Len)})
+			}
 		}
 	}
 	if len(ranges) == 0 {
 		return
 	}
+	gen := e.extentGens.of(ino) // before the read: a commit after it shows
 	old, err := extentsOverlapping(e.meta, ino, ranges)
 	if err != nil {
 		return
+	}
+	if contiguous {
+		plan := &extentPlan{ino: ino, gen: gen, start: ranges[0][0], end: ranges[0][1], pieces: old}
+		for _, c := range chunks {
+			c.plan = plan
+		}
 	}
 	owned := make(map[int64]*inPlaceTarget, len(old))
 	for _, p := range old {

@@ -38,6 +38,9 @@ type Prepared struct {
 	// by Tx.overwriteOwned, which set its extent over the old one.
 	inPlace                         *inPlaceTarget
 	deferred, overwrote, keptExtent bool
+	// plan: the old extents of the chunks' range, as PlanInPlace read
+	// them (extent_plan.go).
+	plan *extentPlan
 	// hostCached: the chunk belongs to a file whose host page cache is
 	// kept (KeepHostCache), so it is written through that cache.
 	hostCached bool

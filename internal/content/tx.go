@@ -198,8 +198,12 @@ func (t *Tx) Commit(sync bool) error {
 	if gated {
 		t.e.syncGate.RUnlock()
 	}
-	if t.extents != nil && t.e.windows != nil {
-		t.e.windows.drop(t.extents) // committed or not known: either way
+	if t.extents != nil {
+		// Committed or not known: either way.
+		t.e.extentGens.bump(t.extents)
+		if t.e.windows != nil {
+			t.e.windows.drop(t.extents)
+		}
 	}
 	if err != nil {
 		// Whether the records landed is not known: the dedup filter

@@ -22,9 +22,12 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 	if len(ranges) == 0 {
 		return 0, nil
 	}
-	old, err := extentsOverlapping(t.b, ino, ranges)
-	if err != nil {
-		return 0, err
+	old, planned := t.plannedExtents(ino, ranges, groups)
+	if !planned {
+		var err error
+		if old, err = extentsOverlapping(t.b, ino, ranges); err != nil {
+			return 0, err
+		}
 	}
 	var mapped int64
 	var carry *Piece // the right part of a split extent, put by this call
