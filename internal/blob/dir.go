@@ -196,25 +196,18 @@ func (d *Dir) writeNext(num uint32) error {
 	return nil
 }
 
-// Sync makes every Put that returned before the call durable. After an
-// error the durability of those Puts is unknown.
-func (d *Dir) Sync() error {
-	d.syncMu.Lock()
-	defer d.syncMu.Unlock()
-	d.mu.Lock()
-	closed := d.closed
-	d.mu.Unlock()
-	if closed {
-		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
-	}
-	return d.syncLocked(true)
-}
+// Sync makes every Put that returned before the call durable, and every
+// Overwrite. After an error the durability of those writes is unknown.
+func (d *Dir) Sync() error { return d.syncOpen(true) }
 
 // SyncStored is Sync for what metadata about to become durable may name:
 // the bytes Put stored, not those Overwrite wrote over chunks in place,
 // whose crash safety is the caller's (StoredSyncer). Segments written
 // both ways are synced whole.
-func (d *Dir) SyncStored() error {
+func (d *Dir) SyncStored() error { return d.syncOpen(false) }
+
+// syncOpen is Sync (all) or SyncStored on a store not closed.
+func (d *Dir) syncOpen(all bool) error {
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
 	d.mu.Lock()
@@ -223,7 +216,7 @@ func (d *Dir) SyncStored() error {
 	if closed {
 		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
 	}
-	return d.syncLocked(false)
+	return d.syncLocked(all)
 }
 
 // syncLocked does the work of Sync (all) or SyncStored; d.syncMu must be

@@ -92,9 +92,10 @@ func policy(t testing.TB, s string) chunker.Policy {
 
 // write makes data ino's content at off the way the namespace layer flushes
 // a buffered run: Prepare everything (final), then one transaction.
-func (v *env) write(ino uint64, off int64, data []byte) int64 {
+// prepare cuts data at ino's offset off, plans writes in place and
+// stores the chunks, as the namespace does before a commit.
+func (v *env) prepare(ino uint64, off int64, data []byte) []*Prepared {
 	v.t.Helper()
-	// As the namespace writes: cut, plan writes in place, store.
 	ps, n := Cut(v.e.chunk, off, data, true)
 	v.e.PlanInPlace(ino, ps)
 	if err := v.e.Store(ps); err != nil {
@@ -103,6 +104,12 @@ func (v *env) write(ino uint64, off int64, data []byte) int64 {
 	if n != len(data) {
 		v.t.Fatalf("final Prepare consumed %d of %d bytes", n, len(data))
 	}
+	return ps
+}
+
+func (v *env) write(ino uint64, off int64, data []byte) int64 {
+	v.t.Helper()
+	ps := v.prepare(ino, off, data)
 	tx := v.begin()
 	mapped, err := tx.WriteChunks(ino, ps)
 	if err != nil {

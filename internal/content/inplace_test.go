@@ -173,11 +173,7 @@ func TestInPlaceAbortRetakes(t *testing.T) {
 	data := testutil.RandBytes(r, 4*4096)
 	v.write(2, 0, data)
 	over := testutil.RandBytes(r, 2*4096)
-	ps, _ := Cut(v.e.chunk, 4096, over, true)
-	v.e.PlanInPlace(2, ps)
-	if err := v.e.Store(ps); err != nil {
-		t.Fatal(err)
-	}
+	ps := v.prepare(2, 4096, over)
 	tx := v.begin()
 	if _, err := tx.WriteChunks(2, ps); err != nil {
 		t.Fatal(err)
@@ -288,14 +284,7 @@ func TestInPlaceTwiceInOneTransaction(t *testing.T) {
 	data := testutil.RandBytes(r, 8*4096)
 	v.write(2, 0, data)
 	places := v.ownedPlaces(2)
-	prepare := func(off int64, p []byte) []*Prepared {
-		ps, _ := Cut(v.e.chunk, off, p, true)
-		v.e.PlanInPlace(2, ps)
-		if err := v.e.Store(ps); err != nil {
-			t.Fatal(err)
-		}
-		return ps
-	}
+	prepare := func(off int64, p []byte) []*Prepared { return v.prepare(2, off, p) }
 
 	before := v.e.counters.overwritten.Load()
 	over := testutil.RandBytes(r, 4096)
@@ -385,14 +374,7 @@ func TestInPlacePlanGoesStale(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	data := testutil.RandBytes(r, 8*4096)
 	v.write(2, 0, data)
-	plan := func(off int64, p []byte) []*Prepared {
-		ps, _ := Cut(v.e.chunk, off, p, true)
-		v.e.PlanInPlace(2, ps)
-		if err := v.e.Store(ps); err != nil {
-			t.Fatal(err)
-		}
-		return ps
-	}
+	plan := func(off int64, p []byte) []*Prepared { return v.prepare(2, off, p) }
 	planned := func(ps []*Prepared) bool {
 		tx := v.begin()
 		defer tx.Abort()
