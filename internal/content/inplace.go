@@ -161,6 +161,7 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 		}
 		c.deferred = false
 		c.loc, c.comp, c.overwrote, c.keptExtent = c.inPlace.loc, schema.CompNone, true, true
+		t.keepOwnedFresh(c) // a later chunk with its bytes references it
 		took = append(took, c)
 		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
 			write = append(write, c)

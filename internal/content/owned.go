@@ -127,13 +127,19 @@ func (t *Tx) putOwned(ino uint64, c *Prepared) error {
 // putOwnerExtent stores the extent that owns c's block at ino, and keeps
 // c as the transaction's owned copy of its bytes.
 func (t *Tx) putOwnerExtent(ino uint64, c *Prepared) error {
+	t.keepOwnedFresh(c)
+	t.extentsChanged(ino)
+	x := ownedExtentOf(c)
+	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
+}
+
+// keepOwnedFresh makes c the transaction's owned copy of its bytes, which
+// later chunks with the same bytes reference.
+func (t *Tx) keepOwnedFresh(c *Prepared) {
 	if t.ownedFresh == nil {
 		t.ownedFresh = map[schema.Hash]*Prepared{}
 	}
 	t.ownedFresh[c.Hash] = c
-	t.extentsChanged(ino)
-	x := ownedExtentOf(c)
-	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
 }
 
 // ownedExtentOf is the owner extent of the block new chunk p is written
