@@ -17,6 +17,11 @@ import (
 // intentZone is one zone of one file.
 type intentZone struct{ ino, zone uint64 }
 
+// zoneOf is the zone of ino holding offset off.
+func zoneOf(ino uint64, off int64) intentZone {
+	return intentZone{ino, uint64(off) / schema.IntentZoneBytes}
+}
+
 // intents is what this engine knows of its intent records.
 type intents struct {
 	mu sync.Mutex
@@ -30,7 +35,7 @@ type intents struct {
 // ino at offs before they are written in place, and stamps their zones
 // with the current epoch. The transaction that writes them calls it
 // under txMu, so that no Sync begins between the stamp and the write;
-// PlanInPlace calls it before, outside the lock, so that the transaction
+// Store calls it before (deferInPlace), outside the lock, so that the transaction
 // seldom waits for a record's fdatasync. The synced commit runs without
 // the intents' lock, and the zones are looked up again after it: a
 // record a Sync cleared meanwhile is made again.
@@ -43,14 +48,14 @@ func (e *Engine) intendOverwrite(ino uint64, offs []int64) error {
 		}
 		var missing []intentZone
 		for _, off := range offs {
-			z := intentZone{ino, uint64(off) / schema.IntentZoneBytes}
+			z := zoneOf(ino, off)
 			if _, ok := in.zones[z]; !ok && (len(missing) == 0 || missing[len(missing)-1] != z) {
 				missing = append(missing, z)
 			}
 		}
 		if len(missing) == 0 {
 			for _, off := range offs {
-				in.zones[intentZone{ino, uint64(off) / schema.IntentZoneBytes}] = in.epoch
+				in.zones[zoneOf(ino, off)] = in.epoch
 			}
 			in.mu.Unlock()
 			return nil
