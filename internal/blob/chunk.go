@@ -52,17 +52,29 @@ func (d *Dir) reserve(data [][]byte) (*segment, int64, int, error) {
 }
 
 // finish ends a write into s that reserve started; err is its outcome.
-func (d *Dir) finish(s *segment, err error) { d.finishIn(s, err, d.dirty) }
+func (d *Dir) finish(s *segment, err error) { d.finishIn(s, err, false) }
 
-// finishIn is finish marking s in dirty, one of the sets Sync takes.
-func (d *Dir) finishIn(s *segment, err error, dirty map[uint32]*segment) {
+// finishIn is finish marking s in the set the next Sync takes: overwritten
+// for a write in place, dirty otherwise. The set is picked under d.mu, as
+// Sync swaps them: a write that ended in a set Sync had already taken
+// would be left out of the next one.
+func (d *Dir) finishIn(s *segment, err error, inPlace bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s.pending--
 	d.endDirect(s)
-	if err == nil && !d.closed && dirty[s.num] == nil {
-		s.refs++
-		dirty[s.num] = s
+	if err == nil && !d.closed {
+		marks := d.dirty
+		if inPlace {
+			if d.overwritten == nil {
+				d.overwritten = make(map[uint32]*segment)
+			}
+			marks = d.overwritten
+		}
+		if marks[s.num] == nil {
+			s.refs++
+			marks[s.num] = s
+		}
 	}
 	// If s was sealed meanwhile it may have become empty; an error here
 	// concerns no data of this write and is left for a later check.

@@ -64,10 +64,6 @@ func (d *Dir) overwriteRun(locs []Loc, data [][]byte) error {
 		return err
 	}
 	s.pending++
-	if d.overwritten == nil {
-		d.overwritten = make(map[uint32]*segment)
-	}
-	marks := d.overwritten
 	d.mu.Unlock()
 	// A direct write of the same range still in flight would land after
 	// this one.
@@ -77,7 +73,7 @@ func (d *Dir) overwriteRun(locs []Loc, data [][]byte) error {
 	if err != nil {
 		err = fmt.Errorf("blob: overwrite segment %d: %w", first.Segment, err)
 	}
-	d.finishIn(s, err, marks)
+	d.finishIn(s, err, true)
 	return err
 }
 
