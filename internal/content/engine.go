@@ -194,6 +194,12 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		h.SetBeforeDurable(sync)
 	}
 	_, e.durableCommits = m.(meta.CommitsDurable)
+	if h, ok := m.(meta.DurabilityHook); ok && !e.durableCommits {
+		// A synced commit (an intent record, the journal's cursor, a
+		// repair) syncs the whole log: the chunks every commit before it
+		// names go first, and no commit slips in between.
+		h.SetCommitSync(e.syncStoredData)
+	}
 	e.inPlace = usesInPlace(cfg, b, e.owned, e.durableCommits)
 	if cfg.ReclaimInterval <= 0 {
 		cfg.ReclaimInterval = 500 * time.Millisecond
@@ -232,7 +238,21 @@ func (e *Engine) Sync() error {
 }
 
 // syncData is Sync without the intent records.
-func (e *Engine) syncData() error {
+func (e *Engine) syncData() error { return e.syncWith(e.blobs.Sync) }
+
+// syncStoredData is syncData for what metadata may name: the bytes stored
+// (blob.StoredSyncer), not those written in place, which the intent
+// records cover.
+func (e *Engine) syncStoredData() error {
+	if s, ok := e.blobs.(blob.StoredSyncer); ok {
+		return e.syncWith(s.SyncStored)
+	}
+	return e.syncData()
+}
+
+// syncWith makes the chunk bytes durable with syncBlobs, then every
+// commit so far.
+func (e *Engine) syncWith(syncBlobs func() error) error {
 	// Where every commit is durable at once, each has made its own chunks
 	// durable before it (Tx.Commit): no commit can overtake this data sync,
 	// so commits go on meanwhile. Held back, a streaming writer's commits
@@ -242,7 +262,7 @@ func (e *Engine) syncData() error {
 		e.syncGate.Lock()
 		defer e.syncGate.Unlock()
 	}
-	if err := e.blobs.Sync(); err != nil {
+	if err := syncBlobs(); err != nil {
 		return err
 	}
 	return e.meta.Sync()
@@ -259,6 +279,7 @@ func (e *Engine) Close() error {
 	err := e.closeSession()
 	if h, ok := e.meta.(meta.DurabilityHook); ok {
 		h.SetBeforeDurable(nil) // everything is synced; the blob store closes next
+		h.SetCommitSync(nil)
 	}
 	return errors.Join(err, e.comp.close())
 }

@@ -74,7 +74,17 @@ func (e *Engine) intendOverwrite(ino uint64, offs []int64) error {
 	}
 }
 
-// commitIntents makes the intent records of zones durable.
+// pending reports whether any zone may hold bytes written in place that
+// no Sync made durable yet.
+func (in *intents) pending() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.zones) > 0
+}
+
+// commitIntents makes the intent records of zones durable. The synced
+// commit makes every commit before it durable too: the engine's commit
+// sync (SetCommitSync) makes the chunks they name durable first.
 func (e *Engine) commitIntents(zones []intentZone) error {
 	b := e.meta.NewBatch()
 	defer b.Close()

@@ -321,7 +321,18 @@ func (t *Tx) createsRecord(h schema.Hash) bool {
 // references, which applyRefs writes: the block's bytes stay where they
 // are and are counted in the volume's bytes already (for a block new in
 // this transaction, from here).
+//
+// A block written in place since the last Sync (an intent record covers
+// its zone) holds bytes only that record makes safe: after a crash,
+// recovery takes the owned blocks of the zone as it finds them, but not a
+// chunk with a record, which other files may share. So while any zone
+// has a record, the commit that promotes makes every byte durable first
+// (TestPowerLossInPlace: a block written in place, then the same bytes
+// written to another block, read as damaged after a power loss).
 func (t *Tx) promote(u *ownedUse, refs int64) {
+	if t.e.inPlace && t.e.intents.pending() {
+		t.promotesUnsettled = true
+	}
 	c := schema.Chunk{Segment: u.loc.Segment, Offset: u.loc.Offset, Stored: u.loc.Length, Raw: u.loc.Length,
 		Check: u.check, HasCheck: true}
 	if t.promoted == nil {

@@ -41,8 +41,11 @@ type Tx struct {
 	owned      map[blob.Loc]*ownedUse
 	ownedFresh map[schema.Hash]*Prepared
 	promoted   map[schema.Hash][]byte
-	keptOwned  int64 // new owned blocks it keeps
-	unshared   int64 // schema.KeyOwnedUnshared as it leaves it (with keptOwned or unsharedSet)
+	// promotesUnsettled: a block it promoted may hold bytes written in
+	// place that no Sync made durable yet (promote).
+	promotesUnsettled bool
+	keptOwned         int64 // new owned blocks it keeps
+	unshared          int64 // schema.KeyOwnedUnshared as it leaves it (with keptOwned or unsharedSet)
 	// unsharedSet: the dedup pass sets the count (SetUnshared).
 	unsharedSet bool
 	overwrote   []overwritten // blocks written in place (inplace.go)
@@ -177,24 +180,31 @@ func (t *Tx) Commit(sync bool) error {
 	// Ordered mode: the chunk bytes a commit names are durable before
 	// the commit is; a store whose every commit is durable needs that for
 	// every commit that brings new chunks, and only for those chunks
-	// (CommitChunks has usually waited for them already).
-	if (sync || t.e.durableCommits) && (t.freshInStore() || len(t.overwrote) > 0) {
+	// (CommitChunks has usually waited for them already). Elsewhere a
+	// synced commit is made durable after it is written, by a Sync
+	// (syncData, below), and a block promoted while bytes written in
+	// place may be unsettled needs every byte durable first (promote).
+	bringsBytes := t.freshInStore() || len(t.ownedFresh) > 0 || len(t.overwrote) > 0
+	if t.promotesUnsettled || t.e.durableCommits && bringsBytes {
 		var err error
-		if sync {
+		if sync || t.promotesUnsettled {
 			err = t.e.blobs.Sync()
 		} else {
-			err = t.e.syncStored(slices.Collect(maps.Values(t.fresh)))
+			err = t.e.syncStored(append(slices.Collect(maps.Values(t.fresh)), slices.Collect(maps.Values(t.ownedFresh))...))
 		}
 		if err != nil {
 			t.Abort()
 			return err
 		}
 	}
-	gated := len(t.fresh) > 0 || len(t.overwrote) > 0
+	// New blocks owned by their extent are new bytes as much as new
+	// chunks are: a commit naming them that slipped in while a Sync ran
+	// would be made durable by the Sync's metadata half without them.
+	gated := len(t.fresh) > 0 || len(t.ownedFresh) > 0 || len(t.overwrote) > 0
 	if gated {
 		t.e.syncGate.RLock()
 	}
-	err := t.b.Commit(sync)
+	err := t.b.Commit(sync && t.e.durableCommits) // else: syncData, below, without the gate
 	if gated {
 		t.e.syncGate.RUnlock()
 	}
@@ -230,6 +240,13 @@ func (t *Tx) Commit(sync bool) error {
 		fn()
 	}
 	t.e.txMu.Unlock()
+	var syncErr error
+	if sync && !t.e.durableCommits {
+		// The batch is written; a Sync, which no commit slips into, makes
+		// it durable with the data before it. The transaction stands
+		// whatever the Sync returns.
+		syncErr = t.e.syncData()
+	}
 	for _, loc := range t.dupes {
 		t.e.freeNow(loc)
 	}
@@ -237,7 +254,7 @@ func (t *Tx) Commit(sync bool) error {
 	for _, fn := range t.after {
 		fn()
 	}
-	return nil
+	return syncErr
 }
 
 // freshInStore reports whether a chunk this transaction references anew

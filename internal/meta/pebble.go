@@ -17,6 +17,8 @@ type Pebble struct {
 	wal *softWAL
 	failStop
 	lastUsage atomic.Int64
+	// commitSync, if set, makes a synced commit durable (SetCommitSync).
+	commitSync atomic.Pointer[func() error]
 }
 
 // OpenPebble opens (creating if needed) a Pebble store in dir.
@@ -93,6 +95,15 @@ func (p *Pebble) SetBeforeDurable(fn func() error) {
 		return
 	}
 	p.wal.beforeDurable.Store(&fn)
+}
+
+// SetCommitSync implements DurabilityHook.
+func (p *Pebble) SetCommitSync(fn func() error) {
+	if fn == nil {
+		p.commitSync.Store(nil)
+		return
+	}
+	p.commitSync.Store(&fn)
 }
 
 // Sync makes every committed batch durable: the log is written out to the
@@ -223,10 +234,13 @@ func (b *pebbleBatch) Commit(sync bool) error {
 		if err := b.b.Commit(pebble.Sync); err != nil {
 			return err
 		}
-		if sync {
-			return b.p.wal.syncLogs()
+		if !sync {
+			return nil
 		}
-		return nil
+		if fn := b.p.commitSync.Load(); fn != nil {
+			return (*fn)()
+		}
+		return b.p.wal.syncLogs()
 	})
 }
 

@@ -81,6 +81,13 @@ type Store interface {
 // the data the commits name durable in it.
 type DurabilityHook interface {
 	SetBeforeDurable(fn func() error)
+	// SetCommitSync makes a batch committed with sync call fn once it is
+	// written, instead of syncing the store itself: a synced commit makes
+	// every commit before it durable too, and fn makes the data those
+	// name durable first, with no commit slipping in between (the content
+	// engine's Sync). fn must not be called with locks a commit needs. A
+	// nil fn restores the store's own sync.
+	SetCommitSync(fn func() error)
 }
 
 // CommitsDurable is implemented by stores whose every commit is durable
