@@ -36,9 +36,25 @@ var seedFlag = flag.Uint64("seed", 0, "seed for TestPowerLoss (0: time-based)")
 //     space to reclaim.
 //
 // DOPPEL_POWERLOSS_ROUNDS sets the number of power cuts (default 12), each
-// on a fresh volume; -seed replays one.
+// on a fresh volume; -seed replays one (timing varies: background flushes
+// and syncs run on timers, so a replay may cut elsewhere).
 func TestPowerLoss(t *testing.T) {
-	rounds := 12
+	runPowerLoss(t, "TestPowerLoss", 12, "cdc:4K:16K:64K", func(target *powerTarget, r *rand.Rand, seed uint64) powerWorkload {
+		return &plWriter{target: target, r: r, seed: seed, steps: 20 + r.IntN(150), manifest: map[string][]byte{}, live: map[string][]byte{}}
+	})
+}
+
+// powerWorkload is a Workload that says what it checked.
+type powerWorkload interface {
+	Workload
+	checked() (files, fsynced int)
+}
+
+// runPowerLoss runs the power cuts of test (its name, for the replay
+// line; rounds of them unless DOPPEL_POWERLOSS_ROUNDS says) on fresh
+// volumes cut in chunks by chunking, each running the workload made for
+// it.
+func runPowerLoss(t *testing.T, test string, rounds int, chunking string, workload func(*powerTarget, *rand.Rand, uint64) powerWorkload) {
 	if s := os.Getenv("DOPPEL_POWERLOSS_ROUNDS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -53,21 +69,21 @@ func TestPowerLoss(t *testing.T) {
 	var files, fsynced, dropped int
 	for i := range rounds {
 		s := seed + uint64(i)
-		f, m, d := powerLossRound(t, s)
+		f, m, d := powerLossRound(t, s, chunking, workload)
 		if t.Failed() {
-			t.Fatalf("round %d failed; replay: go test ./internal/crashtest -run TestPowerLoss -seed=%d (DOPPEL_POWERLOSS_ROUNDS=1)", i, s)
+			t.Fatalf("round %d failed; replay: go test ./internal/crashtest -run '^%s$' -seed=%d (DOPPEL_POWERLOSS_ROUNDS=1)", i, test, s)
 		}
 		files, fsynced, dropped = files+f, fsynced+m, dropped+d
 	}
-	t.Logf("power loss: %d cuts (seeds %d..%d), %d files checked, %d of them fsync'd, %d unsynced chunk writes dropped",
+	t.Logf("power loss: %d cuts (seeds %d..%d), %d files (or disk blocks) checked, %d of them synced and untouched since, %d unsynced chunk writes dropped or undone",
 		rounds, seed, seed+uint64(rounds)-1, files, fsynced, dropped)
 }
 
 // powerLossRound runs one volume up to a power cut and checks it after.
-func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
+func powerLossRound(t *testing.T, seed uint64, chunking string, workload func(*powerTarget, *rand.Rand, uint64) powerWorkload) (files, fsynced, dropped int) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	target := &powerTarget{
-		dir: t.TempDir(), memfs: vfs.NewStrictMem(),
+		dir: t.TempDir(), memfs: vfs.NewStrictMem(), tear: rand.New(rand.NewPCG(seed, 2)),
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		nsOpt: namespace.Options{
 			FlushInterval: time.Duration(5+r.IntN(50)) * time.Millisecond,
@@ -83,7 +99,7 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := volume.InitOn(m, volume.InitOptions{Chunking: "cdc:4K:16K:64K"}); err != nil {
+	if err := volume.InitOn(m, volume.InitOptions{Chunking: chunking}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); err != nil {
@@ -91,11 +107,12 @@ func powerLossRound(t *testing.T, seed uint64) (files, fsynced, dropped int) {
 	}
 	target.Restart(t)
 	defer func() { target.v.Close() }()
-	w := &plWriter{target: target, r: r, seed: seed, steps: 20 + r.IntN(150), manifest: map[string][]byte{}, live: map[string][]byte{}}
+	w := workload(target, r, seed)
 	// The cut comes when the writer has made its steps: the run replays
 	// exactly from its seed.
 	Cycle(t, target, w, time.Hour)
-	return w.files, w.fsynced, target.dropped
+	files, fsynced = w.checked()
+	return files, fsynced, target.dropped
 }
 
 // powerTarget is a volume on stores that lose what was not synced when
@@ -106,9 +123,11 @@ type powerTarget struct {
 	log     *slog.Logger
 	nsOpt   namespace.Options
 	boot    int
+	tear    *rand.Rand // which unsynced writes in place the cut undoes
 	v       *volume.Volume
 	blobs   *lossyBlobs
-	dropped int // unsynced chunk writes the cut dropped
+	fence   *fence // this boot's metadata file system operations
+	dropped int    // unsynced chunk writes the cut dropped
 }
 
 func (p *powerTarget) Crash(t *testing.T) {
@@ -116,6 +135,9 @@ func (p *powerTarget) Crash(t *testing.T) {
 	p.memfs.SetIgnoreSyncs(true)
 	p.blobs.cutPower()
 	p.v.Close() // fails: the stores refuse or forget everything
+	// A metadata store that failed is left open: nothing it does from
+	// now on may reach the file system.
+	p.fence.close()
 	p.memfs.ResetToSyncedState()
 	p.memfs.SetIgnoreSyncs(false)
 	n, err := p.blobs.loseUnsynced()
@@ -128,11 +150,12 @@ func (p *powerTarget) Crash(t *testing.T) {
 func (p *powerTarget) Restart(t *testing.T) {
 	t.Helper()
 	p.boot++
-	m, err := meta.OpenPebbleFS("/meta", freshLocks{p.memfs, p.boot})
+	p.fence = &fence{}
+	m, err := meta.OpenPebbleFS("/meta", freshLocks{fencedFS{p.memfs, p.fence}, p.boot})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.blobs, err = openLossyBlobs(filepath.Join(p.dir, "chunks")); err != nil {
+	if p.blobs, err = openLossyBlobs(filepath.Join(p.dir, "chunks"), p.tear); err != nil {
 		t.Fatal(err)
 	}
 	if p.v, err = volume.OpenOn(p.dir, m, p.blobs, p.log, p.nsOpt); err != nil {
@@ -331,6 +354,8 @@ func (w *plWriter) Verify(t *testing.T) bool {
 	return failed || !t.Failed()
 }
 
+func (w *plWriter) checked() (files, fsynced int) { return w.files, w.fsynced }
+
 // verify checks the volume after the power loss and returns how many files
 // it checked and how many of them were in the manifest.
 func (w *plWriter) verify(t *testing.T, seed uint64) (files, fsynced int) {
@@ -345,7 +370,7 @@ func (w *plWriter) verify(t *testing.T, seed uint64) (files, fsynced int) {
 			continue
 		}
 		found[e.Name] = true
-		got, err := w.read(e.Ino)
+		got, err := readAll(w.fs, e.Ino)
 		if err != nil {
 			t.Errorf("seed %d: read %s after power loss: %v", seed, e.Name, err)
 			continue
@@ -368,28 +393,4 @@ func (w *plWriter) verify(t *testing.T, seed uint64) (files, fsynced int) {
 		}
 	}
 	return files, fsynced
-}
-
-func (w *plWriter) read(ino uint64) ([]byte, error) {
-	a, err := w.fs.GetAttr(ino)
-	if err != nil {
-		return nil, err
-	}
-	h, err := w.fs.Open(ino, uint32(os.O_RDONLY))
-	if err != nil {
-		return nil, err
-	}
-	defer w.fs.Release(h)
-	buf := make([]byte, a.Size)
-	for off := 0; off < len(buf); {
-		n, err := w.fs.Read(h, int64(off), buf[off:])
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("short read at %d of %d", off, len(buf))
-		}
-		off += n
-	}
-	return buf, nil
 }
