@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/doppelfs/doppel/internal/frontend/blockfile"
 	dvfs "github.com/doppelfs/doppel/internal/vfs"
@@ -93,16 +92,9 @@ func (w *diskWriter) Run(*atomic.Bool) error {
 		}
 		w.disks = append(w.disks, d)
 	}
-	for i := range w.steps {
-		if err := w.step(); err != nil {
-			return fmt.Errorf("seed %d: operation %d: %w", w.seed, i, err)
-		}
-		if w.r.IntN(8) == 0 {
-			time.Sleep(time.Duration(w.r.IntN(30)) * time.Millisecond)
-		}
-	}
+	err := runSteps(w.r, w.seed, w.steps, w.step)
 	*w.overwritten += w.target.v.Engine.Counters().OverwrittenBlocks
-	return nil
+	return err
 }
 
 // createDisk makes a sparse disk image of n blocks, flushed.

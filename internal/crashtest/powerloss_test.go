@@ -335,12 +335,18 @@ func (w *plWriter) writeAll(h dvfs.Handle, off int64, data []byte, fsync bool) e
 // background flushes and syncs run.
 func (w *plWriter) Run(*atomic.Bool) error {
 	w.fs = w.target.v.NS
-	for i := range w.steps {
-		if err := w.step(); err != nil {
-			return fmt.Errorf("seed %d: operation %d: %w", w.seed, i, err)
+	return runSteps(w.r, w.seed, w.steps, w.step)
+}
+
+// runSteps runs step n times, pausing now and then for up to 30 ms so
+// that background flushes and syncs run between steps.
+func runSteps(r *rand.Rand, seed uint64, n int, step func() error) error {
+	for i := range n {
+		if err := step(); err != nil {
+			return fmt.Errorf("seed %d: operation %d: %w", seed, i, err)
 		}
-		if w.r.IntN(8) == 0 {
-			time.Sleep(time.Duration(w.r.IntN(30)) * time.Millisecond)
+		if r.IntN(8) == 0 {
+			time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
 		}
 	}
 	return nil
