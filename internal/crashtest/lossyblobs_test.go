@@ -96,24 +96,22 @@ func (l *lossyBlobs) PutMany(data [][]byte) ([]blob.Loc, error) {
 }
 
 func (l *lossyBlobs) StartPutMany(data [][]byte) (*blob.Writing, error) {
-	if l.powerIsOff() {
-		return nil, errPowerLost
-	}
-	w, err := l.Dir.StartPutMany(data)
-	if err == nil {
-		l.stored(w.Locs)
-	}
-	return w, err
+	return l.startPut(data, l.Dir.StartPutMany)
 }
 
 // StartPutManyCached is StartPutMany through the page cache: the block
 // export's writes come this way (the embedded store's would skip the
 // bookkeeping).
 func (l *lossyBlobs) StartPutManyCached(data [][]byte) (*blob.Writing, error) {
+	return l.startPut(data, l.Dir.StartPutManyCached)
+}
+
+// startPut starts the puts of data with start and records them.
+func (l *lossyBlobs) startPut(data [][]byte, start func([][]byte) (*blob.Writing, error)) (*blob.Writing, error) {
 	if l.powerIsOff() {
 		return nil, errPowerLost
 	}
-	w, err := l.Dir.StartPutManyCached(data)
+	w, err := start(data)
 	if err == nil {
 		l.stored(w.Locs)
 	}
