@@ -181,24 +181,20 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return nil, err
 	}
+	_, e.durableCommits = m.(meta.CommitsDurable)
 	if h, ok := m.(meta.DurabilityHook); ok {
 		// Metadata a store makes durable by itself must not name chunk
 		// bytes that are not durable yet. Bytes written over owned blocks
 		// in place need not be: intent records cover them until a Sync
 		// (intents.go), and syncing them at every memtable flush stalled
 		// the writes in place behind the writeback.
-		sync := b.Sync
-		if s, ok := b.(blob.StoredSyncer); ok {
-			sync = s.SyncStored
+		h.SetBeforeDurable(e.storedSync())
+		if !e.durableCommits {
+			// A synced commit (an intent record, the journal's cursor, a
+			// repair) syncs the whole log: the chunks every commit before
+			// it names go first, and no commit slips in between.
+			h.SetCommitSync(e.syncStoredData)
 		}
-		h.SetBeforeDurable(sync)
-	}
-	_, e.durableCommits = m.(meta.CommitsDurable)
-	if h, ok := m.(meta.DurabilityHook); ok && !e.durableCommits {
-		// A synced commit (an intent record, the journal's cursor, a
-		// repair) syncs the whole log: the chunks every commit before it
-		// names go first, and no commit slips in between.
-		h.SetCommitSync(e.syncStoredData)
 	}
 	e.inPlace = usesInPlace(cfg, b, e.owned, e.durableCommits)
 	if cfg.ReclaimInterval <= 0 {
@@ -243,11 +239,15 @@ func (e *Engine) syncData() error { return e.syncWith(e.blobs.Sync) }
 // syncStoredData is syncData for what metadata may name: the bytes stored
 // (blob.StoredSyncer), not those written in place, which the intent
 // records cover.
-func (e *Engine) syncStoredData() error {
+func (e *Engine) syncStoredData() error { return e.syncWith(e.storedSync()) }
+
+// storedSync is the blob store's sync of what it stored: SyncStored where
+// it keeps writes in place apart (blob.StoredSyncer), else Sync.
+func (e *Engine) storedSync() func() error {
 	if s, ok := e.blobs.(blob.StoredSyncer); ok {
-		return e.syncWith(s.SyncStored)
+		return s.SyncStored
 	}
-	return e.syncData()
+	return e.blobs.Sync
 }
 
 // syncWith makes the chunk bytes durable with syncBlobs, then every
