@@ -90,7 +90,7 @@ type Engine struct {
 	// the host's readahead of the segment files (inorder.go).
 	hostReadahead bool
 	windows       *extentWindows  // nil with Config.OtherWriters (extent_window_cache.go)
-	extentGens    extentGens      // commits that changed extents, for PlanInPlace's plans
+	extentLog     extentLog       // commits that changed extents, for PlanInPlace's plans
 	slots         blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
 	reclaimer
 	counters counters

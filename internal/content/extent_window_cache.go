@@ -179,7 +179,7 @@ func (w *extentWindows) evictOldest() {
 
 // drop forgets the windows of inos (after a commit changed their extents)
 // and fails every put of a scan begun before.
-func (w *extentWindows) drop(inos map[uint64]struct{}) {
+func (w *extentWindows) drop(inos map[uint64]extentSpan) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seq++

@@ -146,7 +146,7 @@ func (t *Tx) Punch(ino uint64, start, end int64) (int64, error) {
 // block is stored as an ordinary reference to it (owned.go).
 func (t *Tx) put(ino uint64, p Piece) error {
 	x := t.ref(p)
-	t.extentsChanged(ino)
+	t.extentsChanged(ino, p.Off, p.End())
 	return t.b.Set(schema.ExtentKey(ino, p.Off), x.Encode())
 }
 
@@ -246,7 +246,7 @@ func (t *Tx) Shift(ino uint64, from, delta int64) error {
 		slices.Reverse(pieces)
 	}
 	for _, p := range pieces {
-		t.extentsChanged(ino)
+		t.extentsChanged(ino, p.Off, p.End())
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return err
 		}

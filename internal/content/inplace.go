@@ -87,7 +87,7 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 	if len(ranges) == 0 {
 		return
 	}
-	gen := e.extentGens.of(ino) // before the read: a commit after it shows
+	gen := e.extentLog.current() // before the read: a commit after it shows
 	old, err := extentsOverlapping(e.meta, ino, ranges)
 	if err != nil {
 		return
@@ -140,7 +140,7 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 		}
 	}
 	rest := hits[:0:0]
-	var took, write []*Prepared
+	took, write := make([]*Prepared, 0, len(g)), make([]*Prepared, 0, len(g))
 	i := 0
 	for _, p := range hits {
 		for i < len(g) && g[i].Off < p.Off {

@@ -117,7 +117,7 @@ func (t *Tx) retakeOwned(ino uint64, p Piece) (bool, error) {
 	x := p.Extent
 	x.Hash, x.Hint.Check = sums[0], schema.CheckSum(data)
 	t.keptOwned++ // new bytes, for the dedup pass
-	t.extentsChanged(ino)
+	t.extentsChanged(ino, p.Off, p.End())
 	if err := t.raw.Set(schema.ExtentKey(ino, p.Off), x.Encode()); err != nil {
 		return false, err
 	}

@@ -397,10 +397,33 @@ func TestInPlacePlanGoesStale(t *testing.T) {
 	v.checkContent(2, data)
 	v.checkInvariants()
 
-	// A plan for another file's write stays good.
+	// A plan stays good after commits to another file and to another
+	// part of the same file (another connection's stream), and goes
+	// stale once a commit reaches the extents it read.
 	other := plan(6*4096, testutil.RandBytes(r, 4096))
 	v.write(3, 0, testutil.RandBytes(r, 4096))
-	if 3%extentGenBuckets != 2%extentGenBuckets && !planned(other) {
+	if !planned(other) {
 		t.Error("a plan is dropped after a commit to another file")
+	}
+	v.write(2, 0, testutil.RandBytes(r, 2*4096))
+	if !planned(other) {
+		t.Error("a plan is dropped after a commit to another range of the file")
+	}
+	v.write(2, 7*4096, testutil.RandBytes(r, 4096))
+	if !planned(other) {
+		t.Error("a plan is dropped after a commit next to its range")
+	}
+	v.write(2, 5*4096, testutil.RandBytes(r, 2*4096))
+	if planned(other) {
+		t.Error("a plan is taken after a commit overwrote its range")
+	}
+
+	// A plan older than the changes the engine keeps is read again.
+	old := plan(0, testutil.RandBytes(r, 4096))
+	for i := range extentLogSize + 1 {
+		v.write(3, int64(i%4)*4096, testutil.RandBytes(r, 4096))
+	}
+	if planned(old) {
+		t.Error("a plan is taken though the changes since it are no longer known")
 	}
 }

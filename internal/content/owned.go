@@ -128,7 +128,7 @@ func (t *Tx) putOwned(ino uint64, c *Prepared) error {
 // c as the transaction's owned copy of its bytes.
 func (t *Tx) putOwnerExtent(ino uint64, c *Prepared) error {
 	t.keepOwnedFresh(c)
-	t.extentsChanged(ino)
+	t.extentsChanged(ino, c.Off, c.Off+int64(c.Len))
 	x := ownedExtentOf(c)
 	return t.b.Set(schema.ExtentKey(ino, c.Off), x.Encode())
 }

@@ -27,15 +27,15 @@ type Tx struct {
 	fresh   map[schema.Hash]*Prepared // the copy a new chunk's record will name
 	adopted map[*Prepared]struct{}    // every stored copy handed to this tx
 	delta   schema.Stats
-	freed   []blob.Loc          // chunks whose last reference went; punch once durable
-	release bool                // freed space was asked back (Release): never pool it
-	dupes   []blob.Loc          // stored bytes nobody references; punch at once
-	after   []func()            // run once committed
-	locked  []func()            // run once committed, before the lock goes
-	aborted []func()            // run if it aborts, before the lock goes
-	trees   TreeJournal         // the clones an inode lies in (SetTrees)
-	created []schema.Hash       // chunks whose records this tx creates
-	extents map[uint64]struct{} // inodes whose extents this tx changes
+	freed   []blob.Loc            // chunks whose last reference went; punch once durable
+	release bool                  // freed space was asked back (Release): never pool it
+	dupes   []blob.Loc            // stored bytes nobody references; punch at once
+	after   []func()              // run once committed
+	locked  []func()              // run once committed, before the lock goes
+	aborted []func()              // run if it aborts, before the lock goes
+	trees   TreeJournal           // the clones an inode lies in (SetTrees)
+	created []schema.Hash         // chunks whose records this tx creates
+	extents map[uint64]extentSpan // inodes whose extents this tx changes, and where
 	// Owned blocks (owned.go): what the tx does with each, the new ones
 	// by hash, and the records it gives blocks that gain references.
 	owned      map[blob.Loc]*ownedUse
@@ -92,13 +92,17 @@ func (e *Engine) AwaitTransactions() {
 // pass instead of after the pool's slotLife.
 func (t *Tx) Release() { t.release = true }
 
-// extentsChanged notes that the transaction changes ino's extents: its
-// extent windows go when it commits.
-func (t *Tx) extentsChanged(ino uint64) {
+// extentsChanged notes that the transaction changes ino's extents in
+// [lo, hi): its extent windows go when it commits, and plans of extents
+// there (extent_plan.go) are read again.
+func (t *Tx) extentsChanged(ino uint64, lo, hi int64) {
 	if t.extents == nil {
-		t.extents = map[uint64]struct{}{}
+		t.extents = map[uint64]extentSpan{}
 	}
-	t.extents[ino] = struct{}{}
+	if s, ok := t.extents[ino]; ok {
+		lo, hi = min(lo, s.lo), max(hi, s.hi)
+	}
+	t.extents[ino] = extentSpan{lo, hi}
 }
 
 // Batch is the metadata batch of the transaction.
@@ -210,7 +214,7 @@ func (t *Tx) Commit(sync bool) error {
 	}
 	if t.extents != nil {
 		// Committed or not known: either way.
-		t.e.extentGens.bump(t.extents)
+		t.e.extentLog.record(t.extents)
 		if t.e.windows != nil {
 			t.e.windows.drop(t.extents)
 		}

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -37,16 +38,20 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 			continue
 		}
 		start, end := g[0].Off, g[len(g)-1].Off+int64(g[len(g)-1].Len)
-		var hits []Piece
+		// Extents are disjoint and in order: those ending before start
+		// lead, and the hits follow them side by side.
+		for next < len(old) && old[next].Off < end && old[next].End() <= start {
+			next++
+		}
+		first := next
+		for next < len(old) && old[next].Off < end {
+			next++
+		}
+		hits := old[first:next:next] // an append copies, leaving old[next:] alone
 		if carry != nil && carry.End() > start {
-			hits = append(hits, *carry)
+			hits = append([]Piece{*carry}, hits...)
 		}
 		carry = nil
-		for ; next < len(old) && old[next].Off < end; next++ {
-			if old[next].End() > start {
-				hits = append(hits, old[next])
-			}
-		}
 		hits, err := t.overwriteOwned(ino, g, hits)
 		if err != nil {
 			return 0, err
@@ -75,7 +80,7 @@ func (t *Tx) WriteRanges(ino uint64, groups [][]*Prepared) (int64, error) {
 func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **Piece) (int64, error) {
 	var mapped int64
 	for _, p := range pieces {
-		t.extentsChanged(ino)
+		t.extentsChanged(ino, p.Off, p.End())
 		if err := t.b.Delete(schema.ExtentKey(ino, p.Off)); err != nil {
 			return 0, err
 		}
@@ -100,6 +105,10 @@ func (t *Tx) punchPieces(ino uint64, pieces []Piece, start, end int64, carry **P
 	return mapped, nil
 }
 
+// maxPiecesAhead bounds the room extentsOverlapping makes before it
+// reads: a stream of 8 MiB in 4 KiB blocks.
+const maxPiecesAhead = 2048 + 2
+
 // seekGap is the distance between two ranges past which
 // extentsOverlapping seeks rather than steps over the extents between
 // them: a seek costs about what a dozen steps do.
@@ -117,7 +126,14 @@ func extentsOverlapping(r meta.Reader, ino uint64, ranges [][2]int64) ([]Piece, 
 		return nil, err
 	}
 	defer it.Close()
-	var out []Piece
+	var span int64
+	for _, rg := range ranges {
+		span += rg[1] - rg[0]
+	}
+	// Room for a disk image's blocks (the most extents a range holds),
+	// up to a stream's worth: growing the slice block by block was a
+	// tenth of the read.
+	out := make([]Piece, 0, min(span/blob.Align+2, maxPiecesAhead))
 	var prevEnd int64
 	for i, rg := range ranges {
 		start, end := rg[0], rg[1]
