@@ -22,7 +22,10 @@ type Dir struct {
 	direct  bool     // write the active segment with O_DIRECT where the host allows
 	dirf    *os.File // the directory: lock holder and fsync target
 
-	syncMu sync.Mutex // serialises Sync and Close
+	syncMu sync.Mutex // serialises syncs of stored segments, and Close
+	// overSyncMu serialises syncs of all (Sync, Close): taken before
+	// syncMu, it is held while the segments written in place are synced.
+	overSyncMu sync.Mutex
 
 	mu     sync.Mutex
 	closed bool
@@ -206,55 +209,93 @@ func (d *Dir) Sync() error { return d.syncOpen(true) }
 // both ways are synced whole.
 func (d *Dir) SyncStored() error { return d.syncOpen(false) }
 
-// syncOpen is Sync (all) or SyncStored on a store not closed.
+// syncOpen is Sync (all) or SyncStored on a store not closed. The
+// segments written only in place are synced last, with syncMu let go: a
+// SyncStored then waits for no fdatasync of writes in place. Behind a
+// periodic Sync of a disk image written over in place (seconds of
+// writes), every intent record's commit, which syncs what was stored
+// first, held a copy into the export about half a second.
 func (d *Dir) syncOpen(all bool) error {
+	if all {
+		d.overSyncMu.Lock()
+		defer d.overSyncMu.Unlock()
+	}
 	d.syncMu.Lock()
-	defer d.syncMu.Unlock()
 	d.mu.Lock()
 	closed := d.closed
 	d.mu.Unlock()
 	if closed {
+		d.syncMu.Unlock()
 		return fmt.Errorf("blob: sync: %w", os.ErrClosed)
 	}
-	return d.syncLocked(all)
+	sets := d.takeSyncSets(all)
+	err := d.syncStored(sets)
+	d.syncMu.Unlock()
+	return errors.Join(err, d.syncSegments(sets.inPlace))
 }
 
-// syncLocked does the work of Sync (all) or SyncStored; d.syncMu must be
-// held.
+// syncLocked does the work of Sync (all) or SyncStored; d.syncMu, and
+// for all d.overSyncMu, must be held.
 func (d *Dir) syncLocked(all bool) error {
-	d.drain() // every write started is in its file before the fdatasync
+	sets := d.takeSyncSets(all)
+	return errors.Join(d.syncStored(sets), d.syncSegments(sets.inPlace))
+}
+
+// syncSets is what one Sync makes durable: the segments Put wrote to (and
+// the directory, when a segment file came or went) and, for a Sync of
+// all, those only written over in place. Each segment holds a reference.
+type syncSets struct {
+	stored, inPlace map[uint32]*segment
+	dirDirty        bool
+}
+
+// takeSyncSets takes from d what the next Sync (all) or SyncStored must
+// make durable, once every write started is in its file.
+func (d *Dir) takeSyncSets(all bool) syncSets {
+	d.drain()
 	d.mu.Lock()
-	dirty, dirDirty := d.dirty, d.dirDirty
+	defer d.mu.Unlock()
+	sets := syncSets{stored: d.dirty, dirDirty: d.dirDirty}
 	d.dirty, d.dirDirty = make(map[uint32]*segment), false
 	if all {
-		for num, s := range d.overwritten {
-			if dirty[num] == nil {
-				dirty[num] = s
-			} else {
-				d.release(s) // its reference: dirty's stays
+		sets.inPlace, d.overwritten = d.overwritten, nil
+		for num, s := range sets.inPlace {
+			if sets.stored[num] != nil {
+				d.release(s) // synced whole with the stored: one reference stays
+				delete(sets.inPlace, num)
 			}
 		}
-		d.overwritten = nil
 	}
-	d.mu.Unlock()
+	return sets
+}
 
+// syncStored syncs the stored segments of sets, then the directory.
+func (d *Dir) syncStored(sets syncSets) error {
+	err := d.syncSegments(sets.stored)
+	if sets.dirDirty {
+		if derr := d.dirf.Sync(); derr != nil {
+			err = errors.Join(err, fmt.Errorf("blob: sync directory: %w", derr))
+		}
+		if err != nil {
+			d.mu.Lock()
+			d.dirDirty = true
+			d.mu.Unlock()
+		}
+	}
+	return err
+}
+
+// syncSegments fdatasyncs segs and lets go of their references.
+func (d *Dir) syncSegments(segs map[uint32]*segment) error {
 	var errs []error
-	for _, s := range dirty {
+	for _, s := range segs {
 		if err := fdatasync(s.f); err != nil {
 			errs = append(errs, fmt.Errorf("blob: %w", err))
 		}
 	}
-	if dirDirty {
-		if err := d.dirf.Sync(); err != nil {
-			errs = append(errs, fmt.Errorf("blob: sync directory: %w", err))
-		}
-	}
 	d.mu.Lock()
-	for _, s := range dirty {
+	for _, s := range segs {
 		d.release(s)
-	}
-	if dirDirty && len(errs) > 0 {
-		d.dirDirty = true
 	}
 	d.mu.Unlock()
 	return errors.Join(errs...)
@@ -298,6 +339,8 @@ func (d *Dir) Segments() ([]uint32, error) {
 // Close syncs the store, closes its files and releases the directory.
 // Calls still running keep their files open until they finish.
 func (d *Dir) Close() error {
+	d.overSyncMu.Lock()
+	defer d.overSyncMu.Unlock()
 	d.syncMu.Lock()
 	defer d.syncMu.Unlock()
 	d.mu.Lock()

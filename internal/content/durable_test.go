@@ -3,7 +3,7 @@ package content
 import (
 	"bytes"
 	"math/rand/v2"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,17 +76,17 @@ func TestDurableCommitsSyncDataFirst(t *testing.T) {
 	}
 }
 
-// blockingBlobs holds its first Sync until release is closed.
+// blockingBlobs holds its Sync number blockAt (from 1) until release is
+// closed.
 type blockingBlobs struct {
 	blob.Store
 	entered, release chan struct{}
-	once             sync.Once
+	blockAt          int
+	syncs            atomic.Int32
 }
 
 func (b *blockingBlobs) Sync() error {
-	first := false
-	b.once.Do(func() { first = true })
-	if first {
+	if int(b.syncs.Add(1)) == b.blockAt {
 		close(b.entered)
 		<-b.release
 	}
@@ -100,7 +100,12 @@ func (b *blockingBlobs) Sync() error {
 // chunks): a periodic sync must not stall a streaming writer there.
 func TestSyncHoldsCommitsOnlyWhereCommitsAreNotDurable(t *testing.T) {
 	for _, durable := range []bool{false, true} {
-		bb := &blockingBlobs{entered: make(chan struct{}), release: make(chan struct{})}
+		// Where commits are not durable, Sync's first pass over the data
+		// runs without the gate (commits go on), its second under it.
+		bb := &blockingBlobs{entered: make(chan struct{}), release: make(chan struct{}), blockAt: 2}
+		if durable {
+			bb.blockAt = 1
+		}
 		v, ok := envWithBlobs(t, durable, func(b blob.Store) blob.Store { bb.Store = b; return bb })
 		if !ok {
 			continue

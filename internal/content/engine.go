@@ -259,6 +259,16 @@ func (e *Engine) syncWith(syncBlobs func() error) error {
 	// waited for every upload in flight at each periodic sync (every 5 s),
 	// and the write's pipeline drained.
 	if !e.durableCommits {
+		// A first pass without the gate takes the bulk of the data: the
+		// gated pass then syncs only what was written meanwhile. Gated
+		// whole, a periodic Sync of a disk image written in place held
+		// every commit of new chunks and every intent record (which
+		// syncs through here) for its fdatasync of seconds of writes,
+		// and with them the writer's pipeline: 0.7 s of idle cores every
+		// 5 s of a copy over an export's data.
+		if err := syncBlobs(); err != nil {
+			return err
+		}
 		e.syncGate.Lock()
 		defer e.syncGate.Unlock()
 	}
