@@ -161,6 +161,7 @@ func (t *Tx) WriteChunks(ino uint64, chunks []*Prepared) (int64, error) {
 func (t *Tx) putChunks(ino uint64, chunks []*Prepared) (int64, error) {
 	var mapped int64
 	t.Adopt(chunks)
+	t.ownedHint = max(t.ownedHint, len(chunks))
 	for _, c := range chunks {
 		if c.Zero || c.keptExtent {
 			continue // a hole; an extent set over its old one (mapped bytes unchanged)

@@ -139,6 +139,7 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 			return hits, err
 		}
 	}
+	t.ownedHint = max(t.ownedHint, len(g)) // keepOwnedFresh's map, sized once
 	rest := hits[:0:0]
 	took, write := make([]*Prepared, 0, len(g)), make([]*Prepared, 0, len(g))
 	i := 0

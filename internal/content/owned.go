@@ -137,7 +137,7 @@ func (t *Tx) putOwnerExtent(ino uint64, c *Prepared) error {
 // later chunks with the same bytes reference.
 func (t *Tx) keepOwnedFresh(c *Prepared) {
 	if t.ownedFresh == nil {
-		t.ownedFresh = map[schema.Hash]*Prepared{}
+		t.ownedFresh = make(map[schema.Hash]*Prepared, t.ownedHint)
 	}
 	t.ownedFresh[c.Hash] = c
 }

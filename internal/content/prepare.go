@@ -102,7 +102,10 @@ func (e *Engine) Store(out []*Prepared) error { return e.storeLent(out, nil) }
 // storeLent is Store of chunks cut from loan's memory (nil: none), which
 // a blob.Lender may upload from where they lie.
 func (e *Engine) storeLent(out []*Prepared, loan *Loan) error {
-	seen := map[schema.Hash]*Prepared{} // the first copy of each new hash is stored; later ones share it
+	// The first copy of each new hash is stored; later ones share it.
+	// Sized for every chunk new: grown entry by entry, its rehashing was
+	// 2 % of the CPU of a copy into a disk image.
+	seen := make(map[schema.Hash]*Prepared, len(out))
 	var started []startedWrite
 	var dedup, zero int64
 	var err error

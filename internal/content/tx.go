@@ -40,6 +40,7 @@ type Tx struct {
 	// by hash, and the records it gives blocks that gain references.
 	owned      map[blob.Loc]*ownedUse
 	ownedFresh map[schema.Hash]*Prepared
+	ownedHint  int // how many entries ownedFresh is made with
 	promoted   map[schema.Hash][]byte
 	// promotesUnsettled: a block it promoted may hold bytes written in
 	// place that no Sync made durable yet (promote).
