@@ -24,7 +24,8 @@
 // zone (intents.go); recovery takes the blocks of zones with intent
 // records as it finds them (inplace_recover.go). A stream's old extents,
 // read to plan those writes, serve its transaction too while no commit
-// changed them (extent_plan.go).
+// changed them where it read (extent_plan.go keeps recent changes by
+// range).
 //
 // Chunks are hashed together, sixteen 1 KiB pieces at a time (hash.go,
 // over package blockhash): runs of 4 KiB chunks, and runs of longer ones.
