@@ -1,9 +1,6 @@
 package content
 
-import (
-	"math"
-	"sync"
-)
+import "sync"
 
 // A stream's old extents, read once. PlanInPlace reads them outside the
 // transaction, to plan writes in place; the transaction that commits the
@@ -132,6 +129,3 @@ func (t *Tx) plannedExtents(ino uint64, ranges [][2]int64, groups [][]*Prepared)
 	}
 	return p.pieces, true
 }
-
-// wholeFile is the span of every extent of a file.
-var wholeFile = extentSpan{0, math.MaxInt64}

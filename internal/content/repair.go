@@ -3,6 +3,7 @@ package content
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
@@ -36,7 +37,7 @@ func (t *Tx) AdjustStats(d schema.Stats) {
 // fixes the inode's mapped bytes.
 func (t *Tx) DropExtent(ino uint64, off int64, length uint32) error {
 	t.delta.LogicalBytes -= int64(length)
-	t.extentsChanged(ino, wholeFile.lo, wholeFile.hi) // the extent's length may be unknown
+	t.extentsChanged(ino, 0, math.MaxInt64) // the extent's length may be unknown
 	return t.b.Delete(schema.ExtentKey(ino, off))
 }
 
