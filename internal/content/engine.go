@@ -225,12 +225,25 @@ func (e *Engine) Stats() schema.Stats {
 }
 
 // Sync makes everything committed so far durable, data before metadata.
-func (e *Engine) Sync() error {
+// The intent records of zones written in place in the epoch it ends stay
+// for one more Sync (intents.go): a writer still in them would otherwise
+// make them again at once, each with a synced commit in its pipeline.
+func (e *Engine) Sync() error { return e.syncClearing(1) }
+
+// syncAll is Sync that also deletes the intent records of the epoch it
+// ends: a volume that closes cleanly keeps none.
+func (e *Engine) syncAll() error { return e.syncClearing(0) }
+
+// syncClearing is Sync keeping the intent records of the last keep epochs.
+func (e *Engine) syncClearing(keep uint64) error {
 	epoch := e.syncEpoch() // before the gate: commits under txMu may wait for it
 	if err := e.syncData(); err != nil {
 		return err
 	}
-	return e.clearIntents(epoch)
+	if epoch < keep {
+		return nil
+	}
+	return e.clearIntents(epoch - keep)
 }
 
 // syncData is Sync without the intent records.

@@ -89,14 +89,60 @@ func TestInPlaceOverwrite(t *testing.T) {
 	}
 	v.checkContent(2, data)
 	v.checkInvariants()
-	if err := v.e.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if n := v.intentRecords(); n != 0 {
-		t.Errorf("%d intent records after the Sync, want none", n)
+	for i, want := range []int{1, 0} { // cleared lazily: kept across one Sync
+		if err := v.e.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if n := v.intentRecords(); n != want {
+			t.Errorf("%d intent records after Sync %d, want %d", n, i+1, want)
+		}
 	}
 	v.reopen()
 	v.checkContent(2, data)
+}
+
+// TestIntentRecordsAheadAndLazy: a writer that comes into a zone from
+// the one below gets the records of the zones ahead with its own, one
+// that jumps does not; a Sync deletes only the records of zones not
+// written since the Sync before it, and a clean close deletes them all.
+func TestIntentRecordsAheadAndLazy(t *testing.T) {
+	v := newInPlaceEnv(t)
+	v.recover() // opens the session that a clean close ends
+	zone := int64(schema.IntentZoneBytes)
+	intend := func(ino uint64, off int64) {
+		t.Helper()
+		if err := v.e.intendOverwrite(ino, []int64{off}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(n int, when string) {
+		t.Helper()
+		if got := v.intentRecords(); got != n {
+			t.Errorf("%s: %d intent records, want %d", when, got, n)
+		}
+	}
+	intend(2, 4096)
+	want(1, "a first write")
+	intend(2, zone+4096)
+	want(2+intentReadAhead, "the writer went on into the next zone")
+	intend(2, 3*zone) // recorded ahead already
+	want(2+intentReadAhead, "a write into a zone recorded ahead")
+	intend(3, 5*zone)
+	want(3+intentReadAhead, "another file's write, not after its zone below")
+	if err := v.e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want(3+intentReadAhead, "a Sync after the writes")
+	intend(2, 4096)
+	if err := v.e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	want(1, "a second Sync, one zone written between the two")
+	intend(3, 5*zone)
+	v.e.Close()
+	v.e = nil
+	want(0, "a clean close")
+	v.e = v.newEngine()
 }
 
 // TestInPlaceNotOverShared: a block a copy shares (it has a record at its

@@ -96,7 +96,7 @@ func (e *Engine) closeSession() error {
 	if !e.sessionOpen {
 		return nil
 	}
-	if err := e.Sync(); err != nil {
+	if err := e.syncAll(); err != nil {
 		return err
 	}
 	e.sessionOpen = false
