@@ -24,7 +24,7 @@ import (
 // costs is a check of those zones after a crash.
 
 // intentReadAhead is how many zones past a sequential writer's new zone
-// get their records in the same synced commit: 512 MiB of a file.
+// get their records in the same synced commit: 448 MiB of a file.
 const intentReadAhead = 7
 
 // intentZone is one zone of one file.
