@@ -139,7 +139,9 @@ func TestIntentRecordsAheadAndLazy(t *testing.T) {
 	}
 	want(1, "a second Sync, one zone written between the two")
 	intend(3, 5*zone)
-	v.e.Close()
+	if err := v.e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	v.e = nil
 	want(0, "a clean close")
 	v.e = v.newEngine()

@@ -17,8 +17,8 @@ import (
 // records of the zones written only before the Sync ahead of it began.
 // Like md's bitmap, records are cleared lazily: a zone a writer is still
 // in keeps its record across a periodic Sync instead of taking a synced
-// commit again at once (a trace of a copy over an export's data showed
-// the writer's pipeline idle behind those commits). A writer that comes
+// commit again at once (a copy over an export's data left the cores
+// idle behind those commits' fdatasyncs). A writer that comes
 // into a zone from the one below it gets the records of the next
 // intentReadAhead zones with its own, for the same reason. What either
 // costs is a check of those zones after a crash.
