@@ -1,6 +1,7 @@
 package content
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/google/btree"
@@ -15,7 +16,21 @@ import (
 type Buffer struct {
 	t     *btree.BTreeG[Run]
 	bytes int64
+
+	// Spare, when set, hands out an empty array (a streaming writer's
+	// pool: BufPool.Get) for a run that grows past spareFrom bytes, so
+	// that a new stream's run moves once into an array with room to
+	// reach the commit size, instead of doubling there through fresh
+	// arrays that the runtime zeroes and Write copies (an NBD client's
+	// connections each begin such a run every few dozen MiB).
+	Spare func() []byte
+	// spareFrom, when not 0, replaces defaultSpareFrom (tests).
+	spareFrom int
 }
+
+// defaultSpareFrom is the size past which a growing run takes a Spare
+// array.
+const defaultSpareFrom = 1 << 20
 
 // Run is a contiguous range of buffered data.
 type Run struct {
@@ -121,7 +136,7 @@ func (b *Buffer) Write(off int64, p []byte) {
 			// append's own growth, a quarter for large slices, copied a
 			// run that grows to 8 MiB in 256 KiB writes about five times.
 			r.arr = nil
-			r.Data = roomFor(r.Data, len(r.Data)+len(p))
+			r.Data = b.grow(r.Data, len(r.Data)+len(p))
 		}
 		r.Data = append(r.Data, p...) // sequential append
 		t.ReplaceOrInsert(r)
@@ -153,7 +168,7 @@ func (b *Buffer) Write(off int64, p []byte) {
 		merged = rs[0]
 		if need := int(stop - start); need > cap(merged.Data) {
 			merged.arr = nil
-			merged.Data = roomFor(merged.Data, need)
+			merged.Data = b.grow(merged.Data, need)
 		}
 		merged.Data = merged.Data[:stop-start]
 	} else {
@@ -174,6 +189,19 @@ func (b *Buffer) Write(off int64, p []byte) {
 // roomFor returns data in an array of twice n bytes, n > cap(data).
 func roomFor(data []byte, n int) []byte {
 	return slices.Grow(data, 2*n-len(data))
+}
+
+// grow returns data in an array with room for n bytes, n > cap(data):
+// a Spare one when the run has grown past spareFrom and it fits,
+// else roomFor's.
+func (b *Buffer) grow(data []byte, n int) []byte {
+	from := cmp.Or(b.spareFrom, defaultSpareFrom)
+	if b.Spare != nil && n > from {
+		if spare := b.Spare(); cap(spare) >= n {
+			return append(spare[:0], data...)
+		}
+	}
+	return roomFor(data, n)
 }
 
 // Overlay copies buffered bytes over dst, which holds file data at off.

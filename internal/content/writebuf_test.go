@@ -120,6 +120,14 @@ func TestBufferModel(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 0xb0f))
 			var b Buffer
+			if seed%2 == 0 {
+				// Runs past 512 bytes move into spare arrays that hold
+				// stale bytes, as a pool's do; some are too small.
+				b.spareFrom = 512
+				b.Spare = func() []byte {
+					return bytes.Repeat([]byte{0xee}, 256+r.IntN(space))[:0]
+				}
+			}
 			m := newBufModel(space)
 			var ops []string // recent operations, for the failure message
 			defer func() {
@@ -286,6 +294,28 @@ func TestBufferGapFillKeepsTheRunsArray(t *testing.T) {
 	}
 	if &rs[0].Data[0] != first {
 		t.Error("the merge copied the first run into a new array though it had room")
+	}
+}
+
+func TestBufferGrowsIntoSpare(t *testing.T) {
+	var b Buffer
+	spares := 0
+	b.Spare = func() []byte {
+		spares++
+		return bytes.Repeat([]byte{0xee}, 10<<20)[:0]
+	}
+	var want []byte
+	for i := range 16 { // a stream of 256 KiB writes, to 4 MiB
+		p := bytes.Repeat([]byte{byte(i)}, 256<<10)
+		b.Write(int64(len(want)), p)
+		want = append(want, p...)
+	}
+	rs := b.Runs()
+	if len(rs) != 1 || !bytes.Equal(rs[0].Data, want) {
+		t.Fatalf("%d runs; want one run of the %d bytes written", len(rs), len(want))
+	}
+	if spares != 1 || cap(rs[0].Data) != 10<<20 {
+		t.Errorf("%d spare arrays taken, run's capacity %d; want one, of 10 MiB", spares, cap(rs[0].Data))
 	}
 }
 

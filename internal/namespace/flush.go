@@ -160,7 +160,7 @@ func (v *FS) giveUp(f *openFile, err error) {
 
 func (v *FS) dropBuffer(f *openFile) {
 	v.dirty.n.Add(-f.buf.Bytes())
-	f.buf = content.Buffer{}
+	f.buf = content.Buffer{Spare: f.buf.Spare}
 	f.held = heldAttrs{}
 	v.setPending(f, false)
 }
