@@ -26,6 +26,16 @@ func (p *BufPool) Get() []byte {
 	return make([]byte, 0, p.size)
 }
 
+// Recycled returns an empty slice over an array given back (capacity at
+// least Min), or nil when the pool holds none: for a caller that has a
+// cheaper way than a fresh array of the pool's size.
+func (p *BufPool) Recycled() []byte {
+	if b, ok := p.p.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
 // Put gives b's array back for reuse; the caller must not use it any more.
 // Arrays with less capacity than Min, or more than the pool's size, are
 // left to the garbage collector.

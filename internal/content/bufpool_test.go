@@ -18,3 +18,16 @@ func TestBufPool(t *testing.T) {
 		}
 	}
 }
+
+func TestBufPoolRecycledOnlyGivesBack(t *testing.T) {
+	p := NewBufPool(100, 60)
+	if b := p.Recycled(); b != nil {
+		t.Fatalf("empty pool: Recycled gave capacity %d, want nil", cap(b))
+	}
+	p.Put(make([]byte, 0, 80))
+	// sync.Pool may drop what it holds at any time (a collection), so
+	// only what it returns is checked.
+	if b := p.Recycled(); b != nil && (len(b) != 0 || cap(b) != 80) {
+		t.Fatalf("Recycled: len %d cap %d, want 0 and 80", len(b), cap(b))
+	}
+}

@@ -17,12 +17,14 @@ type Buffer struct {
 	t     *btree.BTreeG[Run]
 	bytes int64
 
-	// Spare, when set, hands out an empty array (a streaming writer's
-	// pool: BufPool.Get) for a run that grows past spareFrom bytes, so
-	// that a new stream's run moves once into an array with room to
-	// reach the commit size, instead of doubling there through fresh
-	// arrays that the runtime zeroes and Write copies (an NBD client's
-	// connections each begin such a run every few dozen MiB).
+	// Spare, when set, hands out an empty array that a finished stream
+	// gave back (BufPool.Recycled), or nil, for a run that grows past
+	// spareFrom bytes: a new stream's run then moves once into an array
+	// with room to reach the commit size, instead of doubling there
+	// through fresh arrays that the runtime zeroes and Write copies (an
+	// NBD client's connections each begin such a run every few dozen
+	// MiB). Without one it grows as before, so that a file of a few MiB
+	// written and closed gets no array of a stream's size.
 	Spare func() []byte
 	// spareFrom, when not 0, replaces defaultSpareFrom (tests).
 	spareFrom int
@@ -192,12 +194,12 @@ func roomFor(data []byte, n int) []byte {
 }
 
 // grow returns data in an array with room for n bytes, n > cap(data):
-// a Spare one when the run has grown past spareFrom and it fits,
-// else roomFor's.
+// a Spare one when the run has grown past spareFrom and one that fits is
+// there, else roomFor's.
 func (b *Buffer) grow(data []byte, n int) []byte {
 	from := cmp.Or(b.spareFrom, defaultSpareFrom)
 	if b.Spare != nil && n > from {
-		if spare := b.Spare(); cap(spare) >= n {
+		if spare := b.Spare(); spare != nil && cap(spare) >= n {
 			return append(spare[:0], data...)
 		}
 	}

@@ -88,7 +88,7 @@ func (v *FS) registerHandle(ino uint64, flags uint32, chunker func() chunker.Chu
 	f := v.files[ino]
 	if f == nil {
 		f = &openFile{ino: ino, chunker: chunker()}
-		f.buf.Spare = v.runBufs.Get
+		f.buf.Spare = v.runBufs.Recycled
 		v.files[ino] = f
 	}
 	f.opens++
