@@ -29,12 +29,13 @@ func OpenPebble(dir string) (*Pebble, error) { return OpenPebbleFS(dir, vfs.Defa
 func OpenPebbleFS(dir string, fs vfs.FS) (*Pebble, error) {
 	wal := newSoftWAL(fs)
 	p := &Pebble{wal: wal}
+	cache := blockCacheSize(totalMemory())
 	opts := &pebble.Options{
 		FS:           wal,
 		Comparer:     wholeKeys,
-		Cache:        pebble.NewCache(blockCacheSize(totalMemory())),
+		Cache:        pebble.NewCache(cache),
 		Logger:       slogLogger{},
-		MemTableSize: memTableSize,
+		MemTableSize: memTableSize(cache),
 		EventListener: &pebble.EventListener{
 			BackgroundError: logBackgroundError,
 			// Called with the memtables to flush chosen and before their
