@@ -188,6 +188,50 @@ func (b *Buffer) Write(off int64, p []byte) {
 	t.ReplaceOrInsert(merged)
 }
 
+// WriteFrom buffers n bytes at off that fill reads into the buffer's own
+// memory, saving Write's copy where it can: appended to the run that ends
+// at off, or as a new run touching none. Elsewhere fill reads into a
+// scratch array that Write then copies. fill is called once, with n
+// bytes; if it fails, the buffer is left as it was (what fill read is
+// dropped) and its error is returned.
+func (b *Buffer) WriteFrom(off int64, n int, fill func(dst []byte) error) error {
+	if n == 0 {
+		return nil
+	}
+	end := off + int64(n)
+	rs := b.between(off, end, true)
+	switch {
+	case len(rs) == 1 && rs[0].End() == off:
+		r := rs[0]
+		if len(r.Data)+n > cap(r.Data) {
+			r.arr = nil
+			r.Data = b.grow(r.Data, len(r.Data)+n)
+			b.tree().ReplaceOrInsert(r) // moved: its bytes are the same
+		}
+		if err := fill(r.Data[len(r.Data) : len(r.Data)+n]); err != nil {
+			return err
+		}
+		r.Data = r.Data[:len(r.Data)+n]
+		b.tree().ReplaceOrInsert(r)
+		b.bytes += int64(n)
+		return nil
+	case len(rs) == 0:
+		data := make([]byte, n)
+		if err := fill(data); err != nil {
+			return err
+		}
+		b.tree().ReplaceOrInsert(Run{Off: off, Data: data})
+		b.bytes += int64(n)
+		return nil
+	}
+	scratch := make([]byte, n)
+	if err := fill(scratch); err != nil {
+		return err
+	}
+	b.Write(off, scratch)
+	return nil
+}
+
 // roomFor returns data in an array of twice n bytes, n > cap(data).
 func roomFor(data []byte, n int) []byte {
 	return slices.Grow(data, 2*n-len(data))

@@ -3,6 +3,7 @@ package content
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -142,13 +143,44 @@ func TestBufferModel(t *testing.T) {
 			for range 600 {
 				runs := b.Runs()
 				switch op := r.IntN(10); {
-				case op < 5:
+				case op < 3:
 					off, n := bufWriteRange(r, runs, space)
 					p := testutil.RandBytes(r, n)
 					ops = append(ops, fmt.Sprintf("Write(%d, %d bytes)", off, n))
 					b.Write(off, p)
 					m.write(off, p)
 					clear(p) // the buffer must hold its own copy
+				case op < 5:
+					off, n := bufWriteRange(r, runs, space)
+					p := testutil.RandBytes(r, n)
+					fail := r.IntN(5) == 0 // a connection lost in the payload
+					ops = append(ops, fmt.Sprintf("WriteFrom(%d, %d bytes, failing %v)", off, n, fail))
+					calls := 0
+					err := b.WriteFrom(off, n, func(dst []byte) error {
+						calls++
+						if len(dst) != n {
+							t.Fatalf("fill got %d bytes, want %d", len(dst), n)
+						}
+						if fail {
+							copy(dst, p[:n/2]) // read in part, then lost
+							return io.ErrUnexpectedEOF
+						}
+						copy(dst, p)
+						return nil
+					})
+					if want := n > 0; (calls == 1) != want || calls > 1 {
+						t.Fatalf("fill called %d times for %d bytes", calls, n)
+					}
+					if fail && n > 0 {
+						if err != io.ErrUnexpectedEOF {
+							t.Fatalf("WriteFrom with a failing fill returned %v", err)
+						}
+					} else {
+						if err != nil {
+							t.Fatalf("WriteFrom: %v", err)
+						}
+						m.write(off, p)
+					}
 				case op < 7:
 					start := r.Int64N(space)
 					end := start + 1 + r.Int64N(min(600, space-start))

@@ -292,6 +292,27 @@ func (v *FS) readStored(f *openFile, off int64, buf []byte) error {
 
 // Write implements vfs.FS.
 func (v *FS) Write(h vfs.Handle, off int64, data []byte) (int, error) {
+	return v.write(h, off, len(data), func(buf *content.Buffer, off int64) error {
+		buf.Write(off, data)
+		return nil
+	})
+}
+
+// WriteFrom implements vfs.FromWriter: as Write, but the n bytes are
+// read by fill straight into the file's write buffer (content.Buffer's
+// WriteFrom), saving a copy. The file's lock is held while fill runs.
+func (v *FS) WriteFrom(h vfs.Handle, off int64, n int, fill func(dst []byte) error) (int, error) {
+	return v.write(h, off, n, func(buf *content.Buffer, off int64) error {
+		return buf.WriteFrom(off, n, fill)
+	})
+}
+
+var _ vfs.FromWriter = (*FS)(nil)
+
+// write is Write and WriteFrom: put buffers the n bytes at off (which
+// O_APPEND may have moved). An error of put leaves the buffer as it was
+// and is returned as it is.
+func (v *FS) write(h vfs.Handle, off int64, n int, put func(buf *content.Buffer, off int64) error) (int, error) {
 	hd, err := v.handle(h)
 	if err != nil {
 		return 0, err
@@ -313,33 +334,35 @@ func (v *FS) Write(h vfs.Handle, off int64, data []byte) (int, error) {
 	if hd.append {
 		off = f.size
 	}
-	if off+int64(len(data)) > maxFileSize {
+	if off+int64(n) > maxFileSize {
 		return 0, syscall.EFBIG
 	}
 	// Refused before it is buffered, so that the writer learns of a full
 	// disk from write(2) rather than only from close. Buffered bytes of
 	// every file count as stored already: they will be.
-	if err := v.opt.Headroom.ForData(v.dirty.n.Load() + int64(len(data))); err != nil {
+	if err := v.opt.Headroom.ForData(v.dirty.n.Load() + int64(n)); err != nil {
 		return 0, v.errno("write", err)
 	}
-	if streamsOverlap(f, off, off+int64(len(data))) {
+	if streamsOverlap(f, off, off+int64(n)) {
 		if err := v.settle(f); err != nil {
 			return 0, v.errno("write", err)
 		}
 	}
 	before := f.buf.Bytes()
-	f.buf.Write(off, data)
+	if err := put(&f.buf, off); err != nil {
+		return 0, err
+	}
 	v.dirty.n.Add(f.buf.Bytes() - before)
-	f.size = max(f.size, off+int64(len(data)))
+	f.size = max(f.size, off+int64(n))
 	f.mtime = now()
 	f.ctime = max(f.ctime, f.mtime)
 	v.setPending(f, true)
 	f.lastWrite = time.Now()
-	v.counters.written.Add(int64(len(data)))
+	v.counters.written.Add(int64(n))
 	if err := v.maybeFlush(f, off); err != nil {
 		return 0, v.errno("write", err)
 	}
-	return len(data), nil
+	return n, nil
 }
 
 // maxFileSize is the largest file offset doppel accepts (8 EiB would

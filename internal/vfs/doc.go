@@ -6,6 +6,6 @@
 // Filters (read-only, audit, ...) wrap an FS and forward what they do not
 // change.
 //
-// Files: vfs.go (FS, its optional capabilities such as BlockReader, and
-// ReadBlockVia for file systems without it); vfs_test.go.
+// Files: vfs.go (FS, its optional capabilities such as BlockReader and
+// FromWriter, and ReadBlockVia for file systems without it); vfs_test.go.
 package vfs

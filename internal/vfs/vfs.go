@@ -216,6 +216,17 @@ type BlockReader interface {
 	ReadBlock(h Handle, off int64, buf []byte) error
 }
 
+// FromWriter is an optional capability for a frontend whose writes arrive
+// on a stream (a block export's connection): WriteFrom writes n bytes at
+// off as Write does, but fill reads them straight into the file system's
+// own buffer, saving the copy Write makes. fill is called at most once,
+// with n bytes; when it fails nothing is written and its error is
+// returned as it is. When WriteFrom fails before calling fill, the bytes
+// are still the caller's to consume.
+type FromWriter interface {
+	WriteFrom(h Handle, off int64, n int, fill func(dst []byte) error) (int, error)
+}
+
 // Reader is the Read method of FS.
 type Reader interface {
 	Read(h Handle, off int64, buf []byte) (int, error)

@@ -27,8 +27,9 @@ type File struct {
 }
 
 var (
-	_ nbd.Backend    = (*File)(nil)
-	_ nbd.FastZeroer = (*File)(nil)
+	_ nbd.Backend      = (*File)(nil)
+	_ nbd.FastZeroer   = (*File)(nil)
+	_ nbd.StreamWriter = (*File)(nil)
 )
 
 // Open opens the regular file ino of fs for an export. changed may be nil.

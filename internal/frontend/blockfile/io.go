@@ -42,6 +42,34 @@ func (f *File) WriteAt(p []byte, off int64, fua bool) error {
 	return nil
 }
 
+// WriteFrom implements nbd.StreamWriter: a plain write whose bytes fill
+// reads straight into the file's write buffer when the file system can
+// take them so (vfs.FromWriter); else into memory of its own, then
+// WriteAt. ok reports whether fill was called: if not, the bytes are
+// still on the connection.
+func (f *File) WriteFrom(off int64, n int, fill func(dst []byte) error) (ok bool, err error) {
+	counted := func(dst []byte) error {
+		ok = true
+		return fill(dst)
+	}
+	fw, direct := f.fs.(vfs.FromWriter)
+	if !direct {
+		p := make([]byte, n)
+		if err := counted(p); err != nil {
+			return ok, err
+		}
+		return ok, f.WriteAt(p, off, false)
+	}
+	written, err := fw.WriteFrom(f.h, off, n, counted)
+	if err == nil && written < n {
+		err = io.ErrShortWrite
+	}
+	if written > 0 {
+		f.notify(off, int64(written))
+	}
+	return ok, err
+}
+
 // Flush implements nbd.Flusher as fsync: the file's buffered writes are
 // committed (those of every connection: they share the file's buffer) and
 // the volume is synced.

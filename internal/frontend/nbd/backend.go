@@ -76,6 +76,19 @@ type FastZeroer interface {
 	ZeroIsFast(off, length int64, noHole bool) bool
 }
 
+// StreamWriter is optional. A backend that implements it takes a plain
+// write's payload straight from the connection: WriteFrom writes n bytes
+// at off that fill reads from the connection into dst, memory of the
+// backend's own, saving the copy out of a request buffer that WriteAt
+// costs. fill is called at most once, with n bytes; ok reports whether it
+// was. If fill fails, the backend must write nothing and return its error.
+// The server calls it from the connection's reader only when the whole
+// payload has already arrived, so that fill does not wait for the client
+// while the backend may hold locks.
+type StreamWriter interface {
+	WriteFrom(off int64, n int, fill func(dst []byte) error) (ok bool, err error)
+}
+
 // ExtentFlags are the base:allocation status bits, as sent on the wire.
 type ExtentFlags uint32
 

@@ -37,6 +37,7 @@ type clientConfig struct {
 	exportName bool // enter with NBD_OPT_EXPORT_NAME instead of NBD_OPT_GO
 	noZeroes   bool
 	tls        *tls.Config // upgrade with NBD_OPT_STARTTLS first
+	socket     bool        // a Unix socket pair instead of a pipe (connect)
 }
 
 // testReply is one complete reply.

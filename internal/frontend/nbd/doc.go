@@ -20,6 +20,8 @@
 //	transmission.go   request reader loop, concurrency and memory bounds, request validation
 //	workers.go        goroutines that run a connection's requests, reused
 //	write_order.go    a connection's plain writes reach the backend in the order sent
+//	write_direct.go   large plain writes whose payload has arrived, read by the
+//	                  reader straight into the backend's memory (StreamWriter)
 //	commands.go       execution of each command and its reply; extent normalisation
 //	reply_writer.go   serialised, whole-message reply output; replies queued
 //	                  behind each other leave in one write, a read's data by
@@ -32,11 +34,12 @@
 //	wire_request.go   encode/decode of the request header
 //	wire_reply.go     encode of simple replies and structured reply chunks
 //
-// Tests: memory_backend_test.go (reference backend with an allocation map),
+// Tests: memory_backend_test.go (reference backend with an allocation map,
+// and streamBackend, the same taking writes from the connection),
 // client_test.go (a minimal, strict client), helpers_test.go (servers on
 // pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go,
 // write_order_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
-// comparison with a reference model, replayable with -nbd.seed),
+// comparison with a reference model, on both backends, replayable with -nbd.seed),
 // fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
 // (nbdinfo, qemu-io, qemu-img, nbdcopy when installed), tls_test.go and
 // tls_conformance_test.go (TLS, with credentials from testutil/tlstest).

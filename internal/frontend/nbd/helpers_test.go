@@ -103,10 +103,16 @@ func (ts *testServer) dialUnix(t testing.TB) net.Conn {
 	return c
 }
 
-// connect opens a pipe connection and negotiates.
+// connect opens a pipe connection (a socket pair with cfg.socket) and
+// negotiates.
 func (ts *testServer) connect(t testing.TB, cfg clientConfig) *testClient {
 	t.Helper()
-	conn := ts.pipe()
+	var conn net.Conn
+	if cfg.socket {
+		conn = ts.socket(t)
+	} else {
+		conn = ts.pipe()
+	}
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	c, err := newTestClient(conn, cfg)

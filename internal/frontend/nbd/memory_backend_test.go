@@ -159,3 +159,27 @@ func (m *memBackend) snapshot() ([]byte, []bool) {
 	defer m.mu.Unlock()
 	return append([]byte(nil), m.data...), append([]bool(nil), m.allocated...)
 }
+
+// streamBackend is memBackend taking large plain writes straight from
+// the connection (StreamWriter), as doppel's files do: under its lock,
+// and nothing written unless the whole payload was read.
+type streamBackend struct {
+	*memBackend
+	direct atomic.Int64 // writes taken so
+}
+
+func (m *streamBackend) WriteFrom(off int64, n int, fill func(dst []byte) error) (bool, error) {
+	if !m.inRange(off, int64(n)) {
+		return false, syscall.EINVAL
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	got := make([]byte, n)
+	if err := fill(got); err != nil {
+		return true, err
+	}
+	copy(m.data[off:], got)
+	m.allocate(off, int64(n))
+	m.direct.Add(1)
+	return true, nil
+}

@@ -43,20 +43,33 @@ func (m *refModel) punch(off, n int64) {
 // (one with simple replies, one with structured replies and block status)
 // and compares the export with the reference model after every step.
 // Replay a failure with -nbd.seed=N.
+// It runs twice with the same seed: on a backend that takes payloads in
+// WriteAt, and on one that takes large plain writes from the connection
+// (StreamWriter, write_direct.go).
 func TestModelRandomOps(t *testing.T) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d (replay with -nbd.seed=%d)", seed, seed)
+	t.Run("WriteAt", func(t *testing.T) { modelRandomOps(t, seed, false) })
+	t.Run("WriteFrom", func(t *testing.T) { modelRandomOps(t, seed, true) })
+}
+
+func modelRandomOps(t *testing.T, seed int64, direct bool) {
 	rng := rand.New(rand.NewSource(seed))
 
 	const size = 256<<10 + 777 // an unaligned tail on purpose
 	be := newMemBackend(size)
 	ref := &refModel{data: make([]byte, size), allocated: make([]bool, len(be.allocated))}
-	ts := newTestServer(t, Export{Name: "m", Backend: be})
-	simple := ts.connect(t, clientConfig{export: "m"})
-	structured := ts.connect(t, clientConfig{export: "m", structured: true, meta: true})
+	var backend Backend = be
+	streaming := &streamBackend{memBackend: be}
+	if direct {
+		backend = streaming
+	}
+	ts := newTestServer(t, Export{Name: "m", Backend: backend})
+	simple := ts.connect(t, clientConfig{export: "m", socket: direct})
+	structured := ts.connect(t, clientConfig{export: "m", structured: true, meta: true, socket: direct})
 
 	randRange := func() (uint64, uint32) {
 		var off, n int64
@@ -174,5 +187,8 @@ func TestModelRandomOps(t *testing.T) {
 	}
 	if be.outOfRange.Load() != 0 {
 		t.Fatalf("seed %d: backend accessed out of range", seed)
+	}
+	if direct && *modelSteps >= 500 && streaming.direct.Load() == 0 {
+		t.Fatalf("seed %d: no write was taken from the connection", seed)
 	}
 }

@@ -88,6 +88,20 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			}
 			continue
 		}
+		if sw, ok := s.export.Backend.(StreamWriter); ok && h.Type == cmdWrite && h.Flags&cmdFlagFUA == 0 &&
+			h.Length >= orderedWriteMin && s.payloadArrived(int(h.Length)) {
+			turn := writes.next()
+			turn.wait()
+			err := s.writeDirect(rw, sw, req)
+			turn.done()
+			if err != nil {
+				return err
+			}
+			if err := rw.failed(); err != nil {
+				return err
+			}
+			continue
+		}
 		if h.Type == cmdRead || h.Type == cmdWrite {
 			req.granted = budget.acquire(int64(h.Length))
 		}
