@@ -38,7 +38,7 @@
 // and streamBackend, the same taking writes from the connection),
 // client_test.go (a minimal, strict client), helpers_test.go (servers on
 // pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go,
-// write_order_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
+// write_order_test.go, write_direct_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
 // comparison with a reference model, on both backends, replayable with -nbd.seed),
 // fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
 // (nbdinfo, qemu-io, qemu-img, nbdcopy when installed), tls_test.go and

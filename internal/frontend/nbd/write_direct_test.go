@@ -1,0 +1,68 @@
+package nbd
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// A payload whose tail comes late is not read under the backend: the
+// bytes read so far move to a request buffer, the rest follows there, and
+// the write lands whole, through WriteAt. A payload that is all there
+// goes to the backend directly.
+func TestDirectWriteWithLateTail(t *testing.T) {
+	be := &streamBackend{memBackend: newMemBackend(1 << 20)}
+	ts := newTestServer(t, Export{Name: "m", Backend: be})
+	c := ts.connect(t, clientConfig{export: "m", socket: true})
+	r := rand.New(rand.NewPCG(1, 2))
+	payload := make([]byte, 128<<10)
+	for i := range payload {
+		payload[i] = byte(r.Uint32())
+	}
+
+	cookie, err := c.send(cmdWrite, 0, 4096, uint32(len(payload)), payload[:len(payload)/2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * directPatience)
+	if _, err := c.conn.Write(payload[len(payload)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := c.readReply()
+	if err != nil || reply.cookie != cookie || reply.errno != 0 {
+		t.Fatalf("late write: reply %+v, %v", reply, err)
+	}
+	if got := be.direct.Load(); got != 0 {
+		t.Fatalf("a write whose tail came late was taken from the connection (%d)", got)
+	}
+	got := mustDo(t, c, cmdRead, 0, 4096, uint32(len(payload)), nil)
+	if !bytes.Equal(got.data, payload) {
+		t.Fatal("the late write did not land whole")
+	}
+
+	mustDo(t, c, cmdWrite, 0, 512<<10, uint32(len(payload)), payload)
+	if got := be.direct.Load(); got != 1 {
+		t.Fatalf("%d writes taken from the connection, want 1", got)
+	}
+	got = mustDo(t, c, cmdRead, 0, 512<<10, uint32(len(payload)), nil)
+	if !bytes.Equal(got.data, payload) {
+		t.Fatal("the direct write did not land whole")
+	}
+}
+
+// A client that hangs up in the middle of a payload writes nothing.
+func TestDirectWriteCutShortWritesNothing(t *testing.T) {
+	be := &streamBackend{memBackend: newMemBackend(1 << 20)}
+	ts := newTestServer(t, Export{Name: "m", Backend: be})
+	c := ts.connect(t, clientConfig{export: "m", socket: true})
+	payload := bytes.Repeat([]byte{0xab}, 128<<10)
+	if _, err := c.send(cmdWrite, 0, 0, uint32(len(payload)), payload[:len(payload)/2]); err != nil {
+		t.Fatal(err)
+	}
+	c.conn.Close()
+	ts.stop() // waits for the connection's end
+	if bytes.IndexByte(be.data, 0xab) >= 0 || be.direct.Load() != 0 {
+		t.Fatal("a write cut short by a hang-up changed the image")
+	}
+}
