@@ -82,9 +82,9 @@ type FastZeroer interface {
 // backend's own, saving the copy out of a request buffer that WriteAt
 // costs. fill is called at most once, with n bytes; ok reports whether it
 // was. If fill fails, the backend must write nothing and return its error.
-// The server calls it from the connection's reader; fill waits at most a
-// few milliseconds for bytes that have not arrived (write_direct.go), and
-// fails if they are late, so a backend may hold locks while it runs.
+// The server calls it from the connection's reader only when the whole
+// payload has already arrived, so that fill does not wait for the client
+// while the backend may hold locks.
 type StreamWriter interface {
 	WriteFrom(off int64, n int, fill func(dst []byte) error) (ok bool, err error)
 }

@@ -89,7 +89,7 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			continue
 		}
 		if sw, ok := s.export.Backend.(StreamWriter); ok && h.Type == cmdWrite && h.Flags&cmdFlagFUA == 0 &&
-			h.Length >= orderedWriteMin && !s.tlsActive {
+			h.Length >= orderedWriteMin && s.payloadArrived(int(h.Length)) {
 			turn := writes.next()
 			turn.wait()
 			err := s.writeDirect(rw, sw, req)
