@@ -133,13 +133,7 @@ func (b *Buffer) Write(off int64, p []byte) {
 	t := b.tree()
 	if len(rs) == 1 && rs[0].End() == off {
 		r := rs[0]
-		if len(r.Data)+len(p) > cap(r.Data) {
-			// The run moves to a new array with room for as much again:
-			// append's own growth, a quarter for large slices, copied a
-			// run that grows to 8 MiB in 256 KiB writes about five times.
-			r.arr = nil
-			r.Data = b.grow(r.Data, len(r.Data)+len(p))
-		}
+		b.roomToAppend(&r, len(p))
 		r.Data = append(r.Data, p...) // sequential append
 		t.ReplaceOrInsert(r)
 		b.bytes += int64(len(p))
@@ -203,11 +197,7 @@ func (b *Buffer) WriteFrom(off int64, n int, fill func(dst []byte) error) error 
 	switch {
 	case len(rs) == 1 && rs[0].End() == off:
 		r := rs[0]
-		if len(r.Data)+n > cap(r.Data) {
-			r.arr = nil
-			r.Data = b.grow(r.Data, len(r.Data)+n)
-			b.tree().ReplaceOrInsert(r) // moved: its bytes are the same
-		}
+		b.roomToAppend(&r, n) // on failure the run stays in its old array
 		if err := fill(r.Data[len(r.Data) : len(r.Data)+n]); err != nil {
 			return err
 		}
@@ -230,6 +220,17 @@ func (b *Buffer) WriteFrom(off int64, n int, fill func(dst []byte) error) error 
 	}
 	b.Write(off, scratch)
 	return nil
+}
+
+// roomToAppend moves run r to a new array when n more bytes do not fit
+// in its own, one with room for as much again: append's own growth, a
+// quarter for large slices, copied a run that grows to 8 MiB in 256 KiB
+// writes about five times.
+func (b *Buffer) roomToAppend(r *Run, n int) {
+	if len(r.Data)+n > cap(r.Data) {
+		r.arr = nil
+		r.Data = b.grow(r.Data, len(r.Data)+n)
+	}
 }
 
 // roomFor returns data in an array of twice n bytes, n > cap(data).
