@@ -27,13 +27,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // returns.
 func (f *File) WriteAt(p []byte, off int64, fua bool) error {
 	n, err := f.fs.Write(f.h, off, p)
-	if err == nil && n < len(p) {
-		err = io.ErrShortWrite
-	}
-	if n > 0 {
-		f.notify(off, int64(n))
-	}
-	if err != nil {
+	if err := f.wrote(off, n, len(p), err); err != nil {
 		return err
 	}
 	if fua {
@@ -61,13 +55,20 @@ func (f *File) WriteFrom(off int64, n int, fill func(dst []byte) error) (ok bool
 		return ok, f.WriteAt(p, off, false)
 	}
 	written, err := fw.WriteFrom(f.h, off, n, counted)
-	if err == nil && written < n {
+	return ok, f.wrote(off, written, n, err)
+}
+
+// wrote tells the FUSE side of the written bytes of a write of want bytes
+// at off that the file system took written of, and returns the write's
+// error: err, or a short write.
+func (f *File) wrote(off int64, written, want int, err error) error {
+	if err == nil && written < want {
 		err = io.ErrShortWrite
 	}
 	if written > 0 {
 		f.notify(off, int64(written))
 	}
-	return ok, err
+	return err
 }
 
 // Flush implements nbd.Flusher as fsync: the file's buffered writes are
