@@ -26,9 +26,9 @@ func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 	var lanes [Lanes]int // indexes in msgs of a group's blocks
 	n := 0
 	flush := func() {
-		if n >= minLanes {
+		if n >= minLanes || (haveEight && !haveSixteen && n >= minLanesEight) {
 			var sums [Lanes][32]byte
-			sumSixteen(msgs, lanes[:n], &sums)
+			sumBlocks(msgs, lanes[:n], &sums)
 			for k, i := range lanes[:n] {
 				out[i] = H(sums[k])
 			}
@@ -45,7 +45,7 @@ func Sum[H ~[32]byte](msgs [][]byte, out []H) {
 			fullChunks += len(m) / chunkSize
 			continue
 		}
-		if len(m) != Size || !haveSixteen {
+		if len(m) != Size || !(haveSixteen || haveEight) {
 			out[i] = H(blake3.Sum256(m))
 			continue
 		}

@@ -1,9 +1,10 @@
-// Command gen writes blake3_amd64.s, the AVX-512 kernels of package
-// blockhash: BLAKE3's compression function on sixteen independent
-// messages at once, one per 32-bit lane of a ZMM register. Run by
+// Command gen writes blake3_amd64.s, the kernels of package blockhash:
+// BLAKE3's compression function on sixteen independent messages at once,
+// one per 32-bit lane of a ZMM register (AVX-512, here), and on eight, one
+// per lane of a YMM register (AVX2, eight.go). Run by
 // `go generate ./internal/blockhash`.
 //
-// Registers: Z0–Z7 hold the chaining value, and with eight more the state
+// AVX-512 registers: Z0–Z7 hold the chaining value, and with eight more the state
 // v0–v15 of all sixteen lanes; sixteen others the message words m0–m15.
 // Which register holds what is decided here, as the blocks are loaded
 // and transposed, and the rounds are unrolled with the message schedule
@@ -48,6 +49,9 @@ func write(path string) error {
 	emit(`#include "textflag.h"`)
 	chunks(emit)
 	parents(emit)
+	constants(emit)
+	chunks8(emit)
+	parents8(emit)
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return err
