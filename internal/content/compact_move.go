@@ -201,7 +201,7 @@ func (e *Engine) copyLate(store blob.Compactable, tx *Tx, segs []blob.SegmentUse
 		}
 		c, err := schema.DecodeChunk(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("chunk %x: %w", h[:8], err)
+			return nil, nil, fmt.Errorf("chunk %s: %w", h.Short(), err)
 		}
 		if in[c.Segment] && !seen[h] {
 			seen[h] = true
@@ -278,7 +278,7 @@ func (t *Tx) repoint(m chunkMove, to blob.Loc) (bool, error) {
 	}
 	c, err := schema.DecodeChunk(raw)
 	if err != nil {
-		return false, fmt.Errorf("chunk %x: %w", m.hash[:8], err)
+		return false, fmt.Errorf("chunk %s: %w", m.hash.Short(), err)
 	}
 	if c.Segment != m.rec.Segment || c.Offset != m.rec.Offset {
 		t.dupes = append(t.dupes, to) // freed and stored again elsewhere

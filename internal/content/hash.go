@@ -36,14 +36,21 @@ const longSpanBytes = 256 << 10
 
 // hashSpan sets Zero, Hash and check of the chunks ps.
 func hashSpan(ps []*Prepared) {
-	data := make([][]byte, 0, len(ps))
-	hashed := make([]*Prepared, 0, len(ps))
+	// A span of blocks fits the arrays on the stack; a longer one grows them.
+	var dataArr [blockhash.Lanes][]byte
+	var hashedArr [blockhash.Lanes]*Prepared
+	var sumsArr [blockhash.Lanes]schema.Hash
+	data, hashed := dataArr[:0], hashedArr[:0]
 	for _, p := range ps {
 		if p.Zero = isZero(p.data); !p.Zero {
 			data, hashed = append(data, p.data), append(hashed, p)
 		}
 	}
-	sums := make([]schema.Hash, len(data))
+	sums := sumsArr[:0]
+	if len(data) > len(sumsArr) {
+		sums = make([]schema.Hash, len(data))
+	}
+	sums = sums[:len(data)]
 	blockhash.Sum(data, sums)
 	for k, p := range hashed {
 		p.Hash = sums[k]

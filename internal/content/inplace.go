@@ -99,9 +99,11 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 		}
 	}
 	owned := make(map[int64]*inPlaceTarget, len(old))
-	for _, p := range old {
+	targets := make([]inPlaceTarget, len(old)) // one allocation, not one per block
+	for i, p := range old {
 		if loc, check, ok := ownedLoc(p); ok && p.Owned && p.Length == blob.Align {
-			owned[p.Off] = &inPlaceTarget{loc: loc, hash: p.Hash, check: check}
+			targets[i] = inPlaceTarget{loc: loc, hash: p.Hash, check: check}
+			owned[p.Off] = &targets[i]
 		}
 	}
 	for _, c := range chunks {
@@ -321,7 +323,7 @@ func (t *Tx) recordNames(h schema.Hash, loc blob.Loc) (bool, error) {
 	}
 	rec, err := schema.DecodeChunk(v)
 	if err != nil {
-		return false, fmt.Errorf("chunk %x: %w", h[:8], err)
+		return false, fmt.Errorf("chunk %s: %w", h.Short(), err)
 	}
 	return !rec.IsInline() && rec.Segment == loc.Segment && rec.Offset == loc.Offset, nil
 }

@@ -254,7 +254,7 @@ func (t *Tx) dedupTarget(g dedupGroup) (schema.Extent, []ownedExtent, int, error
 	case err == nil:
 		c, err := schema.DecodeChunk(rec)
 		if err != nil {
-			return schema.Extent{}, nil, 0, fmt.Errorf("chunk %x: %w", h[:8], err)
+			return schema.Extent{}, nil, 0, fmt.Errorf("chunk %s: %w", h.Short(), err)
 		}
 		if !storedWhole(c, g.owned[0].x.Length) {
 			return schema.Extent{}, nil, skipped, nil // stored otherwise: no place to give the extents

@@ -358,7 +358,7 @@ func (e *Engine) readPiece(p Piece, dst []byte) (blob.Loc, error) {
 // copyPiece copies piece p's bytes out of its chunk's data.
 func copyPiece(dst, data []byte, p Piece) error {
 	if int(p.ChunkOff)+int(p.Length) > len(data) {
-		return fmt.Errorf("%w: extent reaches past chunk %x", ErrCorrupt, p.Hash[:8])
+		return fmt.Errorf("%w: extent reaches past chunk %s", ErrCorrupt, p.Hash.Short())
 	}
 	copy(dst, data[p.ChunkOff:p.ChunkOff+p.Length])
 	return nil

@@ -73,7 +73,7 @@ func (t *Tx) CorrectRefs(h schema.Hash, seg uint32, off, recorded, held uint64, 
 	}
 	c, err := schema.DecodeChunk(raw)
 	if err != nil {
-		return fmt.Errorf("chunk %x: %w", h[:8], err)
+		return fmt.Errorf("chunk %s: %w", h.Short(), err)
 	}
 	if c.Segment != seg || c.Offset != off {
 		return ErrChunkChanged
@@ -81,7 +81,7 @@ func (t *Tx) CorrectRefs(h schema.Hash, seg uint32, off, recorded, held uint64, 
 	refs := int64(c.Refs) + int64(held) - int64(recorded)
 	switch {
 	case refs < 0:
-		return fmt.Errorf("%w: chunk %x: refcount %d corrected by %d", ErrChunkChanged, h[:8], c.Refs, int64(held)-int64(recorded))
+		return fmt.Errorf("%w: chunk %s: refcount %d corrected by %d", ErrChunkChanged, h.Short(), c.Refs, int64(held)-int64(recorded))
 	case refs == 0:
 		return t.free(h, c, punch)
 	}

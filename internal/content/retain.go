@@ -29,19 +29,19 @@ func (e *Engine) SetRetainer(r Retainer) {
 // every change.
 type retainBatch struct {
 	meta.Batch
-	t *Tx
-	r Retainer
+	r   Retainer
+	ref func(schema.Extent, int64) // the Tx's RefExtent, bound once: a method value per change was an allocation per block written
 }
 
 func (b *retainBatch) Set(key, value []byte) error {
-	if err := b.r.BeforeChange(b.Batch, key, b.t.RefExtent); err != nil {
+	if err := b.r.BeforeChange(b.Batch, key, b.ref); err != nil {
 		return err
 	}
 	return b.Batch.Set(key, value)
 }
 
 func (b *retainBatch) Delete(key []byte) error {
-	if err := b.r.BeforeChange(b.Batch, key, b.t.RefExtent); err != nil {
+	if err := b.r.BeforeChange(b.Batch, key, b.ref); err != nil {
 		return err
 	}
 	return b.Batch.Delete(key)

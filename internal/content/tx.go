@@ -39,6 +39,7 @@ type Tx struct {
 	// Owned blocks (owned.go): what the tx does with each, the new ones
 	// by hash, and the records it gives blocks that gain references.
 	owned      map[blob.Loc]*ownedUse
+	ownedSlab  []ownedUse // where ownedUseOf takes the next entry of owned
 	ownedFresh map[schema.Hash]*Prepared
 	ownedHint  int // how many entries ownedFresh is made with
 	promoted   map[schema.Hash][]byte
@@ -54,7 +55,10 @@ type Tx struct {
 	// lastOverwrite closes when the newest of them ended: the next waits
 	// for it, so that a block written twice keeps the later bytes.
 	lastOverwrite chan struct{}
-	done          bool
+	// scratch holds the key and record of the extent being set
+	// (setExtent), reused: the batch copies them.
+	scratch []byte
+	done    bool
 }
 
 // Begin starts a transaction; the caller must Commit or Abort it.
@@ -71,7 +75,7 @@ func (e *Engine) Begin() (*Tx, error) {
 		adopted: map[*Prepared]struct{}{},
 	}
 	if e.retainer != nil {
-		t.b = &retainBatch{Batch: t.b, t: t, r: e.retainer}
+		t.b = &retainBatch{Batch: t.b, r: e.retainer, ref: t.RefExtent}
 	}
 	if e.beginHook != nil {
 		e.beginHook(t)
@@ -404,7 +408,7 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 	if rec != nil {
 		c, err := schema.DecodeChunk(rec)
 		if err != nil {
-			return fmt.Errorf("chunk %x: %w", h[:8], err)
+			return fmt.Errorf("chunk %s: %w", h.Short(), err)
 		}
 		if p != nil && p.written {
 			t.dupes = append(t.dupes, p.loc) // someone stored it first
@@ -413,7 +417,7 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 			return nil
 		}
 		if d < 0 && uint64(-d) > c.Refs {
-			return fmt.Errorf("%w: chunk %x refcount %d would go below zero", ErrCorrupt, h[:8], c.Refs)
+			return fmt.Errorf("%w: chunk %s refcount %d would go below zero", ErrCorrupt, h.Short(), c.Refs)
 		}
 		c.Refs = uint64(int64(c.Refs) + d)
 		if c.Refs > 0 {
@@ -426,12 +430,12 @@ func (t *Tx) applyRef(h schema.Hash, d int64, rec []byte) error {
 			t.dupes = append(t.dupes, p.loc)
 		}
 		if d < 0 {
-			return fmt.Errorf("%w: chunk %x is referenced but not in the chunk table", ErrCorrupt, h[:8])
+			return fmt.Errorf("%w: chunk %s is referenced but not in the chunk table", ErrCorrupt, h.Short())
 		}
 		return nil
 	}
 	if p == nil {
-		return fmt.Errorf("%w: new reference to unknown chunk %x", ErrCorrupt, h[:8])
+		return fmt.Errorf("%w: new reference to unknown chunk %s", ErrCorrupt, h.Short())
 	}
 	if !p.hasBytes() {
 		// It existed when prepared but was freed since: store it now.

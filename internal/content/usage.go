@@ -148,11 +148,11 @@ func chunkAt(it meta.Iterator, h schema.Hash) (schema.Chunk, error) {
 		if err := it.Error(); err != nil {
 			return schema.Chunk{}, err // the store failed; nothing is known missing
 		}
-		return schema.Chunk{}, fmt.Errorf("%w: chunk %x is referenced but not in the chunk table (run doppel fsck)", ErrCorrupt, h[:8])
+		return schema.Chunk{}, fmt.Errorf("%w: chunk %s is referenced but not in the chunk table (run doppel fsck)", ErrCorrupt, h.Short())
 	}
 	c, err := schema.DecodeChunk(it.Value())
 	if err != nil {
-		return c, fmt.Errorf("chunk %x: %w", h[:8], err)
+		return c, fmt.Errorf("chunk %s: %w", h.Short(), err)
 	}
 	return c, nil
 }

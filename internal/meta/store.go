@@ -43,6 +43,8 @@ type Iterator interface {
 // uncommitted writes on top of the committed state.
 type Batch interface {
 	Reader
+	// Set and Delete copy their arguments: the caller may reuse them
+	// once they return (storetest: SetCopiesArguments).
 	Set(key, value []byte) error
 	Delete(key []byte) error
 	// Commit applies the batch atomically. On return the change survives the

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 
 	"github.com/zeebo/blake3"
 	"github.com/zeebo/xxh3"
@@ -12,6 +13,11 @@ const HashSize = 32
 
 // Hash names a chunk by its content.
 type Hash [HashSize]byte
+
+// Short is the hash's first 8 bytes in hex, as messages name a chunk.
+// Callers pass it rather than h[:8] to fmt: slicing would move h to the
+// heap on every call, error or not.
+func (h Hash) Short() string { return hex.EncodeToString(h[:8]) }
 
 // Sum hashes chunk content.
 func Sum(p []byte) Hash { return Hash(blake3.Sum256(p)) }
@@ -82,8 +88,12 @@ const ExtentFormatOwned = extentFormatOwned
 
 // Encode returns the record bytes. A hint is kept only on an extent
 // that maps its whole chunk from the start (ChunkOff 0), as hints are.
-func (x *Extent) Encode() []byte {
-	e := enc{b: make([]byte, 0, 1+HashSize+10+22)}
+func (x *Extent) Encode() []byte { return x.AppendEncode(make([]byte, 0, 1+HashSize+10+22)) }
+
+// AppendEncode appends the record bytes to dst: a writer that sets many
+// extents encodes them all into one buffer of its own.
+func (x *Extent) AppendEncode(dst []byte) []byte {
+	e := enc{b: dst}
 	hinted := x.Hint.Has() && x.ChunkOff == 0
 	switch {
 	case hinted && x.Owned:

@@ -180,7 +180,12 @@ func ParseParentKey(key []byte) (ino, parent uint64, name string, err error) {
 
 // ExtentKey is the key of the extent of ino starting at file offset off.
 func ExtentKey(ino uint64, off int64) []byte {
-	return appendU64(u64key(prefixExtent, ino, 8), uint64(off))
+	return AppendExtentKey(make([]byte, 0, 17), ino, off)
+}
+
+// AppendExtentKey appends ExtentKey(ino, off) to dst.
+func AppendExtentKey(dst []byte, ino uint64, off int64) []byte {
+	return appendU64(appendU64(append(dst, prefixExtent), ino), uint64(off))
 }
 
 // ExtentRange bounds all extents of ino.
