@@ -92,14 +92,8 @@ const releasePinBatch = 2048
 // releasePin frees the retained versions of a pin nothing needs, then its
 // record, then releases the pins it depended on that nothing else needs.
 func (v *FS) releasePin(pin uint64) error {
-	v.ret.Remove(pin)
+	v.ret.StartRelease(pin)
 	v.pinReads.wait()
-	older := uint64(0)
-	for _, p := range v.ret.Pins() {
-		if p.Version < pin {
-			older = p.Version
-		}
-	}
 	for done := false; !done; {
 		select {
 		case <-v.quit:
@@ -110,6 +104,10 @@ func (v *FS) releasePin(pin uint64) error {
 		if err != nil {
 			return err
 		}
+		// The older pin is chosen in each transaction, from the pins as
+		// it found them: another host may have released the one the
+		// last step moved versions to.
+		older := v.olderPin(pin)
 		if done, _, err = versions.ReleaseStep(tx.Batch(), pin, older, releasePinBatch, tx.RefExtent); err != nil {
 			tx.Abort()
 			return err
@@ -125,7 +123,19 @@ func (v *FS) releasePin(pin uint64) error {
 			return err
 		}
 	}
+	v.ret.Released(pin)
 	return nil
+}
+
+// olderPin is the newest pin below version pin, 0 if none.
+func (v *FS) olderPin(pin uint64) uint64 {
+	older := uint64(0)
+	for _, p := range v.ret.Pins() {
+		if p.Version < pin {
+			older = p.Version
+		}
+	}
+	return older
 }
 
 // finishRelease deletes the pin record and lowers its dependencies'

@@ -59,3 +59,31 @@ func TestPinRecordsFollowTheirTransaction(t *testing.T) {
 		t.Fatalf("Unhold of a missing pin: %v %v", found, err)
 	}
 }
+
+// TestReleasingPinStaysOut: a pin this process is releasing keeps its
+// record until the last release step, so reading the pins again (after
+// other hosts' commits) finds it; it must not come back, or this
+// process would retain versions for it after its record is gone (fsck:
+// "retained version ... for pin N, which does not exist").
+func TestReleasingPinStaysOut(t *testing.T) {
+	m := openMem(t)
+	r := testutil.Must(NewRetainer(m))
+	tx := &fakeTx{b: m.NewBatch()}
+	testutil.Check(t, r.AddPin(tx, 5, schema.Pin{Root: 1, NextIno: 100}))
+	testutil.Check(t, r.AddPin(tx, 7, schema.Pin{Root: 1, NextIno: 100}))
+	testutil.Check(t, tx.b.Commit(false))
+
+	r.StartRelease(7)
+	r.SetPins(testutil.Must(LoadPins(m)))
+	if pins := r.Pins(); len(pins) != 1 || pins[0].Version != 5 {
+		t.Fatalf("pins read again while 7 is released: %+v", pins)
+	}
+	if v, ok, err := r.coveringPin(1); err != nil || !ok || v != 5 {
+		t.Fatalf("covering pin while 7 is released: %d %v %v", v, ok, err)
+	}
+	r.Released(7)
+	r.SetPins(testutil.Must(LoadPins(m)))
+	if len(r.Pins()) != 2 {
+		t.Fatalf("a pin whose release ended (record kept) is left out: %+v", r.Pins())
+	}
+}

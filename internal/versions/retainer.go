@@ -22,8 +22,12 @@ type Retainer struct {
 	store meta.Reader // committed state, for scope walks
 	mu    sync.RWMutex
 	pins  []Pinned // by version, oldest first
-	any   atomic.Bool
-	scope *lru.Cache[scopeKey, bool]
+	// releasing holds the pins this process is releasing: their records
+	// stay until the last release step, and reading them again
+	// (SetPins, after other hosts' commits) must not bring them back.
+	releasing map[uint64]bool
+	any       atomic.Bool
+	scope     *lru.Cache[scopeKey, bool]
 	// dirs caches, for pins whose clone excludes paths, the path of a
 	// directory below the pin's root as of the pin, if the clone shows it.
 	dirs     *lru.Cache[scopeKey, dirScope]
@@ -48,7 +52,7 @@ func NewRetainer(store meta.Reader) (*Retainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Retainer{store: store, scope: c, dirs: d}
+	r := &Retainer{store: store, scope: c, dirs: d, releasing: map[uint64]bool{}}
 	pins, err := LoadPins(store)
 	if err != nil {
 		return nil, err
@@ -99,12 +103,15 @@ func (r *Retainer) Add(p Pinned) {
 }
 
 // SetPins replaces the pins with those read from the records again
-// (other hosts made or removed some; docs/SHARED.md, 9.2).
+// (other hosts made or removed some; docs/SHARED.md, 9.2), leaving out
+// those this process is releasing.
 func (r *Retainer) SetPins(pins []Pinned) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pins = slices.Clone(pins) // readers hold the old slice
-	r.any.Store(len(pins) > 0)
+	r.pins = slices.DeleteFunc(slices.Clone(pins), func(p Pinned) bool { // readers hold the old slice
+		return r.releasing[p.Version]
+	})
+	r.any.Store(len(r.pins) > 0)
 }
 
 // SetHeld records whether the pin at version v is still read by its clone.
@@ -127,6 +134,26 @@ func (r *Retainer) Remove(v uint64) {
 		r.pins = slices.Delete(slices.Clone(r.pins), i, i+1)
 	}
 	r.any.Store(len(r.pins) > 0)
+}
+
+// StartRelease stops keeping versions for the pin at version v, which
+// this process is about to release, until Released: its record stays
+// while its retained versions go, and other hosts' commits must not put
+// it back. Versions it would have kept go to the next older covering
+// pin, which is where releasing moves them anyway.
+func (r *Retainer) StartRelease(v uint64) {
+	r.mu.Lock()
+	r.releasing[v] = true
+	r.mu.Unlock()
+	r.Remove(v)
+}
+
+// Released forgets the release of the pin at version v, whose record is
+// gone.
+func (r *Retainer) Released(v uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.releasing, v)
 }
 
 func cmpPin(p Pinned, v uint64) int {
