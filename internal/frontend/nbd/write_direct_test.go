@@ -40,13 +40,19 @@ func TestDirectWriteWithLateTail(t *testing.T) {
 		t.Fatal("the late write did not land whole")
 	}
 
-	mustDo(t, c, cmdWrite, 0, 512<<10, uint32(len(payload)), payload)
-	if got := be.direct.Load(); got != 1 {
-		t.Fatalf("%d writes taken from the connection, want 1", got)
-	}
-	got = mustDo(t, c, cmdRead, 0, 512<<10, uint32(len(payload)), nil)
-	if !bytes.Equal(got.data, payload) {
-		t.Fatal("the direct write did not land whole")
+	// The server may read the header while the sender is still copying
+	// the payload into the socket (a loaded machine): then that write
+	// takes the usual way, rightly. Some of a few dozen must be direct.
+	for i := 0; be.direct.Load() == 0; i++ {
+		if i == 50 {
+			t.Fatal("no write whose payload was sent whole was taken from the connection in 50 tries")
+		}
+		payload[0]++
+		mustDo(t, c, cmdWrite, 0, 512<<10, uint32(len(payload)), payload)
+		got = mustDo(t, c, cmdRead, 0, 512<<10, uint32(len(payload)), nil)
+		if !bytes.Equal(got.data, payload) {
+			t.Fatalf("write %d did not land whole (direct writes so far: %d)", i, be.direct.Load())
+		}
 	}
 }
 
