@@ -63,14 +63,7 @@ func chunks8(emit emitter) {
 	emit("")
 	emit("// func hashChunks8(ptrs *[8]*byte, blocks int, counters *[2][8]uint32, out *[8][8]uint32, flags, first, last uint32)")
 	emit("TEXT ·hashChunks8(SB), 0, $%d-44", chunkFrame)
-	emit("\tMOVQ ptrs+0(FP), DI")
-	emit("\tMOVQ blocks+8(FP), R13")
-	emit("\tSHLQ $6, R13 // end of the blocks within a chunk, in bytes")
-	emit("\tMOVQ counters+16(FP), R8")
-	emit("\tMOVQ out+24(FP), R9")
-	emit("\tMOVL flags+32(FP), R10")
-	emit("\tMOVL first+36(FP), R11")
-	emit("\tMOVL last+40(FP), R12")
+	chunkArgs(emit)
 	for i := range 8 {
 		emit("\tVPBROADCASTD iv8<>+%d(SB), Y0", 4*i)
 		emit("\tVMOVDQU Y0, %d(R9)", 32*i)
@@ -130,27 +123,8 @@ func chunks8(emit emitter) {
 // as transpose does sixteen: unpacks within 128-bit lanes, then
 // VPERM2I128 across them.
 func transpose8(emit emitter, rows [8]int, free *[]int) (cols [8]int) {
-	take := func() int {
-		r := (*free)[0]
-		*free = (*free)[1:]
-		return r
-	}
-	pair := func(lo, hi string, x, y int) (int, int) {
-		l := take()
-		emit("\t%s Y%d, Y%d, Y%d", lo, y, x, l)
-		emit("\t%s Y%d, Y%d, Y%d", hi, y, x, x)
-		*free = append(*free, y)
-		return l, x
-	}
-	var a, b [8]int
-	for g := range 4 {
-		a[2*g], a[2*g+1] = pair("VPUNPCKLDQ", "VPUNPCKHDQ", rows[2*g], rows[2*g+1])
-	}
-	// b[4q+j] holds, in 128-bit lane L, word 4L+j of rows 4q..4q+3.
-	for q := range 2 {
-		b[4*q+0], b[4*q+1] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q], a[4*q+2])
-		b[4*q+2], b[4*q+3] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q+1], a[4*q+3])
-	}
+	b := unpackRows(emit, "Y", rows[:], free)
+	take := func() int { return takeReg(free) }
 	// Column 4L+j is lane L of b[j] (rows 0–3), then of b[4+j] (rows 4–7).
 	for j := range 4 {
 		lo, hi := take(), take()

@@ -61,6 +61,20 @@ func write(path string) error {
 
 type emitter func(format string, a ...any)
 
+// chunkArgs loads the arguments hashChunks16 and hashChunks8 share: DI
+// ptrs, R13 the blocks' end in bytes, R8 counters, R9 out, R10-R12 flags,
+// first and last.
+func chunkArgs(emit emitter) {
+	emit("\tMOVQ ptrs+0(FP), DI")
+	emit("\tMOVQ blocks+8(FP), R13")
+	emit("\tSHLQ $6, R13 // end of the blocks within a chunk, in bytes")
+	emit("\tMOVQ counters+16(FP), R8")
+	emit("\tMOVQ out+24(FP), R9")
+	emit("\tMOVL flags+32(FP), R10")
+	emit("\tMOVL first+36(FP), R11")
+	emit("\tMOVL last+40(FP), R12")
+}
+
 // chunks writes hashChunks16: lane k compresses the blocks of the chunk
 // at ptrs[k], chaining them from the IV, with the chunk counter whose low
 // and high words are counters[0][k] and counters[1][k] (the blocks of
@@ -71,14 +85,7 @@ func chunks(emit emitter) {
 	emit("")
 	emit("// func hashChunks16(ptrs *[16]*byte, blocks int, counters *[2][16]uint32, out *[8][16]uint32, flags, first, last uint32, ahead int)")
 	emit("TEXT ·hashChunks16(SB), NOSPLIT, $0-56")
-	emit("\tMOVQ ptrs+0(FP), DI")
-	emit("\tMOVQ blocks+8(FP), R13")
-	emit("\tSHLQ $6, R13 // end of the blocks within a chunk, in bytes")
-	emit("\tMOVQ counters+16(FP), R8")
-	emit("\tMOVQ out+24(FP), R9")
-	emit("\tMOVL flags+32(FP), R10")
-	emit("\tMOVL first+36(FP), R11")
-	emit("\tMOVL last+40(FP), R12")
+	chunkArgs(emit)
 	emit("\tMOVQ ahead+48(FP), SI // where to prefetch, from the start of a chunk")
 	for i := range 8 {
 		broadcastConst(emit, iv[i], i)
@@ -123,35 +130,48 @@ func chunks(emit emitter) {
 	store(emit)
 }
 
+// takeReg takes the first of the free registers.
+func takeReg(free *[]int) int {
+	r := (*free)[0]
+	*free = (*free)[1:]
+	return r
+}
+
+// unpackRows is the first half of a transpose of len(rows) rows (a
+// multiple of four) of registers named with prefix (Y or Z): unpacks pair
+// words, then pairs of words, within 128-bit lanes. Result 4q+j holds, in
+// 128-bit lane L, word 4L+j of rows 4q..4q+3. free lists the registers it
+// may write, and on return those left free.
+func unpackRows(emit emitter, prefix string, rows []int, free *[]int) []int {
+	take := func() int { return takeReg(free) }
+	// pair writes lo(x, y) to a free register and hi(x, y) over x, and
+	// frees y.
+	pair := func(lo, hi string, x, y int) (int, int) {
+		l := take()
+		emit("\t%s %s%d, %s%d, %s%d", lo, prefix, y, prefix, x, prefix, l)
+		emit("\t%s %s%d, %s%d, %s%d", hi, prefix, y, prefix, x, prefix, x)
+		*free = append(*free, y)
+		return l, x
+	}
+	a, b := make([]int, len(rows)), make([]int, len(rows))
+	for g := range len(rows) / 2 {
+		a[2*g], a[2*g+1] = pair("VPUNPCKLDQ", "VPUNPCKHDQ", rows[2*g], rows[2*g+1])
+	}
+	for q := range len(rows) / 4 {
+		b[4*q+0], b[4*q+1] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q], a[4*q+2])
+		b[4*q+2], b[4*q+3] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q+1], a[4*q+3])
+	}
+	return b
+}
+
 // transpose turns the sixteen rows (registers) of 16 words into sixteen
 // columns and returns their registers; free lists the registers it may
 // write, and on return those left free. Unpacks pair words and then
 // pairs of words within 128-bit lanes; two rounds of VSHUFI32X4 move the
 // 128-bit lanes.
 func transpose(emit emitter, rows [16]int, free *[]int) (cols [16]int) {
-	take := func() int {
-		r := (*free)[0]
-		*free = (*free)[1:]
-		return r
-	}
-	// pair writes lo(x, y) to a free register and hi(x, y) over x, and
-	// frees y.
-	pair := func(lo, hi string, x, y int) (int, int) {
-		l := take()
-		emit("\t%s Z%d, Z%d, Z%d", lo, y, x, l)
-		emit("\t%s Z%d, Z%d, Z%d", hi, y, x, x)
-		*free = append(*free, y)
-		return l, x
-	}
-	var a, b [16]int
-	for g := range 8 {
-		a[2*g], a[2*g+1] = pair("VPUNPCKLDQ", "VPUNPCKHDQ", rows[2*g], rows[2*g+1])
-	}
-	// b[4q+j] holds, in 128-bit lane L, word 4L+j of rows 4q..4q+3.
-	for q := range 4 {
-		b[4*q+0], b[4*q+1] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q], a[4*q+2])
-		b[4*q+2], b[4*q+3] = pair("VPUNPCKLQDQ", "VPUNPCKHQDQ", a[4*q+1], a[4*q+3])
-	}
+	b := unpackRows(emit, "Z", rows[:], free)
+	take := func() int { return takeReg(free) }
 	// Column 4L+j is lane L of b[j], b[4+j], b[8+j] and b[12+j].
 	shuf := func(imm int, x, y int) int {
 		r := take()
