@@ -165,3 +165,45 @@ func TestSumEightMatchesBLAKE3(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKernelWidths hashes 1 MiB of 4 KiB blocks with each width of
+// kernels this CPU has, and one by one, so that a machine with AVX-512
+// measures the AVX2 kernels too.
+func BenchmarkKernelWidths(b *testing.B) {
+	run := make([]byte, 1<<20)
+	for i := range run {
+		run[i] = byte(i * 7)
+	}
+	var msgs [][]byte
+	for off := 0; off < len(run); off += Size {
+		msgs = append(msgs, run[off:off+Size])
+	}
+	lanes := make([]int, Lanes)
+	var sums [Lanes][32]byte
+	widths := []struct {
+		name  string
+		width int
+		have  bool
+		sum   func(lanes []int)
+	}{
+		{"sixteen", 16, haveSixteen, func(l []int) { sumSixteen(msgs, l, &sums) }},
+		{"eight", 8, haveEight, func(l []int) { sumEight(msgs, l, sums[:len(l)]) }},
+		{"one-by-one", 1, true, func(l []int) { sums[0] = blake3.Sum256(msgs[l[0]]) }},
+	}
+	for _, w := range widths {
+		b.Run(w.name, func(b *testing.B) {
+			if !w.have {
+				b.Skipf("no %s kernels", w.name)
+			}
+			b.SetBytes(int64(len(run)))
+			for range b.N {
+				for lo := 0; lo < len(msgs); lo += w.width {
+					for k := range w.width {
+						lanes[k] = lo + k
+					}
+					w.sum(lanes[:w.width])
+				}
+			}
+		})
+	}
+}
