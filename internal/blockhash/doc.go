@@ -39,7 +39,7 @@
 // Tests: sum_test.go against zeebo/blake3 (and FuzzSum);
 // kernel_amd64_test.go checks each kernel of each width the CPU has, lane
 // by lane, against the compression function written out from the
-// specification.
+// specification, and BenchmarkKernelWidths times each width.
 package blockhash
 
 //go:generate go run ./gen blake3_amd64.s
