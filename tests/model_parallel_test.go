@@ -3,7 +3,6 @@ package tests
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
 )
 
@@ -12,11 +11,13 @@ import (
 // with the same checks. Each worker's seed is printed; a worker's op
 // sequence replays alone with TestModel and that seed, though a race may
 // need the company to show again. Workers share the -model.ops budget.
+// It runs beside TestModel (both parallel).
 func TestModelParallel(t *testing.T) {
+	t.Parallel()
 	const workers = 4
 	seed, ops := modelConfig(t)
 	target := os.Getenv("DOPPEL_MODEL_TARGET")
-	defer syscall.Umask(syscall.Umask(0o022))
+	setModelUmask(t)
 
 	var v *volume
 	var sutBase string

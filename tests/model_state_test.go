@@ -39,7 +39,11 @@ type nodeState struct {
 
 // pathState describes abs as lstat (follow=false) or stat (follow=true)
 // sees it, including content, entries and xattrs.
-func pathState(abs string, follow bool) *nodeState {
+func pathState(abs string, follow bool) *nodeState { return pathStateInto(abs, follow, nil) }
+
+// pathStateInto is pathState reading a file's content into buf's array
+// when it is large enough (the state then aliases buf).
+func pathStateInto(abs string, follow bool, buf []byte) *nodeState {
 	var st unix.Stat_t
 	var err error
 	if follow {
@@ -58,7 +62,7 @@ func pathState(abs string, follow bool) *nodeState {
 			n.ContentErr = "open: " + errnoOf(err).Error()
 			break
 		}
-		n.Content, n.ContentErr = readAllAt(fd, st.Size)
+		n.Content, n.ContentErr = readAllAtInto(fd, st.Size, buf)
 		unix.Close(fd)
 	case unix.S_IFDIR:
 		ents, err := os.ReadDir(abs)
@@ -83,14 +87,14 @@ func pathState(abs string, follow bool) *nodeState {
 }
 
 // fdState describes the file open as fd, which may have no name left.
-func fdState(fd int) *nodeState {
+func fdState(fd int, buf []byte) *nodeState {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &nodeState{Errno: errnoOf(err)}
 	}
 	n := statState(&st)
 	if n.Type == unix.S_IFREG {
-		n.Content, n.ContentErr = readAllAt(fd, st.Size)
+		n.Content, n.ContentErr = readAllAtInto(fd, st.Size, buf)
 	}
 	n.Xattrs, n.XattrErr = userXattrs(
 		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
@@ -109,9 +113,15 @@ func statState(st *unix.Stat_t) *nodeState {
 // readAllAt reads the whole file with pread, leaving the offset alone.
 // sizeHint (the stat size) saves regrowing the buffer; reading goes on to
 // EOF regardless.
-func readAllAt(fd int, sizeHint int64) ([]byte, string) {
+func readAllAt(fd int, sizeHint int64) ([]byte, string) { return readAllAtInto(fd, sizeHint, nil) }
+
+// readAllAtInto is readAllAt into buf's array when it is large enough:
+// the model reads every file an operation touched, on both sides, and
+// fresh arrays of up to 2 MiB each time cost the test as much CPU as
+// zeroing and collecting them.
+func readAllAtInto(fd int, sizeHint int64, buf []byte) ([]byte, string) {
 	dropFUSECache(fd)
-	out := make([]byte, 0, max(sizeHint, 0)+1)
+	out := slices.Grow(buf[:0], int(max(sizeHint, 0))+1)
 	for {
 		if len(out) == cap(out) {
 			out = slices.Grow(out, len(out))

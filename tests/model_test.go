@@ -49,13 +49,14 @@ const (
 )
 
 func TestModel(t *testing.T) {
+	// Beside TestModelParallel: each keeps about one core busy, mostly
+	// waiting for the other side of FUSE, so together they take little
+	// more than the longer one.
+	t.Parallel()
 	seed, ops := modelConfig(t)
 	target := os.Getenv("DOPPEL_MODEL_TARGET")
 	t.Logf("model: seed=%d ops=%d target=%q (replay: -model.seed=%d)", seed, ops, target, seed)
-
-	// A fixed, typical umask for both sides (applied by the kernel for
-	// FUSE, or by the daemon if it asks for FUSE_DONT_MASK).
-	defer syscall.Umask(syscall.Umask(0o022))
+	setModelUmask(t)
 
 	refRoot := realTempDir(t)
 	var v *volume
@@ -120,6 +121,33 @@ func modelConfig(t *testing.T) (seed int64, ops int) {
 		ops = 1000
 	}
 	return seed, ops
+}
+
+// The umask is the process's: the model tests running at once share one
+// setting, the first sets it and the last restores it.
+var modelUmask struct {
+	sync.Mutex
+	users int
+	saved int
+}
+
+// setModelUmask gives both sides a fixed, typical umask (applied by the
+// kernel for FUSE, or by the daemon if it asks for FUSE_DONT_MASK) until
+// t and every other model test running beside it end.
+func setModelUmask(t *testing.T) {
+	modelUmask.Lock()
+	defer modelUmask.Unlock()
+	if modelUmask.users == 0 {
+		modelUmask.saved = syscall.Umask(0o022)
+	}
+	modelUmask.users++
+	t.Cleanup(func() {
+		modelUmask.Lock()
+		defer modelUmask.Unlock()
+		if modelUmask.users--; modelUmask.users == 0 {
+			syscall.Umask(modelUmask.saved)
+		}
+	})
 }
 
 // flagSet reports whether the named flag was given on the command line.
@@ -201,6 +229,7 @@ type model struct {
 	motifs   [][]byte      // repeated content, for dedup
 	ref, sut *side
 	snap     *refSnapshot   // the reference tree before the current op
+	bufs     [2][]byte      // ref and sut: read buffers reused by apply
 	stats    map[string]int // "op errno" -> count, logged at the end
 	remount  func()         // nil for the plain target
 
@@ -279,7 +308,9 @@ func (m *model) apply(o *op) {
 		m.fail("results differ: %s", d)
 	}
 	for _, p := range o.paths {
-		if d := diffState(pathState(m.ref.abs(p), false), pathState(m.sut.abs(p), false)); d != "" {
+		rs, ss := pathStateInto(m.ref.abs(p), false, m.bufs[0]), pathStateInto(m.sut.abs(p), false, m.bufs[1])
+		m.keepBuffers(rs, ss)
+		if d := diffState(rs, ss); d != "" {
 			m.fail("state of %q differs: %s", p, d)
 		}
 	}
@@ -291,8 +322,20 @@ func (m *model) apply(o *op) {
 		if rfd < 0 {
 			continue
 		}
-		if d := diffState(fdState(rfd), fdState(sfd)); d != "" {
+		rs, ss := fdState(rfd, m.bufs[0]), fdState(sfd, m.bufs[1])
+		m.keepBuffers(rs, ss)
+		if d := diffState(rs, ss); d != "" {
 			m.fail("state of the file open as handle %d differs: %s", h, d)
+		}
+	}
+}
+
+// keepBuffers keeps the arrays the two sides' contents were read into
+// for the next operation's states.
+func (m *model) keepBuffers(ref, sut *nodeState) {
+	for i, n := range []*nodeState{ref, sut} {
+		if cap(n.Content) > cap(m.bufs[i]) {
+			m.bufs[i] = n.Content[:0]
 		}
 	}
 }
