@@ -1,8 +1,9 @@
 # doppel — build, test, demo and benchmark entry points.
 #
 #   make build   build bin/doppel and bin/doppel-core (which doppel runs)
-#   make test    install missing system deps, go vet, go test (what CI runs),
-#                then make test-shared and make test-race
+#   make test    install missing system deps, go vet, then every test (what CI
+#                runs): the end-to-end tests (test-e2e) beside the others
+#                (test-units: embedded, shared volumes, race detector)
 #   make test-shared  namespace, fsck and end-to-end tests (FUSE model, kill -9
 #                      crash loops) on shared volumes (PostgreSQL; PostgreSQL + S3)
 #   make test-race    the internal packages' tests under the race detector
@@ -44,7 +45,7 @@ TEST_RUN     ?=
 TEST_FLAGS   ?=
 DEMO_MP      ?=
 
-.PHONY: build test test-shared test-race vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick bench-shared deps deps-bench deps-dedup clean
+.PHONY: build test test-e2e test-units test-e2e-embedded test-units-embedded test-e2e-postgres test-units-postgres test-e2e-s3 test-units-s3 test-shared test-race vet fmt fmt-check demo bench bench-import bench-diffscan bench-dedup bench-clone bench-suite bench-suite-quick bench-shared deps deps-bench deps-dedup clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/doppel ./cmd/doppel-core
@@ -63,14 +64,50 @@ vet:
 
 # DOPPEL_MODEL_OPS and DOPPEL_CLONE_MODEL_OPS size the randomized model tests
 # (FUSE model, clone isolation model); keep a caller's value.
+EMBEDDED_ENV = DOPPEL_MODEL_OPS="$${DOPPEL_MODEL_OPS:-50000}" \
+	DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_CLONE_MODEL_OPS:-5000}"
+GO_TEST = $(GO) test -count=1 $(TEST_FLAGS)
+
+# What CI runs. With TEST_RUN or PKGS set: go test of those alone. Otherwise
+# two queues side by side (make -j2), each a series of go test runs whose
+# output is printed whole as each run ends (--output-sync=recurse):
+#   test-e2e: the end-to-end package ./tests (mounts, real tools, crash
+#   loops), which keeps about one core busy, much of it waiting on FUSE:
+#   embedded volumes, then PostgreSQL, then PostgreSQL + S3;
+#   test-units: every other package, one at a time: embedded, PostgreSQL,
+#   PostgreSQL + S3, then under the race detector.
+# One after the other the same runs took about 59 minutes on the 2-core CI
+# machine, most of it one long run with a core idle (docs/TESTING.md).
 test: deps
 	$(GO) vet $(PKGS)
-	DOPPEL_MODEL_OPS="$${DOPPEL_MODEL_OPS:-50000}" \
-	DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_CLONE_MODEL_OPS:-5000}" \
-		$(GO) test -count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) \
-		$(if $(TEST_RUN),-run '$(TEST_RUN)') $(TEST_FLAGS) $(PKGS)
-	$(if $(TEST_RUN),,$(MAKE) --no-print-directory test-shared)
-	$(if $(TEST_RUN),,$(MAKE) --no-print-directory test-race)
+ifneq ($(TEST_RUN)$(filter-out ./...,$(PKGS)),)
+	$(EMBEDDED_ENV) $(GO_TEST) -p $(TEST_P) -timeout $(TEST_TIMEOUT) \
+		$(if $(TEST_RUN),-run '$(TEST_RUN)') $(PKGS)
+else
+	$(MAKE) --no-print-directory -j2 --output-sync=recurse test-e2e test-units UNITS_P=1
+endif
+
+SUBMAKE   = $(MAKE) --no-print-directory
+E2E_PKG   = ./tests
+UNIT_PKGS = $(filter-out %/tests,$(shell $(GO) list ./...))
+# Packages at once in the unit runs: one beside the end-to-end queue (two
+# go test runs at -p 2 would keep four packages on two cores).
+UNITS_P  ?= $(TEST_P)
+
+test-e2e:
+	$(SUBMAKE) test-e2e-embedded
+	$(SUBMAKE) test-e2e-postgres
+	$(SUBMAKE) test-e2e-s3
+test-units:
+	$(SUBMAKE) test-units-embedded
+	$(SUBMAKE) test-units-postgres
+	$(SUBMAKE) test-units-s3
+	$(SUBMAKE) test-race
+
+test-e2e-embedded:
+	$(EMBEDDED_ENV) $(GO_TEST) -timeout $(TEST_TIMEOUT) $(E2E_PKG)
+test-units-embedded:
+	$(EMBEDDED_ENV) $(GO_TEST) -p $(UNITS_P) -timeout $(TEST_TIMEOUT) $(UNIT_PKGS)
 
 # The shared-volume matrix (DOPPEL_TEST_META, internal/testutil/voltest):
 # the same tests on volumes whose metadata is on a private PostgreSQL
@@ -102,15 +139,25 @@ SHARED_PG_E2E = TestModel|TestCrash|TestCloneIsolation|TestFsck|TestDamageDetect
 SHARED_COMPACT = DOPPEL_COMPACT=interval=20ms,max-live=0.9,min-reclaim=0,retire-grace=50ms,sweep=200ms
 SHARED_OWN_SERVERS = TestSharedVolumeEndToEnd|TestSharedS3|TestSharedVolumeServiceFault|TestSharedVolumeServicesDownAtMount|TestSharedJoin|TestMultiHost
 
+# make test runs these in its two queues; make test-shared one after the other.
 test-shared:
-	DOPPEL_TEST_META=postgres $(SHARED_ENV) \
-		$(GO) test -count=1 -p $(TEST_P) -short -timeout 15m \
-		./internal/content ./internal/namespace ./internal/fsck
-	DOPPEL_TEST_META=postgres $(SHARED_ENV) \
-		$(GO) test -count=1 -short -timeout 15m -run '$(SHARED_PG_E2E)' ./tests
-	DOPPEL_TEST_META=postgres+s3 DOPPEL_TEST_CACHE_BYTES=2097152 $(SHARED_ENV) $(SHARED_COMPACT) \
-		$(GO) test -count=1 -p $(TEST_P) -short -timeout 20m -skip '$(SHARED_OWN_SERVERS)' \
-		./internal/content ./internal/namespace ./internal/fsck ./tests
+	$(SUBMAKE) test-units-postgres
+	$(SUBMAKE) test-e2e-postgres
+	$(SUBMAKE) test-units-s3
+	$(SUBMAKE) test-e2e-s3
+
+SHARED_UNIT_PKGS = ./internal/content ./internal/namespace ./internal/fsck
+PG_ENV = DOPPEL_TEST_META=postgres $(SHARED_ENV)
+S3_ENV = DOPPEL_TEST_META=postgres+s3 DOPPEL_TEST_CACHE_BYTES=2097152 $(SHARED_ENV) $(SHARED_COMPACT)
+
+test-units-postgres:
+	$(PG_ENV) $(GO_TEST) -p $(UNITS_P) -short -timeout 15m $(SHARED_UNIT_PKGS)
+test-e2e-postgres:
+	$(PG_ENV) $(GO_TEST) -short -timeout 15m -run '$(SHARED_PG_E2E)' $(E2E_PKG)
+test-units-s3:
+	$(S3_ENV) $(GO_TEST) -p $(UNITS_P) -short -timeout 20m $(SHARED_UNIT_PKGS)
+test-e2e-s3:
+	$(S3_ENV) $(GO_TEST) -short -timeout 30m -skip '$(SHARED_OWN_SERVERS)' $(E2E_PKG)
 
 # The internal packages' tests under the race detector, with small model
 # tests: data races, and Pebble's own invariant checks, which -race turns on
@@ -120,7 +167,7 @@ test-shared:
 test-race:
 	DOPPEL_MODEL_OPS="$${DOPPEL_RACE_MODEL_OPS:-3000}" \
 	DOPPEL_CLONE_MODEL_OPS="$${DOPPEL_RACE_CLONE_MODEL_OPS:-1000}" \
-		$(GO) test -race -count=1 -p $(TEST_P) -timeout 30m ./internal/...
+		$(GO_TEST) -race -p $(TEST_P) -timeout 30m ./internal/...
 
 fmt:
 	$(GO) fmt $(PKGS)
