@@ -114,7 +114,7 @@ func (ts *testServer) connect(t testing.TB, cfg clientConfig) *testClient {
 		conn = ts.pipe()
 	}
 	t.Cleanup(func() { conn.Close() })
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	conn.SetDeadline(time.Now().Add(requestTimeout)) // the negotiation's; do renews it
 	c, err := newTestClient(conn, cfg)
 	if err != nil {
 		t.Fatalf("negotiate %+v: %v", cfg, err)
