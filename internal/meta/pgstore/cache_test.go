@@ -20,11 +20,7 @@ func testRecordCache(t *testing.T, e *env) {
 	must(t, err)
 	defer s.Close()
 	fill(t, s, 10)
-	trips := func(f func()) int64 {
-		before := n.Load()
-		f()
-		return n.Load() - before
-	}
+	trips := func(f func()) int64 { return fewestWrites(n.Load, f) }
 	get := func(k string) string {
 		t.Helper()
 		v, err := s.Get([]byte(k))
@@ -40,7 +36,8 @@ func testRecordCache(t *testing.T, e *env) {
 	if got := trips(func() { get("k00003") }); got != 0 {
 		t.Errorf("Get of a record the store wrote: %d round trips", got)
 	}
-	if got := trips(func() { get("nothing") }); got != 1 {
+	absent := []string{"nothing", "nothing1", "nothing2"} // a first Get in each try
+	if got := trips(func() { get(absent[0]); absent = absent[1:] }); got != 1 {
 		t.Errorf("first Get of an absent key: %d round trips, want 1", got)
 	}
 	if got := trips(func() { get("nothing") }); got != 0 {

@@ -45,11 +45,7 @@ func testRoundTrips(t *testing.T, e *env) {
 		scan(keys)
 		s.Get([]byte("k00001"))
 	}
-	count := func(f func()) int64 {
-		before := n.Load()
-		f()
-		return n.Load() - before
-	}
+	count := func(f func()) int64 { return fewestWrites(n.Load, f) }
 	if got := count(batch); got != 1 {
 		t.Errorf("a batch of 10 sets and its commit took %d round trips, want 1", got)
 	}
@@ -60,9 +56,7 @@ func testRoundTrips(t *testing.T, e *env) {
 	must(t, err)
 	defer uncached.Close()
 	uncached.Get([]byte("k00001"))
-	before := un.Load()
-	uncached.Get([]byte("k00001"))
-	if got := un.Load() - before; got != 1 {
+	if got := fewestWrites(un.Load, func() { uncached.Get([]byte("k00001")) }); got != 1 {
 		t.Errorf("a Get without the record cache took %d round trips, want 1", got)
 	}
 	if got := count(func() { scan(pgstore.FirstPage - 1) }); got != 1 {
@@ -97,4 +91,20 @@ func testRoundTrips(t *testing.T, e *env) {
 		t.Errorf("a scan of %d keys took %d round trips, want 8 to 11", keys, got)
 	}
 	t.Logf("scan of 100 keys: %d round trips", count(func() { scan(100) }))
+}
+
+// fewestWrites is the fewest round trips the counter (a store's writes
+// to its connections) saw in three runs of f. It counts the session's
+// heartbeat (every 2 s) too, which now and then fell into one run on a
+// loaded machine (CI, 2026-12-02); the fewest is what f itself costs.
+func fewestWrites(counter func() int64, f func()) int64 {
+	least := int64(-1)
+	for range 3 {
+		before := counter()
+		f()
+		if got := counter() - before; least < 0 || got < least {
+			least = got
+		}
+	}
+	return least
 }
