@@ -37,21 +37,27 @@ func testListen(t *testing.T, e *env) {
 	})
 	defer stop()
 	time.Sleep(300 * time.Millisecond) // listening
-	for len(woke) > 0 {
-		<-woke
+	// The fastest of three commits: one alone, on a loaded machine, could
+	// take longer than the poll's pace with the notification working.
+	fastest := time.Hour
+	for range 3 {
+		for len(woke) > 0 {
+			<-woke
+		}
+		start := time.Now()
+		lb, _, err := a.LockedBatch()
+		must(t, err)
+		must(t, lb.Set([]byte("k"), []byte("new")))
+		must(t, lb.Commit(false))
+		select {
+		case <-woke:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the listener did not see the other session's commit")
+		}
+		fastest = min(fastest, time.Since(start))
 	}
-	start := time.Now()
-	lb, _, err := a.LockedBatch()
-	must(t, err)
-	must(t, lb.Set([]byte("k"), []byte("new")))
-	must(t, lb.Commit(false))
-	select {
-	case <-woke:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the listener did not see the other session's commit")
-	}
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("the listener took %v to see the commit", d)
+	if fastest > 500*time.Millisecond {
+		t.Errorf("the listener took %v to see the fastest of three commits", fastest)
 	}
 	storetest.WantValue(t, b, "k", "new")
 
@@ -62,7 +68,7 @@ func testListen(t *testing.T, e *env) {
 	}
 	// The listening session's own commits wake its wait but not the
 	// handler, which reads the store each time: it keeps the poll's pace.
-	before, start = calls.Load(), time.Now()
+	before, start := calls.Load(), time.Now()
 	for i := range 40 {
 		storetest.Commit(t, b, map[string][]byte{"own": {byte(i)}})
 		time.Sleep(10 * time.Millisecond)
