@@ -172,7 +172,8 @@ test-race:
 # The longest first (go test starts packages in the order named), so that
 # the run does not end with one of them alone on the machine.
 RACE_PKGS = ./internal/namespace ./internal/content ./internal/blob/s3store \
-	./internal/volume ./internal/crashtest ./internal/meta/pgstore ./internal/...
+	./internal/volume ./internal/versions ./internal/meta/pgstore ./internal/crashtest \
+	./internal/frontend/nbd ./internal/frontend/blockfile ./internal/...
 
 fmt:
 	$(GO) fmt $(PKGS)
