@@ -251,13 +251,13 @@ func (c *testClient) send(typ, flags uint16, off uint64, length uint32, payload 
 	return h.Cookie, err
 }
 
-// do sends one request and waits for its reply; for sequential use.
 // requestTimeout bounds one round trip of the test client, so that a hung
 // server fails a test instead of blocking it. Per request, not per
 // connection: a long model test under the race detector on a loaded
 // machine outlived a connection's deadline (CI, 2026-12-02).
 const requestTimeout = 30 * time.Second
 
+// do sends one request and waits for its reply; for sequential use.
 func (c *testClient) do(typ, flags uint16, off uint64, length uint32, payload []byte) (*testReply, error) {
 	c.conn.SetDeadline(time.Now().Add(requestTimeout))
 	cookie, err := c.send(typ, flags, off, length, payload)
