@@ -54,6 +54,7 @@ func (s *session) transmit() error {
 func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan struct{}, pool *workerPool) error {
 	var hb [requestHeaderLen]byte
 	var writes writeOrder
+	var shallow shallowQueue
 	for {
 		if _, err := io.ReadFull(s.r, hb[:]); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -121,9 +122,48 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			req.turn = writes.next()
 		}
 		slots <- struct{}{}
+		shallow.note(len(slots))
+		if shallow.held() && s.runsInline(req, len(slots)) {
+			pool.run(req)
+			continue
+		}
 		pool.dispatch(req)
 	}
 }
+
+// inlineReadMax is the longest read the reader serves itself.
+const inlineReadMax = 64 << 10
+
+// runsInline reports whether the reader should serve req on its own
+// goroutine: a short read that is the only request in flight (inFlight
+// counts its own slot) with no other request in the reader's buffer. That
+// is a client waiting for each answer before it asks again (a queue depth
+// of one), and handing its request to a worker only adds a goroutine
+// switch, often to another thread woken by futex, to every round trip.
+// Anything queued behind it waits for the one read at most.
+func (s *session) runsInline(req *request, inFlight int) bool {
+	return req.Type == cmdRead && req.Length <= inlineReadMax && inFlight == 1 && s.r.Buffered() == 0
+}
+
+// shallowQueue watches whether a client keeps one request in flight at a
+// time. A client with a deeper queue also finds it empty now and then
+// (between bursts), and serving its first request inline then held back
+// the rest of the burst behind that read: random reads at depth 16 lost
+// about 7 %. So inline service waits until shallowAfter requests in a row
+// met an empty queue.
+type shallowQueue struct{ run int }
+
+const shallowAfter = 64
+
+func (q *shallowQueue) note(inFlight int) {
+	if inFlight > 1 {
+		q.run = 0
+	} else if q.run < shallowAfter {
+		q.run++
+	}
+}
+
+func (q *shallowQueue) held() bool { return q.run >= shallowAfter }
 
 // validate checks a request against the negotiated state before any
 // payload is buffered; it returns the error to answer with, or 0.
