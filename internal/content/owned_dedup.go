@@ -279,11 +279,12 @@ func (t *Tx) shareWith(o ownedExtent, target schema.Extent) error {
 }
 
 // ownedDedupLoop runs passes in the background while owned blocks are
-// written: once ownedDedupAfter new ones were kept and none for
-// ownedDedupQuiet, or once many more were.
+// written: once ownedDedupAfter new ones were kept and the volume was idle
+// for ownedDedupQuiet, or once many more were.
 type ownedDedupLoop struct {
 	fresh atomic.Int64 // owned blocks kept since the last pass (KeyOwnedUnshared)
 	last  atomic.Int64 // when the last one was kept (unix nanoseconds)
+	reads atomic.Int64 // reads served; the loop samples it every tick
 	quit  chan struct{}
 	done  chan struct{}
 }
@@ -336,7 +337,10 @@ const (
 	// which a copy over an export's data paid for at half that (2026-11-30).
 	ownedDedupBusy  = 1 << 20
 	ownedDedupQuiet = 5 * time.Second
-	ownedDedupTick  = time.Second
+	// ownedDedupReadPatience: how long after the last write a pass waits
+	// for reads to pause before it runs beside them.
+	ownedDedupReadPatience = time.Minute
+	ownedDedupTick         = time.Second
 )
 
 // noteOwned counts owned blocks a commit kept; unshared is the count the
@@ -351,11 +355,30 @@ func (l *ownedDedupLoop) noteOwned(n, unshared int64) {
 // due reports whether a pass should run now, on a volume holding owned
 // owned blocks: a pass walks all of them, so the new ones it waits for
 // grow with them (an eighth), which keeps the walks' cost a share of the
-// writes'.
-func (l *ownedDedupLoop) due(now time.Time, owned int64) bool {
+// writes'. lastRead is when the loop last saw a read served.
+//
+// Idle means no write for ownedDedupQuiet and no read either: a pass
+// takes a second or more of CPU per million owned blocks, and one started
+// 5 s after a copy into an export ran through the reads that followed it
+// (fio's random reads at depth 1 and nbdcopy's copy out, on 2 cores,
+// 2026-12-02). Reads that never pause hold it back for
+// ownedDedupReadPatience at most.
+func (l *ownedDedupLoop) due(now, lastRead time.Time, owned int64) bool {
 	n := l.fresh.Load()
-	quiet := now.Sub(time.Unix(0, l.last.Load())) >= ownedDedupQuiet
-	return n >= max(ownedDedupBusy, 2*owned) || (n >= max(ownedDedupAfter, owned/8) && quiet)
+	sinceWrite := now.Sub(time.Unix(0, l.last.Load()))
+	idle := sinceWrite >= ownedDedupQuiet &&
+		(now.Sub(lastRead) >= ownedDedupQuiet || sinceWrite >= ownedDedupReadPatience)
+	return n >= max(ownedDedupBusy, 2*owned) || (n >= max(ownedDedupAfter, owned/8) && idle)
+}
+
+// noteReads is called by the loop every tick: it returns when reads were
+// last seen, given the count and time of the tick before.
+func (l *ownedDedupLoop) noteReads(now time.Time, seen *int64, lastRead time.Time) time.Time {
+	if r := l.reads.Load(); r != *seen {
+		*seen = r
+		return now
+	}
+	return lastRead
 }
 
 // startOwnedDedup starts the background passes of an engine that writes
@@ -385,12 +408,15 @@ func (e *Engine) startOwnedDedup() error {
 		defer close(done)
 		tick := time.NewTicker(ownedDedupTick)
 		defer tick.Stop()
+		var seenReads int64
+		var lastRead time.Time
 		for {
 			select {
 			case <-quit:
 				return
 			case now := <-tick.C:
-				if !l.due(now, e.Stats().OwnedBlocks) {
+				lastRead = l.noteReads(now, &seenReads, lastRead)
+				if !l.due(now, lastRead, e.Stats().OwnedBlocks) {
 					continue
 				}
 			}

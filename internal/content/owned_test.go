@@ -268,18 +268,46 @@ func TestOwnedDedupDue(t *testing.T) {
 	var l ownedDedupLoop
 	l.noteOwned(ownedDedupAfter, ownedDedupAfter)
 	now := time.Now()
-	if l.due(now, 0) {
+	var noReads time.Time
+	if l.due(now, noReads, 0) {
 		t.Error("due while writes go on")
 	}
-	if !l.due(now.Add(ownedDedupQuiet), 0) {
+	if !l.due(now.Add(ownedDedupQuiet), noReads, 0) {
 		t.Error("not due once writes paused")
 	}
-	if l.due(now.Add(ownedDedupQuiet), 16*ownedDedupAfter) {
+	if l.due(now.Add(ownedDedupQuiet), noReads, 16*ownedDedupAfter) {
 		t.Error("due after an eighth of the owned blocks were new")
 	}
+	if l.due(now.Add(ownedDedupQuiet), now.Add(ownedDedupQuiet-time.Second), 0) {
+		t.Error("due while reads go on")
+	}
+	if !l.due(now.Add(2*ownedDedupQuiet), now.Add(ownedDedupQuiet-time.Second), 0) {
+		t.Error("not due once reads paused too")
+	}
+	if !l.due(now.Add(ownedDedupReadPatience), now.Add(ownedDedupReadPatience), 0) {
+		t.Error("reads that never pause held the pass back longer than ownedDedupReadPatience")
+	}
 	l.noteOwned(ownedDedupBusy, ownedDedupAfter+ownedDedupBusy)
-	if !l.due(now, 0) {
-		t.Error("not due after many new blocks, writes going on")
+	if !l.due(now, now, 0) {
+		t.Error("not due after many new blocks, writes and reads going on")
+	}
+}
+
+func TestOwnedDedupSeesReads(t *testing.T) {
+	var l ownedDedupLoop
+	var seen int64
+	t0 := time.Now()
+	last := l.noteReads(t0, &seen, time.Time{})
+	if !last.IsZero() {
+		t.Fatalf("no read served, yet the last read is %v", last)
+	}
+	l.reads.Add(3)
+	t1 := t0.Add(time.Second)
+	if last = l.noteReads(t1, &seen, last); !last.Equal(t1) {
+		t.Fatalf("reads served before the tick at %v, last read noted %v", t1, last)
+	}
+	if last = l.noteReads(t1.Add(time.Second), &seen, last); !last.Equal(t1) {
+		t.Fatalf("no read since %v, last read noted %v", t1, last)
 	}
 }
 

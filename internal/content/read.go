@@ -28,6 +28,9 @@ func (e *Engine) ReadAt(ino uint64, off int64, buf []byte) error {
 // an export's 4 KiB blocks thus costs a few reads instead of 256, and one
 // walk of the chunk table instead of 256 point lookups.
 func (e *Engine) ReadAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) error {
+	if e.owned {
+		e.ownedDedup.reads.Add(1) // background passes wait for reads to pause
+	}
 	err := e.readAtFrom(r, ino, off, buf)
 	if err == nil || !e.inPlace || !errors.Is(err, ErrCorrupt) {
 		return err
