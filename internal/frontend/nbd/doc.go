@@ -17,7 +17,8 @@
 //	                  STRUCTURED_REPLY, LIST/SET_META_CONTEXT
 //	tls.go            TLS required (FORCEDTLS): what is answered before
 //	                  NBD_OPT_STARTTLS, the upgrade
-//	transmission.go   request reader loop, concurrency and memory bounds, request validation
+//	transmission.go   request reader loop, concurrency and memory bounds, request validation;
+//	                  a lone short read served by the reader itself (shallowQueue)
 //	workers.go        goroutines that run a connection's requests, reused
 //	write_order.go    a connection's plain writes reach the backend in the order sent
 //	write_direct.go   large plain writes whose payload has arrived, read by the
@@ -38,6 +39,7 @@
 // and streamBackend, the same taking writes from the connection),
 // client_test.go (a minimal, strict client), helpers_test.go (servers on
 // pipes and Unix sockets), server_test.go, budget_test.go, workers_test.go,
+// transmission_test.go,
 // write_order_test.go, write_direct_test.go and reply_writer_test.go (unit tests), model_test.go (randomised
 // comparison with a reference model, on both backends, replayable with -nbd.seed),
 // fuzz_test.go (decoders, handshakes and whole sessions), conformance_test.go
