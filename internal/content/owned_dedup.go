@@ -353,7 +353,7 @@ func (l *ownedDedupLoop) noteOwned(n, unshared int64) {
 }
 
 // due reports whether a pass should run now, on a volume holding owned
-// owned blocks: a pass walks all of them, so the new ones it waits for
+// blocks: a pass walks all of them, so the new ones it waits for
 // grow with them (an eighth), which keeps the walks' cost a share of the
 // writes'. lastRead is when the loop last saw a read served.
 //
@@ -371,14 +371,18 @@ func (l *ownedDedupLoop) due(now, lastRead time.Time, owned int64) bool {
 	return n >= max(ownedDedupBusy, 2*owned) || (n >= max(ownedDedupAfter, owned/8) && idle)
 }
 
-// noteReads is called by the loop every tick: it returns when reads were
-// last seen, given the count and time of the tick before.
-func (l *ownedDedupLoop) noteReads(now time.Time, seen *int64, lastRead time.Time) time.Time {
-	if r := l.reads.Load(); r != *seen {
-		*seen = r
-		return now
+// readWatch tells the loop when reads were last seen, from the count of
+// reads it samples every tick.
+type readWatch struct {
+	seen int64
+	last time.Time
+}
+
+func (w *readWatch) note(now time.Time, reads int64) time.Time {
+	if reads != w.seen {
+		w.seen, w.last = reads, now
 	}
-	return lastRead
+	return w.last
 }
 
 // startOwnedDedup starts the background passes of an engine that writes
@@ -408,15 +412,13 @@ func (e *Engine) startOwnedDedup() error {
 		defer close(done)
 		tick := time.NewTicker(ownedDedupTick)
 		defer tick.Stop()
-		var seenReads int64
-		var lastRead time.Time
+		var reads readWatch
 		for {
 			select {
 			case <-quit:
 				return
 			case now := <-tick.C:
-				lastRead = l.noteReads(now, &seenReads, lastRead)
-				if !l.due(now, lastRead, e.Stats().OwnedBlocks) {
+				if !l.due(now, reads.note(now, l.reads.Load()), e.Stats().OwnedBlocks) {
 					continue
 				}
 			}

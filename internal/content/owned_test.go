@@ -294,19 +294,16 @@ func TestOwnedDedupDue(t *testing.T) {
 }
 
 func TestOwnedDedupSeesReads(t *testing.T) {
-	var l ownedDedupLoop
-	var seen int64
+	var w readWatch
 	t0 := time.Now()
-	last := l.noteReads(t0, &seen, time.Time{})
-	if !last.IsZero() {
+	if last := w.note(t0, 0); !last.IsZero() {
 		t.Fatalf("no read served, yet the last read is %v", last)
 	}
-	l.reads.Add(3)
 	t1 := t0.Add(time.Second)
-	if last = l.noteReads(t1, &seen, last); !last.Equal(t1) {
+	if last := w.note(t1, 3); !last.Equal(t1) {
 		t.Fatalf("reads served before the tick at %v, last read noted %v", t1, last)
 	}
-	if last = l.noteReads(t1.Add(time.Second), &seen, last); !last.Equal(t1) {
+	if last := w.note(t1.Add(time.Second), 3); !last.Equal(t1) {
 		t.Fatalf("no read since %v, last read noted %v", t1, last)
 	}
 }
