@@ -122,8 +122,9 @@ func (s *session) readRequests(rw *replyWriter, budget *byteBudget, slots chan s
 			req.turn = writes.next()
 		}
 		slots <- struct{}{}
-		shallow.note(len(slots))
-		if shallow.held() && s.runsInline(req, len(slots)) {
+		inFlight := len(slots) // one reading for both checks: workers free slots meanwhile
+		shallow.note(inFlight)
+		if shallow.held() && s.runsInline(req, inFlight) {
 			pool.run(req)
 			continue
 		}
