@@ -79,10 +79,10 @@ func TestReadaheadLeavesDataInOrderToTheHost(t *testing.T) {
 // export), gets prefetches while the store says its bytes are on the disk
 // only, and none once it says they are in the host's page cache
 // (blob.ResidencyProber). The store's answers are the test's: the host's
-// page cache is not the test's to control (pages dropped with
-// POSIX_FADV_DONTNEED were found back in memory when CI ran the package
-// on a loaded host), and blob's TestInMemoryFollowsThePageCache checks
-// the segment files' own probe.
+// page cache is not the test's to control (with the file's pages dropped
+// by POSIX_FADV_DONTNEED and the host asked, the test failed now and then
+// in CI, on a loaded host), and blob's TestInMemoryFollowsThePageCache
+// checks the segment files' own probe.
 func TestReadaheadSkipsDataInMemory(t *testing.T) {
 	needSegmentFiles(t, "readahead asks the segment files' host")
 	const step, size = 128 << 10, 16 << 20
