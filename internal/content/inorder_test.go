@@ -84,7 +84,7 @@ func TestReadaheadLeavesDataInOrderToTheHost(t *testing.T) {
 // in CI, on a loaded host), and blob's TestInMemoryFollowsThePageCache
 // checks the segment files' own probe.
 func TestReadaheadSkipsDataInMemory(t *testing.T) {
-	needSegmentFiles(t, "readahead asks the segment files' host")
+	needSegmentFiles(t, "readahead asks whether bytes are in memory only of chunks in segment files")
 	const step, size = 128 << 10, 16 << 20
 	v := newEnv(t, Config{Chunking: policy(t, "fixed:64K"), CacheChunks: 1, VerifyReads: true})
 	v.writeBackwards(2, testutil.RandBytes(rand.New(rand.NewPCG(14, 14)), size), 64<<10)
