@@ -18,7 +18,7 @@
 // owned (owned.go): its extent holds its place and check and the chunk
 // table gets no record, so overwriting it reads and deletes none; a copy
 // gives it a record at its place. Dedup of owned blocks runs after the
-// fact, in the background (owned_dedup.go). An owned block nothing else
+// fact, in the background (owned_dedup.go; when, owned_dedup_loop.go). An owned block nothing else
 // references is written over in place by the transaction that commits
 // its new bytes (inplace.go), after a durable intent record for its
 // zone (intents.go); recovery takes the blocks of zones with intent
@@ -68,8 +68,8 @@
 // read.go (ReadAt), chunk_load.go (loading and verifying one chunk;
 // ChunkError), seek.go (SEEK_DATA/SEEK_HOLE), locs.go and cache.go (chunk
 // locations and bytes kept in memory), readahead.go, inorder.go,
-// hostcache.go, hints.go, owned.go and owned_dedup.go (owned blocks and
-// their dedup), inplace.go, intents.go, inplace_recover.go and
+// hostcache.go, hints.go, owned.go, owned_dedup.go and owned_dedup_loop.go
+// (owned blocks and their dedup), inplace.go, intents.go, inplace_recover.go and
 // extent_plan.go (owned blocks written over in place),
 // extent_window_cache.go, dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference

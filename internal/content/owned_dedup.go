@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync/atomic"
-	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
@@ -48,6 +46,12 @@ var ownedDedupShare int64 = 1 << 20
 
 // DedupOwned runs one pass.
 func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
+	return e.dedupOwned(ctx.Err)
+}
+
+// dedupOwned runs one pass that ends early with stop's error, which it
+// asks between its steps (owned_dedup_loop.go's passStop).
+func (e *Engine) dedupOwned(stop func() error) (OwnedDedup, error) {
 	var res OwnedDedup
 	before := e.ownedDedup.fresh.Load()
 	e.statsMu.Lock()
@@ -57,7 +61,7 @@ func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 	for p := range parts {
 		// Hashes whose first byte is in [lo, hi).
 		lo, hi := int(p*256/parts), int((p+1)*256/parts)
-		if err := e.dedupOwnedRange(ctx, byte(lo), hi, &res); err != nil {
+		if err := e.dedupOwnedRange(stop, byte(lo), hi, &res); err != nil {
 			return res, err
 		}
 	}
@@ -66,8 +70,8 @@ func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 
 // dedupOwnedRange runs a pass over the owned extents whose hash begins
 // with a byte in [lo, hi).
-func (e *Engine) dedupOwnedRange(ctx context.Context, lo byte, hi int, res *OwnedDedup) error {
-	all, err := e.ownedExtents(ctx, lo, hi)
+func (e *Engine) dedupOwnedRange(stop func() error, lo byte, hi int, res *OwnedDedup) error {
+	all, err := e.ownedExtents(stop, lo, hi)
 	if err != nil {
 		return err
 	}
@@ -77,7 +81,7 @@ func (e *Engine) dedupOwnedRange(ctx context.Context, lo byte, hi int, res *Owne
 		return err
 	}
 	for len(groups) > 0 {
-		if err := ctx.Err(); err != nil {
+		if err := stop(); err != nil {
 			return err
 		}
 		n, size := 0, 0
@@ -98,13 +102,13 @@ func (e *Engine) dedupOwnedRange(ctx context.Context, lo byte, hi int, res *Owne
 
 // ownedExtents walks the extents for the owned ones whose hash begins
 // with a byte in [lo, hi), sorted by hash.
-func (e *Engine) ownedExtents(ctx context.Context, lo byte, hi int) ([]ownedExtent, error) {
+func (e *Engine) ownedExtents(stop func() error, lo byte, hi int) ([]ownedExtent, error) {
 	// Sized for the range's share of the volume's owned blocks, so that
 	// a walk of millions does not grow its slice a dozen times.
 	out := make([]ownedExtent, 0, e.Stats().OwnedBlocks*int64(hi-int(lo))/256+1024)
 	err := eachOwnedExtent(e.meta, func(k []byte, x schema.Extent, derr error) error {
 		if len(out)%4096 == 0 {
-			if err := ctx.Err(); err != nil {
+			if err := stop(); err != nil {
 				return err
 			}
 		}
@@ -276,172 +280,4 @@ func (t *Tx) dedupTarget(g dedupGroup) (schema.Extent, []ownedExtent, int, error
 func (t *Tx) shareWith(o ownedExtent, target schema.Extent) error {
 	t.unref(Piece{Off: o.off, Extent: o.x})
 	return t.put(o.ino, Piece{Off: o.off, Extent: target})
-}
-
-// ownedDedupLoop runs passes in the background while owned blocks are
-// written: once ownedDedupAfter new ones were kept and the volume was idle
-// for ownedDedupQuiet, or once many more were.
-type ownedDedupLoop struct {
-	fresh atomic.Int64 // owned blocks kept since the last pass (KeyOwnedUnshared)
-	last  atomic.Int64 // when the last one was kept (unix nanoseconds)
-	reads atomic.Int64 // reads served; the loop samples it every tick
-	quit  chan struct{}
-	done  chan struct{}
-}
-
-// countUnshared adds the owned blocks the transaction keeps to
-// schema.KeyOwnedUnshared, or sets it (a pass's end).
-func (t *Tx) countUnshared() error {
-	if t.keptOwned == 0 && !t.unsharedSet {
-		return nil
-	}
-	if !t.unsharedSet {
-		t.unshared = t.e.ownedDedup.fresh.Load() + t.keptOwned
-	}
-	return t.b.Set(schema.KeyOwnedUnshared, schema.U64(uint64(max(t.unshared, 0))))
-}
-
-// loadUnshared reads schema.KeyOwnedUnshared into the loop's count.
-func (e *Engine) loadUnshared() error {
-	v, err := e.meta.Get(schema.KeyOwnedUnshared)
-	if errors.Is(err, meta.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	n, err := schema.ParseU64(v)
-	if err != nil {
-		return fmt.Errorf("owned_unshared record: %w", err)
-	}
-	e.ownedDedup.fresh.Store(int64(n))
-	return nil
-}
-
-// passDone takes the owned blocks counted before a pass began (before)
-// off the count: they were all walked.
-func (e *Engine) passDone(before int64) error {
-	t, err := e.Begin()
-	if err != nil {
-		return err
-	}
-	t.unsharedSet, t.unshared = true, max(e.ownedDedup.fresh.Load()-before, 0)
-	return t.Commit(false)
-}
-
-const (
-	ownedDedupAfter = 1024 // 4 MiB of new owned blocks
-	// ownedDedupBusy: a pass even while writes go on, once this many
-	// blocks (4 GiB) and twice the volume's owned blocks are new: a pass
-	// walks them all (about 2.5 s of CPU per million on this machine),
-	// which a copy over an export's data paid for at half that (2026-11-30).
-	ownedDedupBusy  = 1 << 20
-	ownedDedupQuiet = 5 * time.Second
-	// ownedDedupReadPatience: how long after the last write a pass waits
-	// for reads to pause before it runs beside them.
-	ownedDedupReadPatience = time.Minute
-	ownedDedupTick         = time.Second
-)
-
-// noteOwned counts owned blocks a commit kept; unshared is the count the
-// commit left in its record. The caller holds txMu.
-func (l *ownedDedupLoop) noteOwned(n, unshared int64) {
-	if n > 0 {
-		l.last.Store(time.Now().UnixNano())
-	}
-	l.fresh.Store(unshared)
-}
-
-// due reports whether a pass should run now, on a volume holding owned
-// blocks: a pass walks all of them, so the new ones it waits for
-// grow with them (an eighth), which keeps the walks' cost a share of the
-// writes'. lastRead is when the loop last saw a read served.
-//
-// Idle means no write for ownedDedupQuiet and no read either: a pass
-// takes a second or more of CPU per million owned blocks, and one started
-// 5 s after a copy into an export ran through the reads that followed it
-// (fio's random reads at depth 1 and nbdcopy's copy out, on 2 cores,
-// 2026-12-02). Reads that never pause hold it back for
-// ownedDedupReadPatience at most.
-func (l *ownedDedupLoop) due(now, lastRead time.Time, owned int64) bool {
-	n := l.fresh.Load()
-	sinceWrite := now.Sub(time.Unix(0, l.last.Load()))
-	idle := sinceWrite >= ownedDedupQuiet &&
-		(now.Sub(lastRead) >= ownedDedupQuiet || sinceWrite >= ownedDedupReadPatience)
-	return n >= max(ownedDedupBusy, 2*owned) || (n >= max(ownedDedupAfter, owned/8) && idle)
-}
-
-// readWatch tells the loop when reads were last seen, from the count of
-// reads it samples every tick.
-type readWatch struct {
-	seen int64
-	last time.Time
-}
-
-func (w *readWatch) note(now time.Time, reads int64) time.Time {
-	if reads != w.seen {
-		w.seen, w.last = reads, now
-	}
-	return w.last
-}
-
-// startOwnedDedup starts the background passes of an engine that writes
-// owned blocks.
-func (e *Engine) startOwnedDedup() error {
-	if !e.owned {
-		return nil
-	}
-	if err := e.loadUnshared(); err != nil {
-		return err
-	}
-	l := &e.ownedDedup
-	// An open counts as a write: a pass owed since the last session waits
-	// for writes to pause like any other, instead of meeting the first
-	// writer (a VM booting, a copy into an export) head on.
-	l.last.Store(time.Now().UnixNano())
-	// The goroutines keep their own channels: stopOwnedDedup clears the
-	// fields.
-	quit, done := make(chan struct{}), make(chan struct{})
-	l.quit, l.done = quit, done
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-quit
-		cancel()
-	}()
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(ownedDedupTick)
-		defer tick.Stop()
-		var reads readWatch
-		for {
-			select {
-			case <-quit:
-				return
-			case now := <-tick.C:
-				if !l.due(now, reads.note(now, l.reads.Load()), e.Stats().OwnedBlocks) {
-					continue
-				}
-			}
-			res, err := e.DedupOwned(ctx)
-			switch {
-			case errors.Is(err, context.Canceled):
-				return
-			case err != nil:
-				e.log.Warn("dedup of owned blocks failed; the next pass tries again", "err", err)
-			case res.Shared > 0:
-				e.log.Info("dedup of owned blocks", "owned", res.Owned, "shared", res.Shared, "skipped", res.Skipped)
-			}
-		}
-	}()
-	return nil
-}
-
-// stopOwnedDedup ends the background passes and waits for the one under
-// way.
-func (e *Engine) stopOwnedDedup() {
-	if l := &e.ownedDedup; l.quit != nil {
-		close(l.quit)
-		<-l.done
-		l.quit = nil
-	}
 }

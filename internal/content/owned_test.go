@@ -245,7 +245,7 @@ func TestDedupOwnedLeavesChangedExtents(t *testing.T) {
 	a := testutil.RandBytes(r, 4096)
 	v.write(2, 0, a)
 	v.write(3, 0, a)
-	all, err := v.e.ownedExtents(context.Background(), 0, 256)
+	all, err := v.e.ownedExtents(context.Background().Err, 0, 256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,6 +290,16 @@ func TestOwnedDedupDue(t *testing.T) {
 	l.noteOwned(ownedDedupBusy, ownedDedupAfter+ownedDedupBusy)
 	if !l.due(now, now, 0) {
 		t.Error("not due after many new blocks, writes and reads going on")
+	}
+	// A copy over a volume's owned blocks, twice: no pass under it.
+	owned := int64(ownedDedupBusy)
+	l.noteOwned(2*owned, 2*owned)
+	if l.due(now, now, owned) {
+		t.Error("due under writes after twice the owned blocks were new")
+	}
+	l.noteOwned(ownedDedupBusyShare*owned, ownedDedupBusyShare*owned)
+	if !l.due(now, now, owned) {
+		t.Errorf("not due under writes after %d times the owned blocks were new", ownedDedupBusyShare)
 	}
 }
 
@@ -344,4 +354,50 @@ func TestOwnedBlocksSameBytesCopiedInOneTx(t *testing.T) {
 		v.checkInvariants()
 	}
 	v.checkNoData()
+}
+
+func TestDedupOwnedPassYields(t *testing.T) {
+	// A pass started in a pause stops at the next read or write and
+	// leaves the count of new blocks for the next pass; one that may not
+	// yield runs to its end.
+	v := newOwnedEnv(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	a := testutil.RandBytes(r, 4096)
+	v.write(2, 0, a)
+	v.write(3, 0, a)
+	l := &v.e.ownedDedup
+	ctx := context.Background()
+
+	stop := l.passStop(ctx, true)
+	if err := stop(); err != nil {
+		t.Fatalf("nothing happened since the pass began, yet: %v", err)
+	}
+	l.reads.Add(1) // a read served meanwhile
+	res, err := v.e.dedupOwned(stop)
+	if !errors.Is(err, errPassYielded) || res.Shared != 0 {
+		t.Fatalf("pass after a read: %+v, %v; want it to yield before sharing", res, err)
+	}
+	if n := l.fresh.Load(); n != 2 {
+		t.Errorf("new owned blocks after a pass yielded: %d; want 2, for the next pass", n)
+	}
+
+	stop = l.passStop(ctx, true)
+	v.write(4, 0, testutil.RandBytes(r, 4096))
+	if err := stop(); !errors.Is(err, errPassYielded) {
+		t.Errorf("an owned block written since the pass began: %v; want it to yield", err)
+	}
+
+	stop = l.passStop(ctx, false)
+	l.reads.Add(1)
+	v.write(5, 0, testutil.RandBytes(r, 4096))
+	res, err = v.e.dedupOwned(stop)
+	if err != nil || res.Shared != 1 {
+		t.Fatalf("a pass that may not yield, reads and writes meanwhile: %+v, %v; want 1 shared", res, err)
+	}
+	if n := l.fresh.Load(); n != 0 {
+		t.Errorf("new owned blocks after a whole pass: %d; want 0", n)
+	}
+	v.checkInvariants()
+	v.checkContent(2, a)
+	v.checkContent(3, a)
 }
