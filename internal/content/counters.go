@@ -31,6 +31,7 @@ type counters struct {
 	foreignCommits       atomic.Int64
 	filterMisses         atomic.Int64 // dedup lookups the filter answered (dedupfilter.go)
 	windowHits           atomic.Int64 // reads and hole searches a window answered (extent_window_cache.go)
+	mapHits              atomic.Int64 // reads and hole searches an extent map answered (extent_map.go)
 	overwritten          atomic.Int64 // blocks written over in place (inplace.go)
 }
 

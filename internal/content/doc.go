@@ -44,8 +44,11 @@
 // extent windows (extent_window_cache.go), dropped for an inode by every
 // commit that changes its extents, so that the reads after them do not
 // scan the store again: on PostgreSQL each scan is a round trip the read
-// waits for. An engine whose store other processes write
-// (Config.OtherWriters) keeps none.
+// waits for. A file a block export serves has its whole extent map in
+// memory instead (extent_map.go; extent_map_pages.go holds it), loaded
+// once and changed by every commit as it changes the store, so that a
+// random read looks nothing up. An engine whose store other processes
+// write (Config.OtherWriters) keeps neither.
 //
 // Stores that cannot punch (blob.Compactable: pack objects in S3) only
 // mark a freed chunk's span dead; the compactor (compact.go: the pass and
@@ -71,7 +74,8 @@
 // hostcache.go, hints.go, owned.go, owned_dedup.go and owned_dedup_loop.go
 // (owned blocks and their dedup), inplace.go, intents.go, inplace_recover.go and
 // extent_plan.go (owned blocks written over in place),
-// extent_window_cache.go, dedupfilter.go and
+// extent_window_cache.go, extent_map.go and extent_map_pages.go,
+// dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference
 // tallies), reclaim.go (freeing space), recover.go and repair.go (after a
 // crash; fsck), journal.go and retain.go (what a transaction changed, for

@@ -61,6 +61,10 @@ type Config struct {
 	// where owned blocks are written and the store allows it
 	// (usesInPlace).
 	InPlace bool
+	// ExtentMapBudget bounds the extent records that the extent maps of
+	// block exports hold in memory together (MapExtents); 0 means
+	// DefaultExtentMapBudget.
+	ExtentMapBudget int
 }
 
 // ErrCorrupt is returned when stored data does not match its hash.
@@ -90,6 +94,7 @@ type Engine struct {
 	// the host's readahead of the segment files (inorder.go).
 	hostReadahead bool
 	windows       *extentWindows  // nil with Config.OtherWriters (extent_window_cache.go)
+	extentMaps    *extentMaps     // nil with Config.OtherWriters (extent_map.go)
 	extentLog     extentLog       // commits that changed extents, for PlanInPlace's plans
 	slots         blob.SlotReuser // nil unless freed blocks take new one-block chunks (reclaim.go)
 	reclaimer
@@ -173,6 +178,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 	}
 	if !cfg.OtherWriters {
 		e.windows = newExtentWindows()
+		e.extentMaps = newExtentMaps(cfg.ExtentMapBudget)
 	}
 	if v, err := m.Get(schema.KeyVersion); err == nil {
 		if e.version, err = schema.ParseU64(v); err != nil {
@@ -297,6 +303,9 @@ func (e *Engine) Close() error {
 	e.stopOwnedDedup() // first: a pass may start the dedup filter
 	e.stopDedupFilter()
 	e.loads.running.Wait()
+	if e.extentMaps != nil {
+		e.extentMaps.close() // its loads hold snapshots of the store
+	}
 	e.stopCompactor()
 	e.reclaimer.stop()
 	err := e.closeSession()

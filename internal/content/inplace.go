@@ -88,7 +88,7 @@ func (e *Engine) PlanInPlace(ino uint64, chunks []*Prepared) {
 		return
 	}
 	gen := e.extentLog.current() // before the read: a commit after it shows
-	old, err := extentsOverlapping(e.meta, ino, ranges)
+	old, err := e.extentsOverlapping(e.meta, ino, ranges)
 	if err != nil {
 		return
 	}

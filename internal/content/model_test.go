@@ -33,6 +33,7 @@ type engineModel struct {
 	// the current one.
 	overwritten int64
 	log         []string
+	maps        *modelMaps // the files' extent maps, in the variants that keep them
 }
 
 func (m *engineModel) logf(format string, args ...any) {
@@ -435,24 +436,30 @@ func TestEngineModel(t *testing.T) {
 		name   string
 		cfg    func(t *testing.T) Config
 		maxLen int64
+		mapped bool // the files' extent maps kept, as a block export keeps them
 	}{
-		{"cdc", func(t *testing.T) Config { return Config{Chunking: policy(t, smallCDC)} }, 192 << 10},
-		{"fixed", func(t *testing.T) Config { return Config{Chunking: policy(t, "fixed:4K")} }, 160 << 10},
+		{"cdc", func(t *testing.T) Config { return Config{Chunking: policy(t, smallCDC)} }, 192 << 10, false},
+		{"fixed", func(t *testing.T) Config { return Config{Chunking: policy(t, "fixed:4K")} }, 160 << 10, false},
 		// Verified reads of whole 4 KiB chunks go by the extents' hints.
 		{"fixed-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8}
-		}, 160 << 10},
+		}, 160 << 10, false},
 		// New blocks owned by their extents, without chunk records.
 		{"fixed-owned", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true}
-		}, 160 << 10},
+		}, 160 << 10, false},
 		// Owned blocks overwritten in place where nothing else references them.
 		{"fixed-inplace", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true, InPlace: true}
-		}, 160 << 10},
+		}, 160 << 10, false},
 		{"cdc-zstd-verify", func(t *testing.T) Config {
 			return Config{Chunking: policy(t, "cdc:256:1K:4K"), Compression: "zstd", VerifyReads: true, CacheChunks: 8}
-		}, 128 << 10},
+		}, 128 << 10, false},
+		// Reads and plans from extent maps kept in step with every commit.
+		{"cdc-mapped", func(t *testing.T) Config { return Config{Chunking: policy(t, smallCDC)} }, 192 << 10, true},
+		{"fixed-inplace-mapped", func(t *testing.T) Config {
+			return Config{Chunking: policy(t, "fixed:4K"), VerifyReads: true, CacheChunks: 8, OwnedBlocks: true, InPlace: true}
+		}, 160 << 10, true},
 	}
 	steps := *modelSteps
 	if steps == 0 {
@@ -482,8 +489,13 @@ func TestEngineModel(t *testing.T) {
 						s, vr.name, seed, joinTail(m.log, 15))
 				}
 			}()
+			if vr.mapped {
+				m.maps = &modelMaps{}
+			}
 			for range steps {
+				m.beforeStep()
 				m.step()
+				m.afterStep()
 				m.check()
 			}
 			if m.v.e.owned {
@@ -512,7 +524,11 @@ func TestEngineModel(t *testing.T) {
 				m.files[ino] = nil
 				m.mapped[ino] = 0
 			}
+			m.afterStep()
 			m.check()
+			if m.maps != nil && m.v.e.counters.mapHits.Load() == 0 {
+				t.Errorf("no read used an extent map")
+			}
 			m.v.reopen() // Close reclaims everything pending
 			if n := len(m.v.allChunks()); n != 0 {
 				t.Errorf("%d chunk records left with no file", n)

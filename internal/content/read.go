@@ -81,9 +81,12 @@ func (e *Engine) readAtFrom(r meta.Reader, ino uint64, off int64, buf []byte) er
 		pos = p.End()
 		return nil
 	}
-	win, ok, err := e.windowed(r, ino, off, end)
-	if err != nil {
-		return err
+	win, ok := e.mapped(r, ino, off, end)
+	if !ok {
+		var err error
+		if win, ok, err = e.windowed(r, ino, off, end); err != nil {
+			return err
+		}
 	}
 	if ok {
 		for _, p := range win {

@@ -32,8 +32,9 @@ func (e *Engine) SeekHole(r meta.Reader, ino uint64, off int64) (int64, error) {
 // asked over and over for parts of a large disk, would read them again
 // each time.
 //
-// The extents it reads become a window (extent_window_cache.go) for the
-// reads that follow, and a window that covers [off, limit) answers it.
+// A file's extent map (extent_map.go) answers it when the file has one.
+// Else the extents it reads become a window (extent_window_cache.go) for
+// the reads that follow, and a window that covers [off, limit) answers it.
 func (e *Engine) SeekHoleBefore(r meta.Reader, ino uint64, off, limit int64) (int64, error) {
 	pos := off
 	step := func(p Piece) error {
@@ -42,6 +43,12 @@ func (e *Engine) SeekHoleBefore(r meta.Reader, ino uint64, off, limit int64) (in
 		}
 		pos = max(pos, p.End())
 		return nil
+	}
+	if m := e.mapsFor(r); m != nil && limit > off {
+		if m.each(ino, off, limit, func(p Piece) bool { return step(p) == nil }) {
+			e.counters.mapHits.Add(1)
+			return min(pos, limit), nil
+		}
 	}
 	w := e.windowsFor(r)
 	if w == nil || limit <= off {

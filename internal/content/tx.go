@@ -36,6 +36,7 @@ type Tx struct {
 	trees   TreeJournal           // the clones an inode lies in (SetTrees)
 	created []schema.Hash         // chunks whose records this tx creates
 	extents map[uint64]extentSpan // inodes whose extents this tx changes, and where
+	mapOps  []extentOp            // its changes to the extents of mapped files (extent_map.go)
 	// Owned blocks (owned.go): what the tx does with each, the new ones
 	// by hash, and the records it gives blocks that gain references.
 	owned      map[blob.Loc]*ownedUse
@@ -73,6 +74,10 @@ func (e *Engine) Begin() (*Tx, error) {
 		e: e, b: b, reads: b, raw: b, version: e.version + 1,
 		refs: map[schema.Hash]int64{}, fresh: map[schema.Hash]*Prepared{},
 		adopted: map[*Prepared]struct{}{},
+	}
+	if e.extentMaps != nil && e.extentMaps.any() {
+		w := &extentMapBatch{Batch: b, t: t}
+		t.b, t.raw = w, w
 	}
 	if e.retainer != nil {
 		t.b = &retainBatch{Batch: t.b, r: e.retainer, ref: t.RefExtent}
@@ -213,6 +218,15 @@ func (t *Tx) Commit(sync bool) error {
 	err := t.b.Commit(sync && t.e.durableCommits) // else: syncData, below, without the gate
 	if gated {
 		t.e.syncGate.RUnlock()
+	}
+	if len(t.mapOps) > 0 {
+		// Before the extent log counts the commit: a plan that reads the
+		// count after it must find the maps changed too (PlanInPlace).
+		if err != nil {
+			t.e.extentMaps.drop(t.mapOps) // its outcome is not known
+		} else {
+			t.e.extentMaps.commit(t.mapOps)
+		}
 	}
 	if t.extents != nil {
 		// Committed or not known: either way.

@@ -9,6 +9,9 @@ import (
 // KeepHostCache implements vfs.HostCacheKeeper.
 func (v *FS) KeepHostCache(ino uint64) (release func()) { return v.eng.KeepHostCache(ino) }
 
+// MapExtents implements vfs.ExtentMapper.
+func (v *FS) MapExtents(ino uint64) (release func()) { return v.eng.MapExtents(ino) }
+
 // ReadBlock implements vfs.BlockReader. With no buffered writes
 // it reads the extents without loading the inode for its size (a Pebble
 // lookup per request of a block export's random reads): a file has no

@@ -201,6 +201,14 @@ func ExtentOffset(key []byte) (int64, error) {
 	return int64(binary.BigEndian.Uint64(key[9:])), nil
 }
 
+// ParseExtentKey splits an extent key into its inode and file offset.
+func ParseExtentKey(key []byte) (ino uint64, off int64, err error) {
+	if len(key) != 17 || key[0] != prefixExtent {
+		return 0, 0, ErrBadKey
+	}
+	return binary.BigEndian.Uint64(key[1:]), int64(binary.BigEndian.Uint64(key[9:])), nil
+}
+
 // XattrKey is the key of attribute name of ino.
 func XattrKey(ino uint64, name string) []byte {
 	return append(u64key(prefixXattr, ino, len(name)), name...)

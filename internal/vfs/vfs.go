@@ -199,6 +199,14 @@ type HostCacheKeeper interface {
 	KeepHostCache(ino uint64) (release func())
 }
 
+// ExtentMapper is an optional capability for a frontend that reads a file
+// at random for a long time (a block export): MapExtents keeps ino's
+// extent map in memory, in step with every write, until release is
+// called, so that a read looks nothing up in the metadata store.
+type ExtentMapper interface {
+	MapExtents(ino uint64) (release func())
+}
+
 // RangeSeeker is an optional capability for a frontend that asks where
 // data and holes lie within a range (a block export's BLOCK_STATUS):
 // LseekWithin is Lseek, except that a hole past limit may be reported at

@@ -24,6 +24,7 @@ type File struct {
 	readOnly bool
 	changed  Changed
 	release  func() // of the host page cache kept for the export (vfs.HostCacheKeeper)
+	unmap    func() // of the extent map kept for the export (vfs.ExtentMapper)
 }
 
 var (
@@ -49,10 +50,14 @@ func Open(fs vfs.FS, ino uint64, readOnly bool, changed Changed) (*File, error) 
 	if err != nil {
 		return nil, err
 	}
-	f := &File{fs: fs, h: h, ino: ino, size: a.Size, readOnly: readOnly, changed: changed, release: func() {}}
+	f := &File{fs: fs, h: h, ino: ino, size: a.Size, readOnly: readOnly, changed: changed, release: func() {}, unmap: func() {}}
 	if k, ok := fs.(vfs.HostCacheKeeper); ok {
 		// No kernel page cache above an export: reads keep the host's.
 		f.release = k.KeepHostCache(ino)
+	}
+	if m, ok := fs.(vfs.ExtentMapper); ok {
+		// Random reads all over the file: its extents from memory.
+		f.unmap = m.MapExtents(ino)
 	}
 	return f, nil
 }
@@ -76,6 +81,7 @@ func (f *File) Close() error {
 		err = f.fs.Fsync(f.h, false)
 	}
 	f.release()
+	f.unmap()
 	return errors.Join(err, f.fs.Release(f.h))
 }
 
