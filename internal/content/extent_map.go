@@ -47,8 +47,8 @@ type extentOp struct {
 }
 
 // DefaultExtentMapBudget bounds the extent records held by every map
-// together: 2 Mi records, the extents of 8 GiB of 4 KiB blocks, about 200
-// MiB. A file that would go past it is not mapped.
+// together: 2 Mi records, the extents of 8 GiB of 4 KiB blocks, about 160
+// MiB (80 bytes a record). A file that would go past it is not mapped.
 const DefaultExtentMapBudget = 2 << 20
 
 // mapState is where a file's map is in its life.

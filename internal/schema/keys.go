@@ -195,10 +195,8 @@ func ExtentRange(ino uint64) (lower, upper []byte) {
 
 // ExtentOffset extracts the file offset from an extent key.
 func ExtentOffset(key []byte) (int64, error) {
-	if len(key) != 17 || key[0] != prefixExtent {
-		return 0, ErrBadKey
-	}
-	return int64(binary.BigEndian.Uint64(key[9:])), nil
+	_, off, err := ParseExtentKey(key)
+	return off, err
 }
 
 // ParseExtentKey splits an extent key into its inode and file offset.
