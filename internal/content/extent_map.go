@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/doppelfs/doppel/internal/blob"
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
@@ -330,20 +329,14 @@ func (e *Engine) extentsOverlapping(r meta.Reader, ino uint64, ranges [][2]int64
 	if m == nil {
 		return extentsOverlapping(r, ino, ranges)
 	}
-	var span int64
+	out := piecesFor(ranges)
 	for _, rg := range ranges {
-		span += rg[1] - rg[0]
-	}
-	out := make([]Piece, 0, min(span/blob.Align+2, maxPiecesAhead)) // as extentsOverlapping makes it
-	loaded := true
-	for _, rg := range ranges {
-		loaded = m.each(ino, rg[0], rg[1], func(p Piece) bool {
+		if !m.each(ino, rg[0], rg[1], func(p Piece) bool {
 			if n := len(out); n == 0 || out[n-1].Off < p.Off { // each once
 				out = append(out, p)
 			}
 			return true
-		})
-		if !loaded {
+		}) {
 			return extentsOverlapping(r, ino, ranges)
 		}
 	}

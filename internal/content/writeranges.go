@@ -114,6 +114,18 @@ const maxPiecesAhead = 2048 + 2
 // them: a seek costs about what a dozen steps do.
 const seekGap = 64 << 10
 
+// piecesFor returns an empty slice with room for the extents overlapping
+// ranges: a disk image's blocks (the most extents a range holds), up to a
+// stream's worth. Growing the slice block by block was a tenth of the
+// read.
+func piecesFor(ranges [][2]int64) []Piece {
+	var span int64
+	for _, rg := range ranges {
+		span += rg[1] - rg[0]
+	}
+	return make([]Piece, 0, min(span/blob.Align+2, maxPiecesAhead))
+}
+
 // extentsOverlapping returns the whole extents of ino that overlap any of
 // ranges (in file order, disjoint), in file order and each once. One
 // iterator serves all ranges; it seeks across wide gaps between them, so
@@ -126,14 +138,7 @@ func extentsOverlapping(r meta.Reader, ino uint64, ranges [][2]int64) ([]Piece, 
 		return nil, err
 	}
 	defer it.Close()
-	var span int64
-	for _, rg := range ranges {
-		span += rg[1] - rg[0]
-	}
-	// Room for a disk image's blocks (the most extents a range holds),
-	// up to a stream's worth: growing the slice block by block was a
-	// tenth of the read.
-	out := make([]Piece, 0, min(span/blob.Align+2, maxPiecesAhead))
+	out := piecesFor(ranges)
 	var prevEnd int64
 	for i, rg := range ranges {
 		start, end := rg[0], rg[1]
