@@ -9,12 +9,19 @@
 #
 # Per repetition and BINDIR: a fresh volume and a BENCH_MIB export of
 # fixed 4 KiB blocks over TCP on loopback; nbdcopy --flush of one random
-# image (fresh), then of another (over). Printed: each run, then medians.
+# image (fresh), then of another (over). Printed: each run, then medians,
+# with the server's CPU seconds and, for the copy over data, the machine's
+# busy and iowait CPU seconds during it (two cores: a copy of T seconds
+# has 2T to spend; what the machine leaves idle or waiting is time no
+# CPU work can explain).
 #
 # Environment: BENCH_REPS [2], BENCH_MIB [1024], BENCH_DIR
 # [/var/tmp/doppel-bench-nbdover] (needs 3 x BENCH_MIB free), BENCH_PORT
 # [10977], BENCH_PROFILE=DIR (DOPPEL_CPUPROFILE of each server, as
-# DIR/REP-N.cpu). Needs nbdcopy and nbdinfo (scripts/ensure-deps.sh --bench).
+# DIR/REP-N.cpu), BENCH_QEMU=1 (qemu-nbd serving a raw file as one more
+# server in the same turns: the peer of docs/BLOCK.md's 0.8x target).
+# Needs nbdcopy and nbdinfo, and qemu-nbd with BENCH_QEMU
+# (scripts/ensure-deps.sh --bench).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -32,9 +39,14 @@ done
 for bin in "$@"; do
 	[ -x "$bin/doppel" ] || die "$bin/doppel is missing: run make build"
 done
+SERVERS=("$@")
+if [ "${BENCH_QEMU:-0}" = 1 ]; then
+	command -v qemu-nbd >/dev/null || die "qemu-nbd is missing: run scripts/ensure-deps.sh --bench"
+	SERVERS+=(qemu-nbd)
+fi
 
 mkdir -p "$DIR"
-A=$DIR/image-a.bin B=$DIR/image-b.bin STORE=$DIR/store LOGF=$DIR/log
+A=$DIR/image-a.bin B=$DIR/image-b.bin STORE=$DIR/store RAW=$DIR/raw.img LOGF=$DIR/log
 for img in "$A" "$B"; do
 	if [ "$(stat -c %s "$img" 2>/dev/null || echo 0)" != $((MIB << 20)) ]; then
 		log "writing $MIB MiB of random data to $img"
@@ -51,48 +63,66 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# copy_run IMAGE: prints "SECONDS CPU" of one nbdcopy into the export.
+# iowait_cpu: the machine's CPU seconds waiting for I/O so far.
+iowait_cpu() { awk '/^cpu /{ printf "%.2f", $6/100 }' /proc/stat; }
+
+# copy_run IMAGE: prints "SECONDS SERVER_CPU BUSY_CPU IOWAIT_CPU" of one
+# nbdcopy into the export.
 copy_run() {
-	local t0 t1 c0 c1
-	c0=$(proc_cpu "$SERVER_PID") t0=$(date +%s%N)
+	local t0 t1 c0 c1 b0 b1 w0 w1
+	c0=$(proc_cpu "$SERVER_PID") b0=$(busy_cpu) w0=$(iowait_cpu) t0=$(date +%s%N)
 	nbdcopy --flush "$1" "nbd://127.0.0.1:$PORT/disk" 2>>"$LOGF"
-	t1=$(date +%s%N) c1=$(proc_cpu "$SERVER_PID")
-	printf '%s %s\n' "$(secs "$t0" "$t1")" "$(sub "$c0" "$c1")"
+	t1=$(date +%s%N) c1=$(proc_cpu "$SERVER_PID") b1=$(busy_cpu) w1=$(iowait_cpu)
+	printf '%s %s %s %s\n' "$(secs "$t0" "$t1")" "$(sub "$c0" "$c1")" "$(sub "$b0" "$b1")" "$(sub "$w0" "$w1")"
+}
+
+# start_server SERVER REP I: a fresh export "disk" of MIB on PORT, served
+# by doppel from BINDIR SERVER or by qemu-nbd.
+start_server() {
+	rm -rf "$STORE" "$RAW"
+	if [ "$1" = qemu-nbd ]; then
+		truncate -s "${MIB}M" "$RAW"
+		# As bench/nbd.sh runs it: writeback cache, several connections.
+		qemu-nbd -f raw -t --shared=16 -x disk -b 127.0.0.1 -p "$PORT" \
+			--discard=unmap "$RAW" >>"$LOGF" 2>&1 &
+	else
+		"$1/doppel" init --store "$STORE" >>"$LOGF" 2>&1
+		local prof=""
+		if [ -n "${BENCH_PROFILE:-}" ]; then
+			mkdir -p "$BENCH_PROFILE"
+			prof=$BENCH_PROFILE/$2-$3.cpu
+		fi
+		DOPPEL_CPUPROFILE=$prof "$1/doppel" nbd --store "$STORE" --listen "tcp:127.0.0.1:$PORT" \
+			--create "${MIB}M" --name disk /disk.img >>"$LOGF" 2>&1 &
+	fi
+	SERVER_PID=$!
+	for _ in $(seq 100); do
+		nbdinfo --size "nbd://127.0.0.1:$PORT/disk" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "no NBD server on port $PORT (see $LOGF)"
 }
 
 declare -A RES
 bench_start
 for rep in $(seq "$REPS"); do
-	for i in $(seq $#); do
-		bin=${!i}
-		rm -rf "$STORE"
-		"$bin/doppel" init --store "$STORE" >>"$LOGF" 2>&1
-		prof=""
-		if [ -n "${BENCH_PROFILE:-}" ]; then
-			mkdir -p "$BENCH_PROFILE"
-			prof=$BENCH_PROFILE/$rep-$i.cpu
-		fi
-		DOPPEL_CPUPROFILE=$prof "$bin/doppel" nbd --store "$STORE" --listen "tcp:127.0.0.1:$PORT" \
-			--create "${MIB}M" --name disk /disk.img >>"$LOGF" 2>&1 &
-		SERVER_PID=$!
-		for _ in $(seq 100); do
-			nbdinfo --size "nbd://127.0.0.1:$PORT/disk" >/dev/null 2>&1 && break
-			sleep 0.1
-		done
-		read -r fs fc < <(copy_run "$A")
-		read -r os oc < <(copy_run "$B")
+	for i in "${!SERVERS[@]}"; do
+		server=${SERVERS[$i]}
+		start_server "$server" "$rep" "$i"
+		read -r fs fc _ _ < <(copy_run "$A")
+		read -r os oc ob ow < <(copy_run "$B")
 		stop_server
-		log "repetition $rep, $bin: fresh $fs s (server CPU $fc s), over $os s (server CPU $oc s)"
-		RES[$i,fs]+="$fs " RES[$i,fc]+="$fc " RES[$i,os]+="$os " RES[$i,oc]+="$oc "
+		log "repetition $rep, $server: fresh $fs s (server CPU $fc s), over $os s (server CPU $oc s, machine busy $ob s, iowait $ow s)"
+		RES[$i,fs]+="$fs " RES[$i,fc]+="$fc " RES[$i,os]+="$os " RES[$i,oc]+="$oc " RES[$i,ob]+="$ob " RES[$i,ow]+="$ow "
 	done
 done
-rm -rf "$STORE"
+rm -rf "$STORE" "$RAW"
 
 echo
-echo "| binaries | fresh copy | server CPU | copy over it | server CPU |"
-echo "|---|---|---|---|---|"
-for i in $(seq $#); do
-	echo "| ${!i} | $(median "${RES[$i,fs]}") s | $(median "${RES[$i,fc]}") s | $(median "${RES[$i,os]}") s | $(median "${RES[$i,oc]}") s |"
+echo "| server | fresh copy | server CPU | copy over it | server CPU | machine busy | iowait |"
+echo "|---|---|---|---|---|---|---|"
+for i in "${!SERVERS[@]}"; do
+	echo "| ${SERVERS[$i]} | $(median "${RES[$i,fs]}") s | $(median "${RES[$i,fc]}") s | $(median "${RES[$i,os]}") s | $(median "${RES[$i,oc]}") s | $(median "${RES[$i,ob]}") s | $(median "${RES[$i,ow]}") s |"
 done
 echo
 machine_section "$DIR" "$CMDLINE" "as root" "| Repetitions | $REPS, binaries in turn, medians |"
