@@ -125,4 +125,4 @@ for i in "${!SERVERS[@]}"; do
 	echo "| ${SERVERS[$i]} | $(median "${RES[$i,fs]}") s | $(median "${RES[$i,fc]}") s | $(median "${RES[$i,os]}") s | $(median "${RES[$i,oc]}") s | $(median "${RES[$i,ob]}") s | $(median "${RES[$i,ow]}") s |"
 done
 echo
-machine_section "$DIR" "$CMDLINE" "as root" "| Repetitions | $REPS, binaries in turn, medians |"
+machine_section "$DIR" "$CMDLINE" "as root" "| Repetitions | $REPS, servers in turn, medians |"
