@@ -131,6 +131,29 @@ doppel_down() {
 	done
 }
 
+# --- NBD servers ----------------------------------------------------------------------
+
+# qemu_nbd_start RAW PORT LOG: qemu-nbd serving raw file RAW as export
+# "disk" on 127.0.0.1:PORT, in the background ($! is its pid). -t: stay up
+# across connections; --shared: fio's and nbdcopy's several connections;
+# writeback cache, the default, as a user runs it.
+qemu_nbd_start() {
+	qemu-nbd -f raw -t --shared=16 -x disk -b 127.0.0.1 -p "$2" \
+		--discard=unmap "$1" >>"$3" 2>&1 &
+}
+
+# nbd_wait PORT LOG: until export "disk" on 127.0.0.1:PORT answers (10 s).
+nbd_wait() {
+	local i
+	for i in $(seq 100); do
+		if nbdinfo --size "nbd://127.0.0.1:$1/disk" >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	die "no NBD server on port $1 (see $2)"
+}
+
 # --- file systems in loop-mounted image files -------------------------------------
 
 declare -A LOOPFS_DEV # mount point -> loop device, for loopfs_down

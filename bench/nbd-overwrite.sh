@@ -82,9 +82,7 @@ start_server() {
 	rm -rf "$STORE" "$RAW"
 	if [ "$1" = qemu-nbd ]; then
 		truncate -s "${MIB}M" "$RAW"
-		# As bench/nbd.sh runs it: writeback cache, several connections.
-		qemu-nbd -f raw -t --shared=16 -x disk -b 127.0.0.1 -p "$PORT" \
-			--discard=unmap "$RAW" >>"$LOGF" 2>&1 &
+		qemu_nbd_start "$RAW" "$PORT" "$LOGF"
 	else
 		"$1/doppel" init --store "$STORE" >>"$LOGF" 2>&1
 		local prof=""
@@ -96,11 +94,7 @@ start_server() {
 			--create "${MIB}M" --name disk /disk.img >>"$LOGF" 2>&1 &
 	fi
 	SERVER_PID=$!
-	for _ in $(seq 100); do
-		nbdinfo --size "nbd://127.0.0.1:$PORT/disk" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	die "no NBD server on port $PORT (see $LOGF)"
+	nbd_wait "$PORT" "$LOGF"
 }
 
 declare -A RES

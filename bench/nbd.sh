@@ -60,18 +60,6 @@ if [ "$(stat -c %s "$SRC" 2>/dev/null || echo 0)" != $((COPY_MIB << 20)) ]; then
 	head -c $((COPY_MIB << 20)) /dev/urandom >"$SRC"
 fi
 
-# wait_port: until something accepts connections on PORT (10 s).
-wait_port() {
-	local i
-	for i in $(seq 100); do
-		if nbdinfo --size "nbd://127.0.0.1:$PORT/disk" >/dev/null 2>&1; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	die "no NBD server on port $PORT (see $LOGF)"
-}
-
 # start_server NAME: a fresh, empty export "disk" of SIZE_MIB on PORT.
 start_server() {
 	rm -rf "$STORE" "$RAW"
@@ -85,10 +73,7 @@ start_server() {
 		;;
 	qemu-nbd)
 		truncate -s "${SIZE_MIB}M" "$RAW"
-		# -t: stay up across connections; --shared: fio's and nbdcopy's
-		# several connections; writeback cache, the default, as a user runs it.
-		qemu-nbd -f raw -t --shared=16 -x disk -b 127.0.0.1 -p "$PORT" \
-			--discard=unmap "$RAW" >>"$LOGF" 2>&1 &
+		qemu_nbd_start "$RAW" "$PORT" "$LOGF"
 		;;
 	nbdkit)
 		truncate -s "${SIZE_MIB}M" "$RAW"
@@ -96,7 +81,7 @@ start_server() {
 		;;
 	esac
 	SERVER_PID=$!
-	wait_port
+	nbd_wait "$PORT" "$LOGF"
 }
 
 # FIO_JSON: prints one figure of fio's JSON report (on stdin, after the
