@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/doppelfs/doppel/internal/blob"
+	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/schema"
 )
 
@@ -88,6 +89,13 @@ func (e *Engine) sweepOrphans(store blob.Compactable) (int64, error) {
 		}
 	}); err != nil {
 		return 0, err
+	}
+	// What no record names is freed below: the records read must be
+	// durable, or a crash of the metadata server could bring one back.
+	if s, ok := e.meta.(meta.AllSyncer); ok {
+		if err := s.SyncAll(); err != nil {
+			return 0, err
+		}
 	}
 	var swept int64
 	for _, n := range nums {

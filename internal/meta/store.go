@@ -100,6 +100,15 @@ type CommitsDurable interface {
 	CommitsDurable()
 }
 
+// AllSyncer is implemented by stores whose Sync makes durable only what
+// this process committed, while other processes' commits it read may not
+// be yet (PostgreSQL: commits without sync, async.go). SyncAll makes every
+// commit of every process so far durable, or fails if a crash may have
+// lost one this process read.
+type AllSyncer interface {
+	SyncAll() error
+}
+
 // MultiGetter is implemented by stores that read many keys in one round
 // trip (PostgreSQL: one statement). A store a network away otherwise costs
 // a round trip per Get, and an iterator seeking to scattered keys (chunk

@@ -150,11 +150,19 @@ func (s *Store) applyChanges(rows []changeRow) {
 		ch.All = true
 	}
 	s.ch.readAt = time.Now()
-	if len(rows) == 0 || rows[0].ver != 0 {
+	crashed := len(rows) == 0 || rows[0].ver != 0
+	switch {
+	case crashed:
 		// The log was emptied (a crash of the server).
 		ch.All, s.ch.epoch = true, 0
-	} else if rows[0].session != s.ch.epoch {
-		ch.All, s.ch.epoch = true, rows[0].session
+	case rows[0].session != s.ch.epoch:
+		ch.All, s.ch.epoch, crashed = true, rows[0].session, true
+	}
+	if crashed {
+		// The sequence may hand out again the versions of commits the
+		// crash lost (their WAL went with them), and every row of the log
+		// now came after the crash: none of it counts as seen.
+		s.ch.seen = 0
 	}
 	own := s.SessionID()
 	for _, r := range rows {

@@ -21,8 +21,11 @@ import (
 // notifies the volume's channel (delivered only if it commits: other
 // hosts drop what they cache; docs/SHARED.md, 9.3).
 //
-// With synchronous_commit on (PostgreSQL's default) a commit is durable
-// when it returns, so sync asks for nothing more.
+// With sync it waits for the WAL's flush (synchronous_commit as the
+// server has it, on by default); without, it does not, and the next Sync
+// flushes it (async.go). A commit the crash guard stopped because the
+// server recovered from a crash, with nothing of this store's lost, is
+// sent once more.
 func (b *batch) Commit(sync bool) error {
 	if b.done {
 		return errClosed
@@ -31,16 +34,12 @@ func (b *batch) Commit(sync bool) error {
 		b.done = true
 		return nil
 	}
-	w, pb := b.statements(false)
-	pb.Queue(b.s.q.notify, b.s.SessionID())
-	if b.s.cache != nil {
-		b.s.cache.begin(w)
+	if err := b.s.guard.failure(); err != nil {
+		return err
 	}
-	err := b.s.retry(func(ctx context.Context) error {
-		return b.s.sendCommit(ctx, b.s.pool, pb)
-	})
-	if b.s.cache != nil {
-		b.s.cache.end(w, err)
+	err := b.send(sync)
+	if errors.Is(err, errEpochTaken) {
+		err = b.send(sync)
 	}
 	if err != nil {
 		return err
@@ -49,8 +48,27 @@ func (b *batch) Commit(sync bool) error {
 	return nil
 }
 
+// send sends the batch's commit, retried on conflicts.
+func (b *batch) send(sync bool) error {
+	w, pb := b.statements(false, sync)
+	pb.Queue(b.s.q.notify, b.s.SessionID())
+	if b.s.cache != nil {
+		b.s.cache.begin(w)
+	}
+	issued := b.s.guard.issued.Load()
+	err := b.s.retry(func(ctx context.Context) error {
+		return b.s.sendCommit(ctx, b.s.pool, pb)
+	})
+	err = b.s.settle(sync, issued, err)
+	if b.s.cache != nil {
+		b.s.cache.end(w, err)
+	}
+	return err
+}
+
 // statements are the batch's writes as a pipeline: the next volume
-// version first, then the deleted ranges, the deleted keys and the
+// version first, the crash guard (and, without sync, synchronous_commit
+// off: async.go), then the deleted ranges, the deleted keys and the
 // upserts (in key order), and, for a batch that holds the transaction
 // lock (locked) with the change log on, its row. Batches without the
 // lock write only records that are this host's own or that other hosts
@@ -58,11 +76,12 @@ func (b *batch) Commit(sync bool) error {
 // ledger, the crash marker): they are not logged, and must not take the
 // lock, which a transaction of this host may hold while it waits for
 // them.
-func (b *batch) statements(locked bool) (commitWrites, *pgx.Batch) {
+func (b *batch) statements(locked, sync bool) (commitWrites, *pgx.Batch) {
 	q := b.s.q
 	pb := &pgx.Batch{}
 	tracking := locked && b.s.ch.on.Load()
 	pb.Queue(q.nextval)
+	b.s.guardStatements(pb, sync)
 	for _, r := range b.ov.ranges {
 		if r.hi == nil {
 			pb.Queue(q.delFrom, r.lo)

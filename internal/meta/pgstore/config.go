@@ -82,6 +82,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
 	}
+	if err := s.takeEpoch(); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
+	}
 	return s, nil
 }
 

@@ -8,7 +8,8 @@
 // rows and hold no connection between moves; a Batch is an overlay in
 // memory over the committed state and commits in one round trip (one
 // pipelined, implicit transaction), retried on serialization failures and
-// deadlocks; a Snapshot is a REPEATABLE READ transaction on a connection
+// deadlocks, and without sync does not wait for the WAL's flush, which
+// Sync does; a Snapshot is a REPEATABLE READ transaction on a connection
 // of its own.
 //
 // Files:
@@ -24,6 +25,9 @@
 //   - merge.go: a batch's view: its overlay over the store's pages.
 //   - batch.go: Batch: Get, Set, Delete, DeleteRange, NewIter.
 //   - commit.go: Commit in one round trip, its retries, connLost.
+//   - async.go: commits without sync that wait for no WAL flush, Sync's
+//     flush, and the crash guard that fails the store when a crash of the
+//     server may have lost such commits.
 //   - snapshot.go: Snapshot.
 //   - cache.go: the record cache (point reads of records read or written;
 //     write-through, exact on one host).

@@ -18,7 +18,8 @@ type stmts struct {
 	around, aroundTo               string
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
-	reserve                        string
+	reserve, guard                 string
+	flushIns, flushDel             string
 	txLock, notify, lease          string
 	sessionExists                  string
 	changesLast, changesSince      string
@@ -75,6 +76,13 @@ func newStmts(schema string) *stmts {
 	st.changesSince = q(`SELECT ver, session, keys, ranges FROM S.changes WHERE ver > $1 OR ver = 0 ORDER BY ver`)
 	st.changesSentinel = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (0, $1, '{}', '{}') ON CONFLICT DO NOTHING`)
 	st.changesEpoch = q(`SELECT session FROM S.changes WHERE ver = 0`)
+	// The crash guard (async.go): aborts unless the row of version 0
+	// holds epoch $1.
+	st.guard = q(`SELECT 1 / count(*)::int FROM S.changes WHERE ver = 0 AND session = $1`)
+	// Sync's write (async.go): a row no commit writes (version -1),
+	// inserted and deleted in one transaction.
+	st.flushIns = q(`INSERT INTO S.kv (k, v, ver) VALUES ($1, '', -1)`)
+	st.flushDel = q(`DELETE FROM S.kv WHERE k = $1 AND ver = -1`)
 	st.changesAdd = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (currval('S.version'), $1, $2::bytea[], $3::bytea[])`)
 	st.changesPrune = q(`DELETE FROM S.changes WHERE ver > 0 AND at < now() - make_interval(secs => $1)`)
 	st.sessionExists = q(`SELECT EXISTS (SELECT 1 FROM S.sessions WHERE id = $1)`)

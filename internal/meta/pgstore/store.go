@@ -29,6 +29,7 @@ type Store struct {
 	trips       atomic.Int64 // requests sent and waited on (RoundTrips)
 	lockWait    atomic.Int64 // nanoseconds spent in LockedBatch (TxLockWait)
 	ch          changeLog    // several hosts: what the others changed (changes.go)
+	guard       crashGuard   // commits without a WAL flush, and a crash of the server (async.go)
 
 	committed atomic.Pointer[func()] // tests: runs once a locked batch's COMMIT returned, before its writes reach the cache (OnCommitted)
 }
@@ -96,13 +97,10 @@ func (s *Store) NewIter(lower, upper []byte) (meta.Iterator, error) {
 	return s.r.NewIter(lower, upper)
 }
 
-// CommitsDurable: every commit is durable when it returns, so the
-// content engine makes chunk data durable before each commit naming it.
+// CommitsDurable: a commit may be durable as soon as it returns (one
+// without sync once PostgreSQL's WAL writer flushes it), so the content
+// engine makes chunk data durable before each commit naming it.
 func (s *Store) CommitsDurable() {}
-
-// Sync does nothing: a commit returns once PostgreSQL has made it durable
-// (synchronous_commit on, its default).
-func (s *Store) Sync() error { return nil }
 
 // DiskUsage is the space of the schema's tables, their indexes and TOAST
 // data, and the sequence; when the server cannot answer, the last answer.

@@ -48,7 +48,13 @@ type env struct {
 
 func (e *env) open(t testing.TB) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true})
+	return e.openAt(t, e.schema())
+}
+
+// openAt opens the store of schema (again: a remount).
+func (e *env) openAt(t testing.TB, schema string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: schema, Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,8 +98,10 @@ func TestStore(t *testing.T) {
 		{"MissingNotCreated", testMissingNotCreated},
 		{"Credentials", testCredentials},
 		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
-		{"Sessions", testSessions},           // restarts the shared server
-		{"ServerRestart", testServerRestart}, // last: it restarts the shared server
+		{"Sessions", testSessions},                                   // restarts the shared server
+		{"CrashAfterUnsyncedCommits", testCrashAfterUnsyncedCommits}, // crashes the shared server
+		{"CrashAfterSync", testCrashAfterSync},                       // crashes the shared server
+		{"ServerRestart", testServerRestart},                         // last: it restarts the shared server
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, e) })
 	}

@@ -42,6 +42,9 @@ func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 	var lb *lockedBatch
 	var vals [][]byte
 	defer func(start time.Time) { s.lockWait.Add(int64(time.Since(start))) }(time.Now())
+	if err := s.guard.failure(); err != nil {
+		return nil, nil, err
+	}
 	if s.sess != nil {
 		select {
 		case <-s.sess.lost:
@@ -187,7 +190,10 @@ func (b *lockedBatch) Commit(sync bool) error {
 		return errClosed
 	}
 	defer b.release()
-	w, pb := b.statements(true)
+	if err := b.s.guard.failure(); err != nil {
+		return err
+	}
+	w, pb := b.statements(true, sync)
 	pb.Queue(b.s.q.notify, b.s.SessionID())
 	pb.Queue("COMMIT")
 	if b.s.cache != nil {
@@ -195,7 +201,9 @@ func (b *lockedBatch) Commit(sync bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
 	defer cancel()
+	issued := b.s.guard.issued.Load()
 	err := b.s.sendCommit(ctx, b.conn, pb)
+	err = b.s.settle(sync, issued, err)
 	if fn := b.s.committed.Load(); err == nil && fn != nil {
 		(*fn)()
 	}

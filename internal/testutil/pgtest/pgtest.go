@@ -146,6 +146,17 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// Crash stops the server as a crash would (immediate shutdown: no
+// checkpoint, WAL not yet written is lost) and starts it again, which
+// runs crash recovery (unlogged tables come back empty).
+func (s *Server) Crash(t testing.TB) {
+	t.Helper()
+	s.crash()
+	if err := s.start(); err != nil {
+		t.Fatalf("start PostgreSQL after a crash: %v\n%s", err, s.logTail())
+	}
+}
+
 // Stop stops the server (fast shutdown: sessions are ended) until
 // Resume; a stopped server is still stopped for good by the cleanup.
 func (s *Server) Stop() { s.stop() }

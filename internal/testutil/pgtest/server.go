@@ -90,6 +90,21 @@ func (s *Server) start() error {
 	}
 }
 
+// crash shuts the server down at once (immediate shutdown, then kill).
+func (s *Server) crash() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
 // stop shuts the server down (fast shutdown, then immediate, then kill).
 func (s *Server) stop() {
 	if s.cmd == nil {
