@@ -83,6 +83,11 @@ func defaultSchema(uuid string) string {
 	return "doppel_" + strings.ReplaceAll(uuid, "-", "")
 }
 
+// pgFlushEvery: how soon a commit without sync is known durable, and so
+// how soon after its writes a crash of PostgreSQL no longer stops the
+// mount (pgstore.Options.FlushEvery).
+const pgFlushEvery = time.Second
+
 // openTimeout bounds connecting to the metadata store.
 const openTimeout = time.Minute
 
@@ -91,7 +96,7 @@ const openTimeout = time.Minute
 func openPG(conn, schemaName string, create bool) (*pgstore.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	m, err := pgstore.Open(ctx, pgstore.Options{URL: conn, Schema: schemaName, Create: create})
+	m, err := pgstore.Open(ctx, pgstore.Options{URL: conn, Schema: schemaName, Create: create, FlushEvery: pgFlushEvery})
 	if err != nil {
 		msg := strings.ToLower(err.Error())
 		if (strings.Contains(msg, "password") || strings.Contains(msg, "authentication")) && !HasPassword(conn) && os.Getenv("PGPASSWORD") == "" {

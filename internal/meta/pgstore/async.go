@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -209,6 +210,33 @@ func (s *Store) SyncAll() error {
 	s.guard.flushedSeen.Store(seen)
 	return nil
 }
+
+// flushBehind flushes, every interval, what this store committed without
+// sync since the last flush. PostgreSQL's WAL writer makes such commits
+// durable within three of its wal_writer_delay (200 ms by default) anyway,
+// but only a flush tells the store so; a crash of the server stops the
+// store only if commits it did not know durable may be lost. So a crash
+// stops a mount only within about this interval of its writes, not the 5
+// s of the periodic sync.
+func (s *Store) flushBehind(every time.Duration) {
+	defer close(s.flushDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.flushStop:
+			return
+		case <-t.C:
+		}
+		if s.guard.issued.Load() != s.guard.flushed.Load() {
+			s.Sync() // a failure waits for the next tick, or the next Sync, which returns it
+		}
+	}
+}
+
+// Unflushed says whether commits without sync wait for a flush that
+// would tell the store they are durable.
+func (s *Store) Unflushed() bool { return s.guard.issued.Load() != s.guard.flushed.Load() }
 
 // seenVersion is the highest version of other hosts' commits this store
 // read in the change log (0 with the log off).

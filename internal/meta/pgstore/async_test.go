@@ -1,8 +1,10 @@
 package pgstore_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
@@ -90,4 +92,22 @@ func testCrashAfterSync(t *testing.T, e *env) {
 	must(t, lb.Commit(false))
 	must(t, lb.Close())
 	storetest.WantValue(t, s, "locked", "after crash")
+}
+
+// With FlushEvery, commits without sync are flushed behind the writer:
+// once flushed, a crash loses nothing of them and does not stop the store.
+func testFlushBehind(t *testing.T, e *env) {
+	s, err := pgstore.Open(context.Background(), pgstore.Options{URL: e.dsn, Schema: e.schema(), Create: true, FlushEvery: 20 * time.Millisecond})
+	must(t, err)
+	defer s.Close()
+	must(t, commitOne(s, "flushed", "behind", false))
+	for deadline := time.Now().Add(10 * time.Second); s.Unflushed(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a commit without sync still unflushed after 10 s")
+		}
+	}
+	e.srv.Crash(t)
+	reconnect(t, s)
+	must(t, commitOne(s, "after", "crash", false))
+	storetest.WantValue(t, s, "flushed", "behind")
 }

@@ -27,6 +27,9 @@ type Options struct {
 	Create bool
 	// Timeout bounds each statement's round trip (default 30 s).
 	Timeout time.Duration
+	// FlushEvery flushes, that often, the commits this store made without
+	// sync since the last flush (async.go, flushBehind); 0: only Sync does.
+	FlushEvery time.Duration
 	// CacheBytes bounds the cache of records read and written
 	// (recordCache): 0 is DefaultCacheBytes, negative turns it off. It is
 	// exact only while this Store is the schema's only writer.
@@ -85,6 +88,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := s.takeEpoch(); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
+	}
+	if o.FlushEvery > 0 {
+		s.flushStop, s.flushDone = make(chan struct{}), make(chan struct{})
+		go s.flushBehind(o.FlushEvery)
 	}
 	return s, nil
 }

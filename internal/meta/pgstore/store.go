@@ -30,6 +30,8 @@ type Store struct {
 	lockWait    atomic.Int64 // nanoseconds spent in LockedBatch (TxLockWait)
 	ch          changeLog    // several hosts: what the others changed (changes.go)
 	guard       crashGuard   // commits without a WAL flush, and a crash of the server (async.go)
+	// flushBehind's (async.go); nil without Options.FlushEvery
+	flushStop, flushDone chan struct{}
 
 	committed atomic.Pointer[func()] // tests: runs once a locked batch's COMMIT returned, before its writes reach the cache (OnCommitted)
 }
@@ -132,6 +134,10 @@ func (s *Store) sawVersion(v int64) {
 
 // Close ends the session, if any, and closes the pool's connections.
 func (s *Store) Close() error {
+	if s.flushStop != nil {
+		close(s.flushStop)
+		<-s.flushDone
+	}
 	err := s.Unregister()
 	s.pool.Close()
 	return err

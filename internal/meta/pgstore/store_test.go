@@ -101,6 +101,7 @@ func TestStore(t *testing.T) {
 		{"Sessions", testSessions},                                   // restarts the shared server
 		{"CrashAfterUnsyncedCommits", testCrashAfterUnsyncedCommits}, // crashes the shared server
 		{"CrashAfterSync", testCrashAfterSync},                       // crashes the shared server
+		{"FlushBehind", testFlushBehind},                             // crashes the shared server
 		{"ServerRestart", testServerRestart},                         // last: it restarts the shared server
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, e) })
