@@ -168,8 +168,8 @@ func (s *Store) takeEpoch() error {
 // commit record and so every commit before it. The commit must write to
 // the WAL, or PostgreSQL skips the flush (a transaction that only took an
 // id does): it inserts a row of its own and deletes it again, which no
-// other transaction ever sees. Its guard fails the store if the server crashed since this store's
-// commits (they may be lost).
+// other transaction ever sees. Its guard fails the store if the server
+// crashed since this store's commits (they may be lost).
 func (s *Store) Sync() error {
 	if err := s.guard.failure(); err != nil {
 		return err
@@ -191,7 +191,24 @@ func (s *Store) SyncAll() error {
 		return err
 	}
 	n, seen := s.guard.issued.Load(), s.seenVersion()
-	err := s.retry(func(ctx context.Context) error {
+	err := s.flush()
+	if guardTripped(err) {
+		// A failure, or the new epoch taken: then the flush goes again.
+		if err = s.tripped(); errors.Is(err, errEpochTaken) {
+			err = s.flush()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: flush the WAL: %w", err)
+	}
+	s.guard.coverFlushed(n)
+	s.guard.flushedSeen.Store(seen)
+	return nil
+}
+
+// flush sends the guarded synchronous commit that flushes the WAL.
+func (s *Store) flush() error {
+	return s.retry(func(ctx context.Context) error {
 		pb := &pgx.Batch{}
 		pb.Queue(s.q.guard, s.guard.epoch.Load())
 		pb.Queue(flushedCommit)
@@ -200,15 +217,6 @@ func (s *Store) SyncAll() error {
 		pb.Queue(s.q.flushDel, key)
 		return s.pool.SendBatch(ctx, pb).Close()
 	})
-	if guardTripped(err) {
-		return s.tripped()
-	}
-	if err != nil {
-		return fmt.Errorf("pgstore: flush the WAL: %w", err)
-	}
-	s.guard.coverFlushed(n)
-	s.guard.flushedSeen.Store(seen)
-	return nil
 }
 
 // flushBehind flushes, every interval, what this store committed without
