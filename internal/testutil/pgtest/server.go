@@ -91,26 +91,17 @@ func (s *Server) start() error {
 }
 
 // crash shuts the server down at once (immediate shutdown, then kill).
-func (s *Server) crash() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
-}
+func (s *Server) crash() { s.stopWith(syscall.SIGQUIT, syscall.SIGKILL) }
 
 // stop shuts the server down (fast shutdown, then immediate, then kill).
-func (s *Server) stop() {
+func (s *Server) stop() { s.stopWith(syscall.SIGINT, syscall.SIGQUIT, syscall.SIGKILL) }
+
+// stopWith sends the signals in turn, each given 30 s to end the server.
+func (s *Server) stopWith(sigs ...syscall.Signal) {
 	if s.cmd == nil {
 		return
 	}
-	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGKILL} {
+	for _, sig := range sigs {
 		if err := s.cmd.Process.Signal(sig); errors.Is(err, os.ErrProcessDone) {
 			break
 		}
