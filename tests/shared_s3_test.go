@@ -30,8 +30,14 @@ import (
 // volume before they stop the servers.
 func s3Volume(t *testing.T, prefix string, initArgs ...string) (*volume, *s3test.Server, *pgtest.Server) {
 	t.Helper()
+	return s3VolumeWith(t, pgtest.Options{}, prefix, initArgs...)
+}
+
+// s3VolumeWith is s3Volume on a PostgreSQL server started with o.
+func s3VolumeWith(t *testing.T, o pgtest.Options, prefix string, initArgs ...string) (*volume, *s3test.Server, *pgtest.Server) {
+	t.Helper()
 	requireDoppel(t)
-	pg := pgtest.Start(t)
+	pg := pgtest.StartWith(t, o)
 	dsn := pg.CreateDB(t, "e2e")
 	s3srv := s3test.Start(t)
 	t.Setenv("PGPASSWORD", pg.Password)
@@ -199,6 +205,41 @@ func TestSharedVolumeServiceFault(t *testing.T) {
 		// files are not acknowledged) or are sent again on a new
 		// connection once the server is back.
 		writeLoadThroughOutage(t, v, func() { pg.Outage(t, 2*time.Second) })
+	})
+	t.Run("PostgreSQLCrash", func(t *testing.T) {
+		v, _, pg := s3Volume(t, "pgcrash", "--chunking", "fixed:64K")
+		writeLoadThroughOutage(t, v, func() { pg.Crash(t) })
+	})
+	t.Run("PostgreSQLCrashLosesCommits", func(t *testing.T) {
+		// The WAL writer waits 10 s, so a crash loses what the daemon
+		// committed since its last flush (at most about a second ago):
+		// it sends that again and goes on, with every file it
+		// acknowledged still there, none of them fsync'd.
+		v, _, pg := s3VolumeWith(t, pgtest.Options{Settings: []string{"wal_writer_delay=10s"}}, "pgcrashlost", "--chunking", "fixed:64K")
+		content := func(i int) []byte { return fmt.Appendf(nil, "file %d\n", i) }
+		write := func(from, to int) {
+			for i := from; i < to; i++ {
+				testutil.Check(t, os.WriteFile(v.path(fmt.Sprintf("f%03d", i)), content(i), 0o644))
+			}
+		}
+		check := func(n int) {
+			for i := range n {
+				wantFile(t, v.path(fmt.Sprintf("f%03d", i)), content(i))
+			}
+		}
+		write(0, 100)
+		pg.Crash(t)
+		check(100) // the mount goes on
+		write(100, 150)
+		check(150)
+		logged, _ := os.ReadFile(filepath.Join(v.Store, "daemon.log"))
+		if !strings.Contains(string(logged), "they were sent again") {
+			t.Errorf("the daemon did not send lost commits again after the crash; its log:\n%s", logged)
+		}
+		v.umount(t)
+		v.fsck(t)
+		v.mount(t)
+		check(150)
 	})
 }
 

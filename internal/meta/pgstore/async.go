@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,41 +28,49 @@ import (
 //
 // What that changes is a crash of the server itself: it loses the commits
 // its WAL writer had not flushed yet, while the daemon runs on with caches,
-// statistics and free lists that include them. The guard makes that loud.
+// statistics and free lists that include them. The guard catches it.
 // The changes table is UNLOGGED, so crash recovery empties it (a clean
 // shutdown keeps it), and its row of version 0 holds an epoch (changes.go).
 // Every commit checks, inside its own transaction, that the row still
 // holds the epoch this store last saw, and aborts otherwise; so no commit
 // made after a crash lands on state built from commits the crash lost.
-// When the guard trips:
-//   - if this store committed without sync since its last flush, those
-//     commits may be lost: the store fails (ErrLostCommits). Every later
-//     commit and Sync returns that error, reads go on, and mounting again
-//     starts from what PostgreSQL kept, as after a crash of the daemon;
-//   - otherwise nothing of its own was lost: it takes the new epoch and
-//     empties its record cache (another host's lost commits may be in it),
-//     and an unlocked batch is sent again.
+// When the guard trips, the store sends again the commits of its own the
+// crash lost (replay.go), takes the new epoch and empties its record
+// cache; an unlocked batch is then sent again, unless the store sent
+// lost commits again since the batch began (what it read may have been
+// the state without them).
 
 // ErrLostCommits: PostgreSQL went through crash recovery after this store
-// committed without waiting for the WAL flush, so those commits may be gone.
-var ErrLostCommits = errors.New("PostgreSQL recovered from a crash and may have lost metadata commits this host made since its last sync")
+// committed without waiting for the WAL flush, and the commits it lost
+// cannot be sent again (replay.go).
+var ErrLostCommits = errors.New("PostgreSQL recovered from a crash and lost metadata commits this host made since its last sync, which other hosts may have built on")
 
-// errEpochTaken: the guard tripped with nothing of this store's at risk;
-// the store took the new epoch, and the commit can be sent again.
+// errEpochTaken: the guard tripped; the store recovered and took the new
+// epoch, and the commit can be sent again.
 var errEpochTaken = errors.New("PostgreSQL recovered from a crash since this store last looked; the commit was not applied")
 
 // crashGuard is what a store knows of its commits' durability.
 type crashGuard struct {
 	epoch atomic.Int64 // the epoch of the changes table's row of version 0, as last seen
+	owner int64        // the key of this store's marker row (random per Open)
+	// gate orders commits and flushes (shared) against recovery
+	// (exclusive), which must see every commit that returned kept, and
+	// send the lost ones again before any other commit lands.
+	gate sync.RWMutex
 	// issued counts the commits without sync that returned success. One
-	// that failed, its outcome unknown (a connection lost), is not at
-	// risk: its caller already takes it as maybe landed, maybe not.
+	// that failed, its outcome unknown (a connection lost), is not kept:
+	// its caller already takes it as maybe landed, maybe not.
 	issued  atomic.Int64
 	flushed atomic.Int64 // how many of issued a flush is known to cover
 	// flushedSeen is the change log's version seen when the last flush
 	// began (changes.go): what other hosts committed up to it is durable.
 	flushedSeen atomic.Int64
 	failed      atomic.Pointer[error]
+	replays     atomic.Int64 // commits sent again after a crash lost them
+
+	mu       sync.Mutex  // guards log
+	log      []unflushed // the commits issued and not flushed, in the order they returned
+	logBytes atomic.Int64
 }
 
 // failure is the store's failure (ErrLostCommits), nil if it has none.
@@ -72,16 +79,6 @@ func (g *crashGuard) failure() error {
 		return *p
 	}
 	return nil
-}
-
-// coverFlushed records that a flush started once issued was n covers them.
-func (g *crashGuard) coverFlushed(n int64) {
-	for {
-		old := g.flushed.Load()
-		if n <= old || g.flushed.CompareAndSwap(old, n) {
-			return
-		}
-	}
 }
 
 // guardStatements queues, right after a commit's nextval, the check of the
@@ -100,6 +97,17 @@ func (s *Store) guardStatements(pb *pgx.Batch, sync bool) {
 	}
 }
 
+// queueMark queues, for a commit without sync, the count in the marker
+// row (replay.go), and returns its place in pb (-1 with sync). Last in
+// the transaction, so that the row's lock is held as briefly as can be.
+func (s *Store) queueMark(pb *pgx.Batch, sync bool) int {
+	if sync {
+		return -1
+	}
+	pb.Queue(s.q.markBump, s.guard.owner)
+	return pb.Len() - 1
+}
+
 // flushedCommit makes the transaction's commit wait for the WAL flush.
 const flushedCommit = `SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'`
 
@@ -109,39 +117,33 @@ func guardTripped(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "22012" // division_by_zero: no statement of ours divides otherwise
 }
 
-// settle accounts for a commit (sync or not; issuedBefore: the count of
-// commits without sync when it was sent) that returned err, and turns a
-// tripped guard into the store's failure or errEpochTaken.
-func (s *Store) settle(sync bool, issuedBefore int64, err error) error {
-	if guardTripped(err) {
-		return s.tripped()
-	}
+// commitGuarded runs send, a commit's round trip (sync or not; locked:
+// under the transaction lock) that returns its count in the marker row,
+// under the gate, and accounts for it: a commit without sync is kept
+// until a flush covers it, one with sync covers those that returned
+// before it was sent. A tripped guard recovers the store (errEpochTaken
+// once it can commit again).
+func (s *Store) commitGuarded(sync, locked bool, w commitWrites, send func() (int64, error)) error {
+	g := &s.guard
+	g.gate.RLock()
+	issued := g.issued.Load()
+	mark, err := send()
+	tripped := guardTripped(err)
 	switch {
 	case err != nil:
 	case sync:
-		s.guard.coverFlushed(issuedBefore)
+		g.coverFlushed(issued)
 	default:
-		s.guard.issued.Add(1)
+		g.record(mark, locked, w)
+	}
+	g.gate.RUnlock()
+	if tripped {
+		return s.recover()
+	}
+	if err == nil && g.logBytes.Load() > maxUnflushedBytes {
+		s.SyncAll() // a failure is the next Sync's to report
 	}
 	return err
-}
-
-// tripped handles a tripped guard: a failure if commits of this store
-// may be lost, else the new epoch taken.
-func (s *Store) tripped() error {
-	if s.guard.issued.Load() > s.guard.flushed.Load() {
-		err := fmt.Errorf("%w: %w", meta.ErrFailed, ErrLostCommits)
-		if s.guard.failed.CompareAndSwap(nil, &err) {
-			slog.Error("metadata store stopped: unmount and mount again", "component", "postgres", "schema", s.schema, "err", ErrLostCommits)
-		}
-		return s.guard.failure()
-	}
-	if err := s.takeEpoch(); err != nil {
-		return fmt.Errorf("%w; reading the new epoch: %w", errEpochTaken, err)
-	}
-	s.lostTrack()
-	slog.Warn("PostgreSQL recovered from a crash; nothing this host committed was at risk, its record cache is emptied", "component", "postgres", "schema", s.schema)
-	return errEpochTaken
 }
 
 // takeEpoch writes the changes table's row of version 0 if it is missing
@@ -167,9 +169,8 @@ func (s *Store) takeEpoch() error {
 // frees): one synchronous commit, which flushes the WAL up to its own
 // commit record and so every commit before it. The commit must write to
 // the WAL, or PostgreSQL skips the flush (a transaction that only took an
-// id does): it inserts a row of its own and deletes it again, which no
-// other transaction ever sees. Its guard fails the store if the server
-// crashed since this store's commits (they may be lost).
+// id does): it writes the time of the store's marker row. Its
+// guard recovers the store if the server crashed since (replay.go).
 func (s *Store) Sync() error {
 	if err := s.guard.failure(); err != nil {
 		return err
@@ -190,42 +191,47 @@ func (s *Store) SyncAll() error {
 	if err := s.guard.failure(); err != nil {
 		return err
 	}
-	n, seen := s.guard.issued.Load(), s.seenVersion()
+	seen := s.seenVersion()
 	err := s.flush()
 	if guardTripped(err) {
-		// A failure, or the new epoch taken: then the flush goes again.
-		if err = s.tripped(); errors.Is(err, errEpochTaken) {
+		// A failure, or the store recovered: then the flush goes again.
+		if err = s.recover(); errors.Is(err, errEpochTaken) {
 			err = s.flush()
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("pgstore: flush the WAL: %w", err)
 	}
-	s.guard.coverFlushed(n)
 	s.guard.flushedSeen.Store(seen)
 	return nil
 }
 
-// flush sends the guarded synchronous commit that flushes the WAL.
+// flush sends the guarded synchronous commit that flushes the WAL (its
+// write: the marker row's time), and forgets the commits it covers.
 func (s *Store) flush() error {
-	return s.retry(func(ctx context.Context) error {
+	g := &s.guard
+	g.gate.RLock()
+	defer g.gate.RUnlock()
+	n := g.issued.Load()
+	err := s.retry(func(ctx context.Context) error {
 		pb := &pgx.Batch{}
-		pb.Queue(s.q.guard, s.guard.epoch.Load())
+		pb.Queue(s.q.guard, g.epoch.Load())
 		pb.Queue(flushedCommit)
-		key := fmt.Appendf(nil, "\xff\xffdoppel flush %016x", rand.Uint64())
-		pb.Queue(s.q.flushIns, key)
-		pb.Queue(s.q.flushDel, key)
+		pb.Queue(s.q.markTouch, g.owner)
 		return s.pool.SendBatch(ctx, pb).Close()
 	})
+	if err == nil {
+		g.coverFlushed(n)
+	}
+	return err
 }
 
 // flushBehind flushes, every interval, what this store committed without
 // sync since the last flush. PostgreSQL's WAL writer makes such commits
 // durable within three of its wal_writer_delay (200 ms by default) anyway,
-// but only a flush tells the store so; a crash of the server stops the
-// store only if commits it did not know durable may be lost. So a crash
-// stops a mount only within about this interval of its writes, not the 5
-// s of the periodic sync.
+// but only a flush tells the store so, and lets it forget them. So a
+// crash of the server finds at most about this interval of commits kept
+// in memory to send again, not the 5 s of the periodic sync.
 func (s *Store) flushBehind(every time.Duration) {
 	defer close(s.flushDone)
 	t := time.NewTicker(every)

@@ -3,8 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/doppelfs/doppel/internal/meta"
 	"github.com/doppelfs/doppel/internal/meta/pgstore"
@@ -29,20 +34,84 @@ func reconnect(t *testing.T, s meta.Store) {
 	storetest.WantMissing(t, s, "never written")
 }
 
-// A crash of the server after commits without sync, before a Sync, may
-// have lost them: the store fails rather than build on them. Commits,
-// syncs and locked batches return ErrLostCommits (wrapping meta.ErrFailed),
-// reads go on, and a store opened again (a new mount) works.
-func testCrashAfterUnsyncedCommits(t *testing.T, e *env) {
+// A crash of the server right after a commit without sync loses it (the
+// test server's WAL writer waits 10 s): the store sends it again before
+// anything reads the volume without it (here: the first read after the
+// crash), and goes on. A store opened again (a new mount) finds it.
+func testCrashLosesUnflushedCommits(t *testing.T, e *env) {
 	schema := e.schema()
 	s := e.openAt(t, schema)
 	fill(t, s, 10) // without sync
 	must(t, s.Sync())
 	must(t, commitOne(s, "unsynced", "x", false))
+	must(t, commitOne(s, "k00003", "overwritten", false))
+	e.srv.Crash(t)
+	reconnect(t, s)
+	if n := s.Replays(); n != 2 {
+		t.Fatalf("%d commits sent again after the crash; want the 2 it lost", n)
+	}
+	storetest.WantValue(t, s, "unsynced", "x")
+	storetest.WantValue(t, s, "k00003", "overwritten")
+
+	must(t, commitOne(s, "after", "crash", false))
+	must(t, commitOne(s, "after synced", "crash", true))
+	lb, _, err := s.LockedBatch()
+	must(t, err)
+	must(t, lb.Set([]byte("locked"), []byte("after crash")))
+	must(t, lb.Commit(false))
+	must(t, lb.Close())
+	must(t, s.Sync())
+
+	again := e.openAt(t, schema)
+	for k, v := range map[string]string{"unsynced": "x", "k00003": "overwritten", "k00007": "v7",
+		"after": "crash", "after synced": "crash", "locked": "after crash"} {
+		storetest.WantValue(t, again, k, v)
+	}
+}
+
+// A commit without sync that the WAL writer (here: another session's
+// synchronous commit) made durable survives the crash: the marker row
+// says so, and nothing is sent again.
+func testCrashKeepsUnflushedCommits(t *testing.T, e *env) {
+	s := e.open(t)
+	must(t, commitOne(s, "unsynced", "but written", false))
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, e.dsn)
+	must(t, err)
+	_, err = c.Exec(ctx, `CREATE TABLE IF NOT EXISTS public.flusher (x int);
+		SET synchronous_commit = on; INSERT INTO public.flusher VALUES (1)`)
+	c.Close(ctx)
+	must(t, err)
+	e.srv.Crash(t)
+	reconnect(t, s)
+	if n := s.Replays(); n != 0 {
+		t.Fatalf("%d commits sent again after a crash that lost none", n)
+	}
+	storetest.WantValue(t, s, "unsynced", "but written")
+	must(t, commitOne(s, "after", "crash", false))
+	must(t, s.Sync())
+}
+
+// With the change log on (several hosts), a lost commit that held the
+// transaction lock cannot be sent again (other hosts may have built on
+// it, or committed in its place): the store fails. Commits, syncs and
+// locked batches return ErrLostCommits (wrapping meta.ErrFailed), reads
+// go on, and a store opened again (a new mount) works.
+func testCrashLosesLockedCommitOfSeveralHosts(t *testing.T, e *env) {
+	schema := e.schema()
+	s := e.openAt(t, schema)
+	must(t, s.TrackChanges())
+	fill(t, s, 10)
+	must(t, s.Sync())
+	lb, _, err := s.LockedBatch()
+	must(t, err)
+	must(t, lb.Set([]byte("locked"), []byte("lost")))
+	must(t, lb.Commit(false))
+	must(t, lb.Close())
 	e.srv.Crash(t)
 	reconnect(t, s)
 
-	err := commitOne(s, "after", "crash", false)
+	err = commitOne(s, "after", "crash", false)
 	if !errors.Is(err, pgstore.ErrLostCommits) || !errors.Is(err, meta.ErrFailed) {
 		t.Fatalf("commit after the crash: %v; want ErrLostCommits and meta.ErrFailed", err)
 	}
@@ -63,6 +132,83 @@ func testCrashAfterUnsyncedCommits(t *testing.T, e *env) {
 	must(t, again.Sync())
 	storetest.WantValue(t, again, "after", "remount")
 	storetest.WantValue(t, again, "k00007", "v7")
+}
+
+// Writers commit without sync, plain and locked, while the server
+// crashes under them: afterwards every commit that returned is there
+// (sent again if the crash lost it), in order: each writer's last key
+// holds its last commit that returned, or a later one whose outcome the
+// crash left unknown.
+func testCrashDuringCommits(t *testing.T, e *env) {
+	schema := e.schema()
+	s := e.openAt(t, schema)
+	const writers = 4
+	type result struct{ ok, tried int } // the last commit that returned, the last one sent
+	results := make([][]bool, writers)
+	last := make([]result, writers)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			last[w] = result{-1, -1}
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var b meta.Batch = s.NewBatch()
+				if i%3 == 0 {
+					lb, _, err := s.LockedBatch()
+					if err != nil {
+						results[w] = append(results[w], false)
+						continue
+					}
+					b = lb
+				}
+				b.Set(fmt.Appendf(nil, "w%d/%05d", w, i), []byte("x"))
+				b.Set(fmt.Appendf(nil, "w%d/last", w), fmt.Appendf(nil, "%d", i))
+				last[w].tried = i
+				err := b.Commit(false)
+				b.Close()
+				results[w] = append(results[w], err == nil)
+				if err == nil {
+					last[w].ok = i
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	for done.Load() < 200 {
+		time.Sleep(time.Millisecond)
+	}
+	e.srv.Crash(t)
+	for start := done.Load(); done.Load() < start+200; {
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	must(t, s.Sync())
+	t.Logf("%d commits returned, %d sent again after the crash", done.Load(), s.Replays())
+
+	again := e.openAt(t, schema)
+	for w := range writers {
+		for i, ok := range results[w] {
+			if ok {
+				storetest.WantValue(t, again, fmt.Sprintf("w%d/%05d", w, i), "x")
+			}
+		}
+		got, err := again.Get(fmt.Appendf(nil, "w%d/last", w))
+		must(t, err)
+		var n int
+		fmt.Sscan(string(got), &n)
+		if n < last[w].ok || n > last[w].tried {
+			t.Errorf("writer %d: last key holds commit %d; want from %d (its last that returned) to %d (its last sent)", w, n, last[w].ok, last[w].tried)
+		}
+	}
 }
 
 // After a Sync, a crash loses nothing of this store's: its commits are

@@ -16,9 +16,19 @@ type batch struct {
 	s    *Store
 	ov   *overlay
 	done bool // committed or closed
+	// replays is the store's count of commits sent again after a crash
+	// when the batch began (replay.go).
+	replays int64
 }
 
-func (s *Store) NewBatch() meta.Batch { return &batch{s: s, ov: newOverlay()} }
+func (s *Store) NewBatch() meta.Batch {
+	b := s.newBatch()
+	return &b
+}
+
+func (s *Store) newBatch() batch {
+	return batch{s: s, ov: newOverlay(), replays: s.guard.replays.Load()}
+}
 
 func (b *batch) Get(key []byte) ([]byte, error) {
 	if b.done {

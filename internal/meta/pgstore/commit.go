@@ -24,8 +24,9 @@ import (
 // With sync it waits for the WAL's flush (synchronous_commit as the
 // server has it, on by default); without, it does not, and the next Sync
 // flushes it (async.go). A commit the crash guard stopped because the
-// server recovered from a crash, with nothing of this store's lost, is
-// sent once more.
+// server recovered from a crash is sent once more after the store
+// recovered, unless the store sent lost commits again since the batch
+// began: its reads may then have missed them (replay.go).
 func (b *batch) Commit(sync bool) error {
 	if b.done {
 		return errClosed
@@ -38,7 +39,7 @@ func (b *batch) Commit(sync bool) error {
 		return err
 	}
 	err := b.send(sync)
-	if errors.Is(err, errEpochTaken) {
+	if errors.Is(err, errEpochTaken) && b.s.guard.replays.Load() == b.replays {
 		err = b.send(sync)
 	}
 	if err != nil {
@@ -50,16 +51,18 @@ func (b *batch) Commit(sync bool) error {
 
 // send sends the batch's commit, retried on conflicts.
 func (b *batch) send(sync bool) error {
-	w, pb := b.statements(false, sync)
+	w, pb, markAt := b.statements(false, sync)
 	pb.Queue(b.s.q.notify, b.s.SessionID())
 	if b.s.cache != nil {
 		b.s.cache.begin(w)
 	}
-	issued := b.s.guard.issued.Load()
-	err := b.s.retry(func(ctx context.Context) error {
-		return b.s.sendCommit(ctx, b.s.pool, pb)
+	err := b.s.commitGuarded(sync, false, w, func() (mark int64, err error) {
+		err = b.s.retry(func(ctx context.Context) error {
+			mark, err = b.s.sendCommit(ctx, b.s.pool, pb, markAt)
+			return err
+		})
+		return mark, err
 	})
-	err = b.s.settle(sync, issued, err)
 	if b.s.cache != nil {
 		b.s.cache.end(w, err)
 	}
@@ -69,39 +72,45 @@ func (b *batch) send(sync bool) error {
 // statements are the batch's writes as a pipeline: the next volume
 // version first, the crash guard (and, without sync, synchronous_commit
 // off: async.go), then the deleted ranges, the deleted keys and the
-// upserts (in key order), and, for a batch that holds the transaction
-// lock (locked) with the change log on, its row. Batches without the
-// lock write only records that are this host's own or that other hosts
-// read past the cache (journal cursors and pruning, the dead-span
-// ledger, the crash marker): they are not logged, and must not take the
-// lock, which a transaction of this host may hold while it waits for
-// them.
-func (b *batch) statements(locked, sync bool) (commitWrites, *pgx.Batch) {
+// upserts (in key order), for a batch that holds the transaction lock
+// (locked) with the change log on its row, and without sync the count
+// in the store's marker row, whose place it returns (-1: none; replay.go).
+// Batches without the lock write only records that are this host's own or
+// that other hosts read past the cache (journal cursors and pruning, the
+// dead-span ledger, the crash marker): they are not logged, and must not
+// take the lock, which a transaction of this host may hold while it waits
+// for them.
+func (b *batch) statements(locked, sync bool) (commitWrites, *pgx.Batch, int) {
 	q := b.s.q
 	pb := &pgx.Batch{}
-	tracking := locked && b.s.ch.on.Load()
 	pb.Queue(q.nextval)
 	b.s.guardStatements(pb, sync)
-	for _, r := range b.ov.ranges {
-		if r.hi == nil {
-			pb.Queue(q.delFrom, r.lo)
-		} else {
-			pb.Queue(q.delRange, r.lo, r.hi)
-		}
-	}
 	dels, keys, vals := b.ov.writes()
-	if len(dels) > 0 {
-		pb.Queue(q.delKeys, dels)
-	}
-	if len(keys) > 0 {
-		pb.Queue(q.upsert, keys, vals)
-	}
 	w := commitWrites{ranges: b.ov.ranges, dels: dels, keys: keys, vals: vals}
-	if tracking {
+	b.s.queueWrites(pb, w)
+	if locked && b.s.ch.on.Load() {
 		ks, rs := changeArgs(w)
 		pb.Queue(q.changesAdd, b.s.SessionID(), ks, rs)
 	}
-	return w, pb
+	return w, pb, b.s.queueMark(pb, sync)
+}
+
+// queueWrites queues a commit's writes: its deleted ranges, its deleted
+// keys, its upserts.
+func (s *Store) queueWrites(pb *pgx.Batch, w commitWrites) {
+	for _, r := range w.ranges {
+		if r.hi == nil {
+			pb.Queue(s.q.delFrom, r.lo)
+		} else {
+			pb.Queue(s.q.delRange, r.lo, r.hi)
+		}
+	}
+	if len(w.dels) > 0 {
+		pb.Queue(s.q.delKeys, w.dels)
+	}
+	if len(w.keys) > 0 {
+		pb.Queue(s.q.upsert, w.keys, w.vals)
+	}
 }
 
 // batchSender sends a pipeline: the pool or one connection.
@@ -110,25 +119,32 @@ type batchSender interface {
 }
 
 // sendCommit runs a commit's pipeline pb (nextval first, whose result it
-// records as the latest version this store took) on to.
-func (s *Store) sendCommit(ctx context.Context, to batchSender, pb *pgx.Batch) error {
+// records as the latest version this store took) on to, and returns the
+// count the statement at markAt returned (0 with markAt -1).
+func (s *Store) sendCommit(ctx context.Context, to batchSender, pb *pgx.Batch, markAt int) (int64, error) {
 	br := to.SendBatch(ctx, pb)
-	var ver int64
+	var ver, mark int64
 	if err := br.QueryRow().Scan(&ver); err != nil {
 		br.Close()
-		return err
+		return 0, err
 	}
-	for range pb.Len() - 1 {
-		if _, err := br.Exec(); err != nil {
+	for i := 1; i < pb.Len(); i++ {
+		var err error
+		if i == markAt {
+			err = br.QueryRow().Scan(&mark)
+		} else {
+			_, err = br.Exec()
+		}
+		if err != nil {
 			br.Close()
-			return err
+			return 0, err
 		}
 	}
 	if err := br.Close(); err != nil {
-		return err
+		return 0, err
 	}
 	s.sawVersion(ver)
-	return nil
+	return mark, nil
 }
 
 // maxAttempts bounds the tries of a commit that keeps conflicting.

@@ -71,7 +71,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Timeout = 30 * time.Second
 	}
 	s.pool, s.timeout, s.connCfg = pool, o.Timeout, cfg.ConnConfig.Copy()
-	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
+	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset, recovered: s.checkCrash}
 	switch {
 	case o.CacheBytes == 0:
 		s.cache = newRecordCache(DefaultCacheBytes)
@@ -89,6 +89,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("metadata store %s, schema %s: %s", Redact(o.URL), o.Schema, scrub(err, o.URL))
 	}
+	s.guard.owner = newEpoch()
+	pool.Exec(ctx, s.q.marksReap) // rows of processes that died; best effort
 	if o.FlushEvery > 0 {
 		s.flushStop, s.flushDone = make(chan struct{}), make(chan struct{})
 		go s.flushBehind(o.FlushEvery)

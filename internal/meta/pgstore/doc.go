@@ -26,8 +26,9 @@
 //   - batch.go: Batch: Get, Set, Delete, DeleteRange, NewIter.
 //   - commit.go: Commit in one round trip, its retries, connLost.
 //   - async.go: commits without sync that wait for no WAL flush, Sync's
-//     flush, and the crash guard that fails the store when a crash of the
-//     server may have lost such commits.
+//     flush, and the crash guard that catches a crash of the server.
+//   - replay.go: after such a crash, the store's commits it lost (told
+//     by the store's marker row) sent again before anything else.
 //   - snapshot.go: Snapshot.
 //   - cache.go: the record cache (point reads of records read or written;
 //     write-through, exact on one host).

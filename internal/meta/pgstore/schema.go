@@ -19,12 +19,14 @@ type stmts struct {
 	nextval, delRange, delFrom     string
 	delKeys, upsert, usage, format string
 	reserve, guard                 string
-	flushIns, flushDel             string
+	markBump, markTouch, markRead  string
+	markSet, markDel, marksReap    string
 	txLock, notify, lease          string
 	sessionExists                  string
 	changesLast, changesSince      string
 	changesAdd, changesPrune       string
 	changesSentinel, changesEpoch  string
+	epochNow                       string
 
 	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
 	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
@@ -76,13 +78,24 @@ func newStmts(schema string) *stmts {
 	st.changesSince = q(`SELECT ver, session, keys, ranges FROM S.changes WHERE ver > $1 OR ver = 0 ORDER BY ver`)
 	st.changesSentinel = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (0, $1, '{}', '{}') ON CONFLICT DO NOTHING`)
 	st.changesEpoch = q(`SELECT session FROM S.changes WHERE ver = 0`)
+	st.epochNow = q(`SELECT coalesce((SELECT session FROM S.changes WHERE ver = 0), 0)`) // 0: emptied by a crash
 	// The crash guard (async.go): aborts unless the row of version 0
 	// holds epoch $1.
 	st.guard = q(`SELECT 1 / count(*)::int FROM S.changes WHERE ver = 0 AND session = $1`)
-	// Sync's write (async.go): a row no commit writes (version -1),
-	// inserted and deleted in one transaction.
-	st.flushIns = q(`INSERT INTO S.kv (k, v, ver) VALUES ($1, '', -1)`)
-	st.flushDel = q(`DELETE FROM S.kv WHERE k = $1 AND ver = -1`)
+	// The store's marker row (replay.go): every commit without sync
+	// counts itself in it, under its row lock, so the counts follow the
+	// order of the commits in the WAL; Sync's flush touches it (a write,
+	// or PostgreSQL would skip the flush; and rows untouched for a week
+	// are left by processes that died, and reaped).
+	st.markBump = q(`INSERT INTO S.marks AS m (owner, n) VALUES ($1, 1)
+		ON CONFLICT (owner) DO UPDATE SET n = m.n + 1 RETURNING n`)
+	st.markTouch = q(`INSERT INTO S.marks AS m (owner, n) VALUES ($1, 0)
+		ON CONFLICT (owner) DO UPDATE SET at = now()`)
+	st.markRead = q(`SELECT coalesce((SELECT n FROM S.marks WHERE owner = $1), 0)`)
+	st.markSet = q(`INSERT INTO S.marks AS m (owner, n) VALUES ($1, $2)
+		ON CONFLICT (owner) DO UPDATE SET n = greatest(m.n, excluded.n), at = now()`)
+	st.markDel = q(`DELETE FROM S.marks WHERE owner = $1`)
+	st.marksReap = q(`DELETE FROM S.marks WHERE at < now() - interval '7 days'`)
 	st.changesAdd = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (currval('S.version'), $1, $2::bytea[], $3::bytea[])`)
 	st.changesPrune = q(`DELETE FROM S.changes WHERE ver > 0 AND at < now() - make_interval(secs => $1)`)
 	st.sessionExists = q(`SELECT EXISTS (SELECT 1 FROM S.sessions WHERE id = $1)`)
@@ -125,6 +138,7 @@ func (s *Store) create(ctx context.Context, missingToo bool) error {
 		CREATE TABLE IF NOT EXISTS S.sessions (id bigserial PRIMARY KEY, host text NOT NULL, pid int NOT NULL,
 			mount text NOT NULL, started timestamptz NOT NULL DEFAULT now(), heartbeat timestamptz NOT NULL DEFAULT now());
 		ALTER TABLE S.sessions ADD COLUMN IF NOT EXISTS alone boolean NOT NULL DEFAULT true;
+		CREATE TABLE IF NOT EXISTS S.marks (owner bigint PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL DEFAULT now());
 		CREATE UNLOGGED TABLE IF NOT EXISTS S.changes (ver bigint PRIMARY KEY, session bigint NOT NULL,
 			at timestamptz NOT NULL DEFAULT now(), keys bytea[] NOT NULL, ranges bytea[] NOT NULL);
 		COMMIT;`)

@@ -132,12 +132,16 @@ func (s *Store) sawVersion(v int64) {
 	}
 }
 
-// Close ends the session, if any, and closes the pool's connections.
+// Close ends the session, if any, removes the store's marker row and
+// closes the pool's connections.
 func (s *Store) Close() error {
 	if s.flushStop != nil {
 		close(s.flushStop)
 		<-s.flushDone
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	s.pool.Exec(ctx, s.q.markDel, s.guard.owner) // best effort: Open reaps rows a week old
+	cancel()
 	err := s.Unregister()
 	s.pool.Close()
 	return err

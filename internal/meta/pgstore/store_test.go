@@ -69,7 +69,9 @@ func (e *env) schema() string {
 
 // TestStore runs what pgstore does beyond the conformance suite.
 func TestStore(t *testing.T) {
-	srv := pgtest.Start(t)
+	// The WAL writer writes commits without sync out only every 10 s, so
+	// that a crash right after one loses it (async_test.go).
+	srv := pgtest.StartWith(t, pgtest.Options{Settings: []string{"wal_writer_delay=10s"}})
 	e := &env{srv: srv, dsn: srv.CreateDB(t, "store")}
 	for _, tc := range []struct {
 		name string
@@ -98,11 +100,14 @@ func TestStore(t *testing.T) {
 		{"MissingNotCreated", testMissingNotCreated},
 		{"Credentials", testCredentials},
 		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
-		{"Sessions", testSessions},                                   // restarts the shared server
-		{"CrashAfterUnsyncedCommits", testCrashAfterUnsyncedCommits}, // crashes the shared server
-		{"CrashAfterSync", testCrashAfterSync},                       // crashes the shared server
-		{"FlushBehind", testFlushBehind},                             // crashes the shared server
-		{"ServerRestart", testServerRestart},                         // last: it restarts the shared server
+		{"Sessions", testSessions},                                                         // restarts the shared server
+		{"CrashLosesUnflushedCommits", testCrashLosesUnflushedCommits},                     // crashes the shared server
+		{"CrashKeepsUnflushedCommits", testCrashKeepsUnflushedCommits},                     // crashes the shared server
+		{"CrashLosesLockedCommitOfSeveralHosts", testCrashLosesLockedCommitOfSeveralHosts}, // crashes the shared server
+		{"CrashDuringCommits", testCrashDuringCommits},                                     // crashes the shared server
+		{"CrashAfterSync", testCrashAfterSync},                                             // crashes the shared server
+		{"FlushBehind", testFlushBehind},                                                   // crashes the shared server
+		{"ServerRestart", testServerRestart},                                               // last: it restarts the shared server
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, e) })
 	}

@@ -52,25 +52,36 @@ func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 		default:
 		}
 	}
-	err := s.r.again(func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		defer cancel()
-		conn, err := s.pool.Acquire(ctx)
-		if err != nil {
-			return err
+	err := s.r.again(func() (err error) {
+		lb, vals, err = s.beginLocked(keys)
+		if guardTripped(err) { // the server recovered from a crash: so does the store
+			if err = s.recover(); errors.Is(err, errEpochTaken) {
+				lb, vals, err = s.beginLocked(keys)
+			}
 		}
-		var foreign meta.Changes
-		if vals, foreign, err = s.lockOn(ctx, conn, keys); err != nil {
-			conn.Release() // the pool drops a connection left in a transaction
-			return err
-		}
-		lb = &lockedBatch{batch: batch{s: s, ov: newOverlay()}, conn: conn, foreign: foreign}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("pgstore: volume transaction lock: %w", err)
 	}
 	return lb, vals, nil
+}
+
+// beginLocked begins a locked batch on a connection of its own and reads
+// keys.
+func (s *Store) beginLocked(keys [][]byte) (*lockedBatch, [][]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, foreign, err := s.lockOn(ctx, conn, keys)
+	if err != nil {
+		conn.Release() // the pool drops a connection left in a transaction
+		return nil, nil, err
+	}
+	return &lockedBatch{batch: s.newBatch(), conn: conn, foreign: foreign}, vals, nil
 }
 
 // lockOn begins the transaction on conn, takes the lock and reads keys
@@ -82,6 +93,9 @@ func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (
 	pb := &pgx.Batch{}
 	pb.Queue("BEGIN")
 	pb.Queue(s.q.txLock)
+	// The crash guard (async.go): nothing is read from a server that
+	// recovered from a crash before the store recovered too (replay.go).
+	pb.Queue(s.q.guard, s.guard.epoch.Load())
 	id := s.SessionID()
 	pb.Queue(s.q.sessionExists, id)
 	pb.Queue(s.q.getMany, keys)
@@ -90,7 +104,7 @@ func (s *Store) lockOn(ctx context.Context, conn *pgxpool.Conn, keys [][]byte) (
 	}
 	br := conn.SendBatch(ctx, pb)
 	defer br.Close()
-	for range 2 {
+	for range 3 {
 		if _, err := br.Exec(); err != nil {
 			return nil, foreign, err
 		}
@@ -193,7 +207,7 @@ func (b *lockedBatch) Commit(sync bool) error {
 	if err := b.s.guard.failure(); err != nil {
 		return err
 	}
-	w, pb := b.statements(true, sync)
+	w, pb, markAt := b.statements(true, sync)
 	pb.Queue(b.s.q.notify, b.s.SessionID())
 	pb.Queue("COMMIT")
 	if b.s.cache != nil {
@@ -201,9 +215,9 @@ func (b *lockedBatch) Commit(sync bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
 	defer cancel()
-	issued := b.s.guard.issued.Load()
-	err := b.s.sendCommit(ctx, b.conn, pb)
-	err = b.s.settle(sync, issued, err)
+	err := b.s.commitGuarded(sync, true, w, func() (int64, error) {
+		return b.s.sendCommit(ctx, b.conn, pb, markAt)
+	})
 	if fn := b.s.committed.Load(); err == nil && fn != nil {
 		(*fn)()
 	}

@@ -50,6 +50,8 @@ type Options struct {
 	// default: tests do not survive power loss anyway, and the machine's
 	// disk is shared). Benchmarks that measure commit cost turn it on.
 	Fsync bool
+	// Settings are more server settings, each NAME=VALUE.
+	Settings []string
 }
 
 // Start starts a server for t with the default options.

@@ -55,6 +55,9 @@ func (s *Server) start() error {
 	if !o.Fsync {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	for _, kv := range o.Settings {
+		args = append(args, "-c", kv)
+	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = s.Dir
