@@ -117,18 +117,19 @@ func guardTripped(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "22012" // division_by_zero: no statement of ours divides otherwise
 }
 
-// commitGuarded runs send, a commit's round trip (sync or not; locked:
-// under the transaction lock) that returns its count in the marker row,
-// under the gate, and accounts for it: a commit without sync is kept
-// until a flush covers it, one with sync covers those that returned
-// before it was sent. A tripped guard recovers the store (errEpochTaken
-// once it can commit again).
-func (s *Store) commitGuarded(sync, locked bool, w commitWrites, send func() (int64, error)) error {
+// commitOn runs send, a commit's round trip (sync or not; locked: under
+// the transaction lock) on a connection the caller holds, which returns
+// its count in the marker row, under the gate, and accounts for it: a
+// commit without sync is kept until a flush covers it, one with sync
+// covers those that returned before it was sent. The connection is taken
+// before the gate: taking a new one may recover the store (replay.go),
+// which needs the gate to itself.
+func (s *Store) commitOn(sync, locked bool, w commitWrites, send func() (int64, error)) error {
 	g := &s.guard
 	g.gate.RLock()
+	defer g.gate.RUnlock()
 	issued := g.issued.Load()
 	mark, err := send()
-	tripped := guardTripped(err)
 	switch {
 	case err != nil:
 	case sync:
@@ -136,11 +137,17 @@ func (s *Store) commitGuarded(sync, locked bool, w commitWrites, send func() (in
 	default:
 		g.record(mark, locked, w)
 	}
-	g.gate.RUnlock()
-	if tripped {
+	return err
+}
+
+// afterCommit finishes a commit that returned err: a tripped guard
+// recovers the store (errEpochTaken once it can commit again), and too
+// many commits kept unflushed are flushed.
+func (s *Store) afterCommit(err error) error {
+	if guardTripped(err) {
 		return s.recover()
 	}
-	if err == nil && g.logBytes.Load() > maxUnflushedBytes {
+	if err == nil && s.guard.logBytes.Load() > maxUnflushedBytes {
 		s.SyncAll() // a failure is the next Sync's to report
 	}
 	return err
@@ -149,14 +156,22 @@ func (s *Store) commitGuarded(sync, locked bool, w commitWrites, send func() (in
 // takeEpoch writes the changes table's row of version 0 if it is missing
 // (a new volume, or a crash emptied the table) and takes its epoch.
 func (s *Store) takeEpoch() error {
+	return s.retry(func(ctx context.Context) error { return s.takeEpochOn(ctx, s.pool) })
+}
+
+// execQuerier is a connection or the pool.
+type execQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// takeEpochOn is takeEpoch on c.
+func (s *Store) takeEpochOn(ctx context.Context, c execQuerier) error {
 	var epoch int64
-	err := s.retry(func(ctx context.Context) error {
-		if _, err := s.pool.Exec(ctx, s.q.changesSentinel, newEpoch()); err != nil {
-			return err
-		}
-		return s.pool.QueryRow(ctx, s.q.changesEpoch).Scan(&epoch)
-	})
-	if err != nil {
+	if _, err := c.Exec(ctx, s.q.changesSentinel, newEpoch()); err != nil {
+		return err
+	}
+	if err := c.QueryRow(ctx, s.q.changesEpoch).Scan(&epoch); err != nil {
 		return err
 	}
 	s.guard.epoch.Store(epoch)
@@ -210,20 +225,25 @@ func (s *Store) SyncAll() error {
 // write: the marker row's time), and forgets the commits it covers.
 func (s *Store) flush() error {
 	g := &s.guard
-	g.gate.RLock()
-	defer g.gate.RUnlock()
-	n := g.issued.Load()
-	err := s.retry(func(ctx context.Context) error {
+	return s.retry(func(ctx context.Context) error {
+		conn, err := s.pool.Acquire(ctx) // before the gate: commitOn
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		g.gate.RLock()
+		defer g.gate.RUnlock()
+		n := g.issued.Load()
 		pb := &pgx.Batch{}
 		pb.Queue(s.q.guard, g.epoch.Load())
 		pb.Queue(flushedCommit)
 		pb.Queue(s.q.markTouch, g.owner)
-		return s.pool.SendBatch(ctx, pb).Close()
-	})
-	if err == nil {
+		if err := conn.SendBatch(ctx, pb).Close(); err != nil {
+			return err
+		}
 		g.coverFlushed(n)
-	}
-	return err
+		return nil
+	})
 }
 
 // flushBehind flushes, every interval, what this store committed without

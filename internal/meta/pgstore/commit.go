@@ -56,13 +56,17 @@ func (b *batch) send(sync bool) error {
 	if b.s.cache != nil {
 		b.s.cache.begin(w)
 	}
-	err := b.s.commitGuarded(sync, false, w, func() (mark int64, err error) {
-		err = b.s.retry(func(ctx context.Context) error {
-			mark, err = b.s.sendCommit(ctx, b.s.pool, pb, markAt)
+	err := b.s.retry(func(ctx context.Context) error {
+		conn, err := b.s.pool.Acquire(ctx) // before the gate: commitOn
+		if err != nil {
 			return err
+		}
+		defer conn.Release()
+		return b.s.commitOn(sync, false, w, func() (int64, error) {
+			return b.s.sendCommit(ctx, conn, pb, markAt)
 		})
-		return mark, err
 	})
+	err = b.s.afterCommit(err)
 	if b.s.cache != nil {
 		b.s.cache.end(w, err)
 	}
@@ -194,6 +198,10 @@ func retryable(err error) bool {
 // the server shutting down) rather than the statement's. Timeouts are
 // not: the caller's bound already passed.
 func connLost(err error) bool {
+	var rp recoveryPending
+	if errors.As(err, &rp) { // a new connection waits for a recovery from a crash
+		return true
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {

@@ -60,8 +60,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "doppel"
-	cfg.AfterConnect = indexOnly
 	s := &Store{q: newStmts(o.Schema), schema: o.Schema}
+	// Every new connection checks, before the pool hands it out, that the
+	// server did not go through crash recovery unnoticed (replay.go).
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if err := indexOnly(ctx, c); err != nil {
+			return err
+		}
+		return s.checkNewConn(ctx, c)
+	}
 	countWrites(cfg, &s.trips)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -71,7 +78,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Timeout = 30 * time.Second
 	}
 	s.pool, s.timeout, s.connCfg = pool, o.Timeout, cfg.ConnConfig.Copy()
-	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset, recovered: s.checkCrash}
+	s.r = reader{q: pool, st: s.q, timeout: o.Timeout, lost: pool.Reset}
 	switch {
 	case o.CacheBytes == 0:
 		s.cache = newRecordCache(DefaultCacheBytes)

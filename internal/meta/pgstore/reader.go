@@ -27,10 +27,6 @@ type reader struct {
 	// lost, set for the pool, drops its connections when one was found
 	// lost: the server may have restarted, and the others are lost too.
 	lost func()
-	// recovered, set for the pool, runs after a lost connection, before
-	// the read runs again: a crash of the server is recovered from
-	// first (replay.go).
-	recovered func() error
 }
 
 type kv struct{ k, v []byte }
@@ -141,9 +137,7 @@ func (r *reader) again(read func() error) error {
 	for attempt := 1; attempt < readAttempts && err != nil && r.lost != nil && connLost(err); attempt++ {
 		r.lost()
 		time.Sleep(time.Duration(25<<attempt) * time.Millisecond)
-		if err = r.recovered(); err == nil {
-			err = read()
-		}
+		err = read()
 	}
 	return err
 }

@@ -107,14 +107,16 @@ func (g *crashGuard) forgetAll() {
 	g.log, _ = nil, g.logBytes.Swap(0)
 }
 
-// recover handles a tripped guard: PostgreSQL went through crash
-// recovery. Under the gate (no commit of the store in flight), unless
-// another commit recovered already, it reads the epoch and the marker
-// row, sends again the commits the crash lost, takes the new epoch and
-// empties the record cache (another host's lost commits may be in it).
-// It returns errEpochTaken once the store can commit again, the
-// store's failure where it cannot go on, or the error that stopped it
-// (the next commit tries again: it trips the guard as well).
+// recover handles a crash of the server, found by a tripped guard or on
+// a new connection (checkNewConn). Under the gate (no commit of the store
+// in flight), unless another caller recovered already, it reads the epoch
+// and the marker row, sends again the commits the crash lost, takes the
+// new epoch and empties the record cache (another host's lost commits may
+// be in it). It returns errEpochTaken once the store can commit again,
+// the store's failure where it cannot go on, or the error that stopped it
+// (the next commit or new connection tries again). It works on a
+// connection of its own, not the pool's: every new connection of the
+// pool checks the epoch first, and would wait for this recovery.
 func (s *Store) recover() error {
 	g := &s.guard
 	g.gate.Lock()
@@ -122,23 +124,32 @@ func (s *Store) recover() error {
 	if err := g.failure(); err != nil {
 		return err
 	}
-	var epoch, mark int64
 	err := s.retry(func(ctx context.Context) error {
-		pb := &pgx.Batch{}
-		pb.Queue(s.q.epochNow)
-		pb.Queue(s.q.markRead, g.owner)
-		br := s.pool.SendBatch(ctx, pb)
-		defer br.Close()
-		if err := br.QueryRow().Scan(&epoch); err != nil {
+		c, err := pgx.ConnectConfig(ctx, s.connCfg)
+		if err != nil {
 			return err
 		}
-		return br.QueryRow().Scan(&mark)
+		defer c.Close(context.Background())
+		return s.recoverOn(ctx, c)
 	})
-	if err != nil {
-		return fmt.Errorf("pgstore: PostgreSQL recovered from a crash; reading what survived: %w", err)
+	if errors.Is(err, errEpochTaken) || g.failure() != nil {
+		return err
+	}
+	return fmt.Errorf("pgstore: PostgreSQL recovered from a crash; recovering from it: %w", err)
+}
+
+// recoverOn is recover's work on c.
+func (s *Store) recoverOn(ctx context.Context, c *pgx.Conn) error {
+	g := &s.guard
+	var epoch, mark int64
+	if err := c.QueryRow(ctx, s.q.epochNow).Scan(&epoch); err != nil {
+		return err
 	}
 	if epoch == g.epoch.Load() {
-		return errEpochTaken // another commit of this store recovered meanwhile
+		return errEpochTaken // another caller recovered meanwhile
+	}
+	if err := c.QueryRow(ctx, s.q.markRead, g.owner).Scan(&mark); err != nil {
+		return err
 	}
 	lost := g.lostAbove(mark)
 	if len(lost) > 0 && s.ch.on.Load() && slices.ContainsFunc(lost, func(u unflushed) bool { return u.locked }) {
@@ -149,13 +160,13 @@ func (s *Store) recover() error {
 		return g.failure()
 	}
 	if len(lost) > 0 {
-		if err := s.replay(lost); err != nil {
-			return fmt.Errorf("pgstore: PostgreSQL recovered from a crash that lost %d commits of this host; sending them again: %w", len(lost), err)
+		if err := s.replay(ctx, c, lost); err != nil {
+			return fmt.Errorf("sending again the %d commits of this host it lost: %w", len(lost), err)
 		}
 		g.replays.Add(int64(len(lost)))
 	}
-	if err := s.takeEpoch(); err != nil {
-		return fmt.Errorf("%w; reading the new epoch: %w", errEpochTaken, err)
+	if err := s.takeEpochOn(ctx, c); err != nil {
+		return fmt.Errorf("taking the new epoch: %w", err)
 	}
 	// What survived came back from the WAL on disk, the replay was a
 	// synchronous commit: nothing the store kept is at risk any more.
@@ -169,12 +180,12 @@ func (s *Store) recover() error {
 	return errEpochTaken
 }
 
-// replay sends the lost commits again, in order, as one synchronous
+// replay sends the lost commits again on c, in order, as one synchronous
 // transaction that also raises the marker row past them (a replay whose
 // outcome is unknown is then not sent twice: the next recovery finds the
 // marker at their counts). No guard: the store has no epoch to check yet,
 // and the gate keeps its other commits out.
-func (s *Store) replay(lost []unflushed) error {
+func (s *Store) replay(ctx context.Context, c *pgx.Conn, lost []unflushed) error {
 	pb := &pgx.Batch{}
 	pb.Queue(s.q.nextval)
 	pb.Queue(flushedCommit)
@@ -182,35 +193,40 @@ func (s *Store) replay(lost []unflushed) error {
 		s.queueWrites(pb, u.w)
 	}
 	pb.Queue(s.q.markSet, s.guard.owner, lost[len(lost)-1].mark)
-	return s.retry(func(ctx context.Context) error {
-		_, err := s.sendCommit(ctx, s.pool, pb, -1)
-		return err
-	})
+	_, err := s.sendCommit(ctx, c, pb, -1)
+	return err
 }
 
-// checkCrash compares the epoch with the store's after a connection was
-// lost, and recovers if the server went through crash recovery, before
-// the read that lost its connection is run again: that read, and what is
-// built on it, must not see the volume without the commits the crash
-// lost. Its error is the read's (a failed store still reads).
-func (s *Store) checkCrash() error {
-	if s.guard.failure() != nil || s.guard.epoch.Load() == 0 { // failed, or not open yet
+// checkNewConn runs on every new connection of the pool before it is
+// handed out: if the server went through crash recovery since the store
+// took its epoch, the store recovers first, so that nothing reads the
+// volume without the commits the crash lost, nor builds on such a read.
+// (Every connection made before the crash died with it.)
+func (s *Store) checkNewConn(ctx context.Context, c *pgx.Conn) error {
+	g := &s.guard
+	if g.epoch.Load() == 0 || g.failure() != nil { // not open yet, or failed: reads go on
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
 	var epoch int64
-	if err := s.pool.QueryRow(ctx, s.q.epochNow).Scan(&epoch); err != nil {
+	if err := c.QueryRow(ctx, s.q.epochNow).Scan(&epoch); err != nil {
 		return err
 	}
-	if epoch == s.guard.epoch.Load() {
+	if epoch == g.epoch.Load() {
 		return nil
 	}
-	if err := s.recover(); err != nil && !errors.Is(err, errEpochTaken) && s.guard.failure() == nil {
-		return err
+	if err := s.recover(); err != nil && !errors.Is(err, errEpochTaken) && g.failure() == nil {
+		return recoveryPending{err}
 	}
 	return nil
 }
+
+// recoveryPending is checkNewConn's error: the connection is not handed
+// out, and taking one may be tried again (connLost).
+type recoveryPending struct{ err error }
+
+func (e recoveryPending) Error() string     { return e.err.Error() }
+func (e recoveryPending) Unwrap() error     { return e.err }
+func (e recoveryPending) SafeToRetry() bool { return true }
 
 // Replays counts the commits this store sent again after a crash of the
 // server lost them.

@@ -215,9 +215,10 @@ func (b *lockedBatch) Commit(sync bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.s.timeout)
 	defer cancel()
-	err := b.s.commitGuarded(sync, true, w, func() (int64, error) {
+	err := b.s.commitOn(sync, true, w, func() (int64, error) {
 		return b.s.sendCommit(ctx, b.conn, pb, markAt)
 	})
+	err = b.s.afterCommit(err)
 	if fn := b.s.committed.Load(); err == nil && fn != nil {
 		(*fn)()
 	}
