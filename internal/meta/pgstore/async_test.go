@@ -146,6 +146,7 @@ func testCrashDuringCommits(t *testing.T, e *env) {
 	type result struct{ ok, tried int } // the last commit that returned, the last one sent
 	results := make([][]bool, writers)
 	last := make([]result, writers)
+	lastErr := make([]error, writers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var done atomic.Int64
@@ -164,6 +165,7 @@ func testCrashDuringCommits(t *testing.T, e *env) {
 				if i%3 == 0 {
 					lb, _, err := s.LockedBatch()
 					if err != nil {
+						lastErr[w] = err
 						results[w] = append(results[w], false)
 						continue
 					}
@@ -175,6 +177,9 @@ func testCrashDuringCommits(t *testing.T, e *env) {
 				err := b.Commit(false)
 				b.Close()
 				results[w] = append(results[w], err == nil)
+				if err != nil {
+					lastErr[w] = err
+				}
 				if err == nil {
 					last[w].ok = i
 					done.Add(1)
@@ -182,13 +187,18 @@ func testCrashDuringCommits(t *testing.T, e *env) {
 			}
 		}()
 	}
-	for done.Load() < 200 {
-		time.Sleep(time.Millisecond)
+	waitDone := func(n int64) {
+		for deadline := time.Now().Add(time.Minute); done.Load() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) { // a liveness bound, not a speed check
+				close(stop)
+				wg.Wait()
+				t.Fatalf("%d commits returned, none more for a minute; last errors: %v", done.Load(), lastErr)
+			}
+		}
 	}
+	waitDone(200)
 	e.srv.Crash(t)
-	for start := done.Load(); done.Load() < start+200; {
-		time.Sleep(time.Millisecond)
-	}
+	waitDone(done.Load() + 200)
 	close(stop)
 	wg.Wait()
 	must(t, s.Sync())
