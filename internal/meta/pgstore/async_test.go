@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -218,6 +219,21 @@ func testCrashDuringCommits(t *testing.T, e *env) {
 		if n < last[w].ok || n > last[w].tried {
 			t.Errorf("writer %d: last key holds commit %d; want from %d (its last that returned) to %d (its last sent)", w, n, last[w].ok, last[w].tried)
 		}
+	}
+}
+
+// Commits without sync are kept in memory until a flush covers them; past
+// maxUnflushedBytes of them, a commit flushes at once.
+func testUnflushedBound(t *testing.T, e *env) {
+	defer pgstore.SetMaxUnflushedBytes(4096)()
+	s := e.open(t)
+	must(t, commitOne(s, "small", "x", false))
+	if !s.Unflushed() {
+		t.Fatal("a small commit without sync was flushed at once")
+	}
+	must(t, commitOne(s, "big", strings.Repeat("x", 8192), false))
+	if s.Unflushed() {
+		t.Fatal("commits past the bound were not flushed")
 	}
 }
 

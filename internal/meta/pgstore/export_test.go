@@ -64,3 +64,12 @@ func (s *Store) OnConn(ctx context.Context, fn func(*pgx.Conn) error) error {
 // LookupStatements are the store's statements that look keys up, each
 // taking one bytea[] of keys.
 func (s *Store) LookupStatements() []string { return []string{s.q.getMany, s.q.delKeys} }
+
+// SetMaxUnflushedBytes changes how much a store keeps of commits not yet
+// flushed before a commit flushes at once, and returns a function that
+// restores it.
+func SetMaxUnflushedBytes(n int64) func() {
+	old := maxUnflushedBytes
+	maxUnflushedBytes = n
+	return func() { maxUnflushedBytes = old }
+}

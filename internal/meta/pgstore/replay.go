@@ -32,7 +32,7 @@ import (
 
 // maxUnflushedBytes bounds the writes kept for commits not yet flushed:
 // past it a commit flushes at once instead of waiting for the flush behind.
-const maxUnflushedBytes = 64 << 20
+var maxUnflushedBytes int64 = 64 << 20
 
 // unflushed is a commit without sync that returned, until a flush covers it.
 type unflushed struct {

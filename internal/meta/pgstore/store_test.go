@@ -100,6 +100,7 @@ func TestStore(t *testing.T) {
 		{"MissingNotCreated", testMissingNotCreated},
 		{"Credentials", testCredentials},
 		{"IteratorErrorIsNotTheEnd", testIteratorErrorIsNotTheEnd},
+		{"UnflushedBound", testUnflushedBound},
 		{"Sessions", testSessions},                                                         // restarts the shared server
 		{"CrashLosesUnflushedCommits", testCrashLosesUnflushedCommits},                     // crashes the shared server
 		{"CrashKeepsUnflushedCommits", testCrashKeepsUnflushedCommits},                     // crashes the shared server
