@@ -145,7 +145,7 @@ func (s *Store) commitOn(sync, locked bool, w commitWrites, send func() (int64, 
 // many commits kept unflushed are flushed.
 func (s *Store) afterCommit(err error) error {
 	if guardTripped(err) {
-		return s.recover()
+		return s.recoverFromCrash()
 	}
 	if err == nil && s.guard.logBytes.Load() > maxUnflushedBytes {
 		s.SyncAll() // a failure is the next Sync's to report
@@ -210,7 +210,7 @@ func (s *Store) SyncAll() error {
 	err := s.flush()
 	if guardTripped(err) {
 		// A failure, or the store recovered: then the flush goes again.
-		if err = s.recover(); errors.Is(err, errEpochTaken) {
+		if err = s.recoverFromCrash(); errors.Is(err, errEpochTaken) {
 			err = s.flush()
 		}
 	}

@@ -107,17 +107,17 @@ func (g *crashGuard) forgetAll() {
 	g.log, _ = nil, g.logBytes.Swap(0)
 }
 
-// recover handles a crash of the server, found by a tripped guard or on
-// a new connection (checkNewConn). Under the gate (no commit of the store
-// in flight), unless another caller recovered already, it reads the epoch
-// and the marker row, sends again the commits the crash lost, takes the
-// new epoch and empties the record cache (another host's lost commits may
-// be in it). It returns errEpochTaken once the store can commit again,
-// the store's failure where it cannot go on, or the error that stopped it
-// (the next commit or new connection tries again). It works on a
-// connection of its own, not the pool's: every new connection of the
-// pool checks the epoch first, and would wait for this recovery.
-func (s *Store) recover() error {
+// recoverFromCrash handles a crash of the server, found by a tripped
+// guard or on a new connection (checkNewConn). Under the gate (no commit
+// of the store in flight), unless another caller recovered already, it
+// reads the epoch and the marker row, sends again the commits the crash
+// lost, takes the new epoch and empties the record cache (another host's
+// lost commits may be in it). It returns errEpochTaken once the store can
+// commit again, the store's failure where it cannot go on, or the error
+// that stopped it (the next commit or new connection tries again). It
+// works on a connection of its own, not the pool's: every new connection
+// of the pool checks the epoch first, and would wait for this recovery.
+func (s *Store) recoverFromCrash() error {
 	g := &s.guard
 	g.gate.Lock()
 	defer g.gate.Unlock()
@@ -138,7 +138,7 @@ func (s *Store) recover() error {
 	return fmt.Errorf("pgstore: PostgreSQL recovered from a crash; recovering from it: %w", err)
 }
 
-// recoverOn is recover's work on c.
+// recoverOn is recoverFromCrash's work on c.
 func (s *Store) recoverOn(ctx context.Context, c *pgx.Conn) error {
 	g := &s.guard
 	var epoch, mark int64
@@ -214,7 +214,7 @@ func (s *Store) checkNewConn(ctx context.Context, c *pgx.Conn) error {
 	if epoch == g.epoch.Load() {
 		return nil
 	}
-	if err := s.recover(); err != nil && !errors.Is(err, errEpochTaken) && g.failure() == nil {
+	if err := s.recoverFromCrash(); err != nil && !errors.Is(err, errEpochTaken) && g.failure() == nil {
 		return recoveryPending{err}
 	}
 	return nil

@@ -55,7 +55,7 @@ func (s *Store) LockedBatch(keys ...[]byte) (meta.Batch, [][]byte, error) {
 	err := s.r.again(func() (err error) {
 		lb, vals, err = s.beginLocked(keys)
 		if guardTripped(err) { // the server recovered from a crash: so does the store
-			if err = s.recover(); errors.Is(err, errEpochTaken) {
+			if err = s.recoverFromCrash(); errors.Is(err, errEpochTaken) {
 				lb, vals, err = s.beginLocked(keys)
 			}
 		}
