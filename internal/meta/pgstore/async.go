@@ -171,7 +171,7 @@ func (s *Store) takeEpochOn(ctx context.Context, c execQuerier) error {
 	if _, err := c.Exec(ctx, s.q.changesSentinel, newEpoch()); err != nil {
 		return err
 	}
-	if err := c.QueryRow(ctx, s.q.changesEpoch).Scan(&epoch); err != nil {
+	if err := c.QueryRow(ctx, s.q.epochNow).Scan(&epoch); err != nil {
 		return err
 	}
 	s.guard.epoch.Store(epoch)
@@ -262,7 +262,7 @@ func (s *Store) flushBehind(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if s.guard.issued.Load() != s.guard.flushed.Load() {
+		if s.Unflushed() {
 			s.Sync() // a failure waits for the next tick, or the next Sync, which returns it
 		}
 	}

@@ -99,7 +99,7 @@ func (s *Store) TrackChanges() error {
 	if err := s.pool.QueryRow(ctx, s.q.changesLast).Scan(&last); err != nil {
 		return err
 	}
-	if err := s.pool.QueryRow(ctx, s.q.changesEpoch).Scan(&epoch); err != nil {
+	if err := s.pool.QueryRow(ctx, s.q.epochNow).Scan(&epoch); err != nil {
 		return err
 	}
 	s.ch.mu.Lock()

@@ -40,19 +40,20 @@ type unflushed struct {
 	mark   int64 // the count it set in the marker row
 	locked bool  // it held the volume's transaction lock
 	w      commitWrites
+	bytes  int64 // about what it keeps in memory (sizeOf)
 }
 
-// size is about what u keeps in memory.
-func (u *unflushed) size() int64 {
+// sizeOf is about what keeping w costs in memory.
+func sizeOf(w commitWrites) int64 {
 	n := 64
-	for _, r := range u.w.ranges {
+	for _, r := range w.ranges {
 		n += len(r.lo) + len(r.hi)
 	}
-	for _, k := range u.w.dels {
+	for _, k := range w.dels {
 		n += len(k) + 24
 	}
-	for i, k := range u.w.keys {
-		n += len(k) + len(u.w.vals[i]) + 48
+	for i, k := range w.keys {
+		n += len(k) + len(w.vals[i]) + 48
 	}
 	return int64(n)
 }
@@ -62,9 +63,9 @@ func (u *unflushed) size() int64 {
 func (g *crashGuard) record(mark int64, locked bool, w commitWrites) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	u := unflushed{seq: g.issued.Add(1), mark: mark, locked: locked, w: w}
+	u := unflushed{seq: g.issued.Add(1), mark: mark, locked: locked, w: w, bytes: sizeOf(w)}
 	g.log = append(g.log, u)
-	g.logBytes.Add(u.size())
+	g.logBytes.Add(u.bytes)
 }
 
 // coverFlushed records that a flush started once issued was n covers the
@@ -78,7 +79,7 @@ func (g *crashGuard) coverFlushed(n int64) {
 	g.flushed.Store(n)
 	i := 0
 	for i < len(g.log) && g.log[i].seq <= n {
-		g.logBytes.Add(-g.log[i].size())
+		g.logBytes.Add(-g.log[i].bytes)
 		i++
 	}
 	g.log = slices.Delete(g.log, 0, i)

@@ -25,8 +25,7 @@ type stmts struct {
 	sessionExists                  string
 	changesLast, changesSince      string
 	changesAdd, changesPrune       string
-	changesSentinel, changesEpoch  string
-	epochNow                       string
+	changesSentinel, epochNow      string
 
 	sessionsLock, sessionsReap, sessionsAdd, sessionLock  string
 	sessionsBeat, sessionsMount, sessionsDel, sessionsAll string
@@ -77,7 +76,6 @@ func newStmts(schema string) *stmts {
 	// epoch (changes.go).
 	st.changesSince = q(`SELECT ver, session, keys, ranges FROM S.changes WHERE ver > $1 OR ver = 0 ORDER BY ver`)
 	st.changesSentinel = q(`INSERT INTO S.changes (ver, session, keys, ranges) VALUES (0, $1, '{}', '{}') ON CONFLICT DO NOTHING`)
-	st.changesEpoch = q(`SELECT session FROM S.changes WHERE ver = 0`)
 	st.epochNow = q(`SELECT coalesce((SELECT session FROM S.changes WHERE ver = 0), 0)`) // 0: emptied by a crash
 	// The crash guard (async.go): aborts unless the row of version 0
 	// holds epoch $1.
