@@ -39,17 +39,37 @@ func reconnect(t *testing.T, s meta.Store) {
 // test server's WAL writer waits 10 s): the store sends it again before
 // anything reads the volume without it (here: the first read after the
 // crash), and goes on. A store opened again (a new mount) finds it.
+//
+// The WAL writer still writes every WAL page a commit fills, so when the
+// second commit crosses into a new page the crash keeps the first and
+// loses only the second; when both commits fit in a page written before,
+// it loses neither, and the attempt is made again on a new schema.
 func testCrashLosesUnflushedCommits(t *testing.T, e *env) {
-	schema := e.schema()
-	s := e.openAt(t, schema)
-	fill(t, s, 10) // without sync
-	must(t, s.Sync())
-	must(t, commitOne(s, "unsynced", "x", false))
-	must(t, commitOne(s, "k00003", "overwritten", false))
-	e.srv.Crash(t)
-	reconnect(t, s)
-	if n := s.Replays(); n != 2 {
-		t.Fatalf("%d commits sent again after the crash; want the 2 it lost", n)
+	var (
+		schema string
+		s      *pgstore.Store
+	)
+	for attempt := 1; ; attempt++ {
+		schema = e.schema()
+		s = e.openAt(t, schema)
+		fill(t, s, 10) // without sync
+		must(t, s.Sync())
+		must(t, commitOne(s, "unsynced", "x", false))
+		must(t, commitOne(s, "k00003", "overwritten", false))
+		e.srv.Crash(t)
+		reconnect(t, s)
+		n := s.Replays()
+		if n > 2 {
+			t.Fatalf("%d commits sent again after the crash; it can have lost at most the 2 made since the sync", n)
+		}
+		if n > 0 {
+			t.Logf("attempt %d: the crash lost %d of the 2 commits; they were sent again", attempt, n)
+			break
+		}
+		if attempt == 5 {
+			t.Fatalf("in %d attempts, no crash lost a commit made without sync, or none was sent again", attempt)
+		}
+		t.Logf("attempt %d: the WAL writer had written both commits before the crash; again", attempt)
 	}
 	storetest.WantValue(t, s, "unsynced", "x")
 	storetest.WantValue(t, s, "k00003", "overwritten")
