@@ -22,7 +22,10 @@
 // references is written over in place by the transaction that commits
 // its new bytes (inplace.go), after a durable intent record for its
 // zone (intents.go); recovery takes the blocks of zones with intent
-// records as it finds them (inplace_recover.go). A stream's old extents,
+// records as it finds them (inplace_recover.go). Where the volume allows
+// it, such a block is not hashed on the write's path: its extent gets a
+// provisional name (its place and check) until the dedup pass hashes it
+// (provisional.go). A stream's old extents,
 // read to plan those writes, serve its transaction too while no commit
 // changed them where it read (extent_plan.go keeps recent changes by
 // range).
@@ -73,7 +76,8 @@
 // locations and bytes kept in memory), readahead.go, inorder.go,
 // hostcache.go, hints.go, owned.go, owned_dedup.go and owned_dedup_loop.go
 // (owned blocks and their dedup), inplace.go, intents.go, inplace_recover.go and
-// extent_plan.go (owned blocks written over in place),
+// extent_plan.go (owned blocks written over in place), provisional.go
+// (blocks written in place, named later),
 // extent_window_cache.go, extent_map.go and extent_map_pages.go,
 // dedupfilter.go and
 // created.go (dedup lookups), clonecopy.go (clones), usage.go (reference

@@ -61,6 +61,11 @@ type Config struct {
 	// where owned blocks are written and the store allows it
 	// (usesInPlace).
 	InPlace bool
+	// NameLater leaves a block written in place unhashed: its extent
+	// gets a provisional name (schema.ProvisionalName) that the dedup
+	// pass of owned blocks replaces with its hash (provisional.go). Only
+	// with InPlace.
+	NameLater bool
 	// ExtentMapBudget bounds the extent records that the extent maps of
 	// block exports hold in memory together (MapExtents); 0 means
 	// DefaultExtentMapBudget.
@@ -85,6 +90,7 @@ type Engine struct {
 	hints     bool      // extents carry location hints (hints.go)
 	owned     bool      // new blocks of fixed-size files are written owned (owned.go)
 	inPlace   bool      // owned blocks are overwritten in place (inplace.go)
+	nameLater bool      // blocks written in place are named later (provisional.go)
 	intents   intents   // where in-place writes may be in flight (intents.go)
 	// snapshotReaders counts online checks reading a metadata snapshot
 	// (HoldReclaim): no block is overwritten in place meanwhile.
@@ -203,6 +209,7 @@ func New(m meta.Store, b blob.Store, cfg Config, log *slog.Logger) (*Engine, err
 		}
 	}
 	e.inPlace = usesInPlace(cfg, b, e.owned, e.durableCommits)
+	e.nameLater = e.inPlace && cfg.NameLater
 	if cfg.ReclaimInterval <= 0 {
 		cfg.ReclaimInterval = 500 * time.Millisecond
 	}

@@ -34,7 +34,8 @@ func hashSpans(group []*Prepared) [][2]int {
 // still gives every core a span.
 const longSpanBytes = 256 << 10
 
-// hashSpan sets Zero, Hash and check of the chunks ps.
+// hashSpan sets Zero, Hash and check of the chunks ps; a chunk to be
+// named later gets its provisional name instead of its hash.
 func hashSpan(ps []*Prepared) {
 	// A span of blocks fits the arrays on the stack; a longer one grows them.
 	var dataArr [blockhash.Lanes][]byte
@@ -42,7 +43,12 @@ func hashSpan(ps []*Prepared) {
 	var sumsArr [blockhash.Lanes]schema.Hash
 	data, hashed := dataArr[:0], hashedArr[:0]
 	for _, p := range ps {
-		if p.Zero = isZero(p.data); !p.Zero {
+		switch p.Zero = isZero(p.data); {
+		case p.Zero:
+			p.provisional = false
+		case p.provisional:
+			p.nameProvisionally()
+		default:
 			data, hashed = append(data, p.data), append(hashed, p)
 		}
 	}

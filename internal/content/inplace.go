@@ -166,7 +166,7 @@ func (t *Tx) overwriteOwned(ino uint64, g []*Prepared, hits []Piece) ([]Piece, e
 		c.loc, c.comp, c.overwrote, c.keptExtent = c.inPlace.loc, schema.CompNone, true, true
 		t.keepOwnedFresh(c) // a later chunk with its bytes references it
 		took = append(took, c)
-		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
+		if c.newBytes() {
 			write = append(write, c)
 		}
 	}
@@ -225,6 +225,7 @@ func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 		}
 	}
 	if len(store) > 0 {
+		nameByContent(store) // stored elsewhere: a name of the planned place would lie
 		if err := t.e.storeNow(store); err != nil {
 			return err
 		}
@@ -236,7 +237,7 @@ func (t *Tx) placeInPlace(ino uint64, g []*Prepared) error {
 	// A block written again with the bytes it holds needs no write.
 	var write []*Prepared
 	for _, c := range over {
-		if c.Hash != c.inPlace.hash || c.check != c.inPlace.check {
+		if c.newBytes() {
 			write = append(write, c)
 		}
 	}

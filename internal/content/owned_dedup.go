@@ -24,6 +24,7 @@ import (
 
 // OwnedDedup is what a pass did.
 type OwnedDedup struct {
+	Named   int // owned extents given their hash first (provisional.go)
 	Owned   int // owned extents found
 	Shared  int // of them, made references to another copy
 	Skipped int // changed since the walk: left to the next pass
@@ -54,6 +55,13 @@ func (e *Engine) DedupOwned(ctx context.Context) (OwnedDedup, error) {
 func (e *Engine) dedupOwned(stop func() error) (OwnedDedup, error) {
 	var res OwnedDedup
 	before := e.ownedDedup.fresh.Load()
+	if e.cfg.NameLater {
+		named, err := e.nameOwned(stop)
+		res.Named, res.Skipped = named.Named, named.Skipped
+		if err != nil {
+			return res, err
+		}
+	}
 	e.statsMu.Lock()
 	owned := e.stats.OwnedBlocks
 	e.statsMu.Unlock()

@@ -38,6 +38,10 @@ type Prepared struct {
 	// by Tx.overwriteOwned, which set its extent over the old one.
 	inPlace                         *inPlaceTarget
 	deferred, overwrote, keptExtent bool
+	// provisional: Hash is a provisional name, inPlace's place and the
+	// check, not the BLAKE3 hash (provisional.go); only while the chunk
+	// is to go in place.
+	provisional bool
 	// plan: the old extents of the chunks' range, as PlanInPlace read
 	// them (extent_plan.go).
 	plan *extentPlan
@@ -169,6 +173,7 @@ func (e *Engine) storeLent(out []*Prepared, loan *Loan) error {
 			p.loc, p.comp, p.inline = first.loc, first.comp, first.inline
 		}
 	}
+	nameUndeferred(out)
 	e.counters.dedup.Add(dedup)
 	e.counters.zero.Add(zero)
 	return nil
@@ -204,6 +209,7 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 	// Deferred dedup asks the chunk table nothing before storing: Store
 	// asks once the write is under way (markMissing).
 	ask := !e.cfg.DeferDedup
+	e.nameInPlaceLater(group)
 	spans := hashSpans(group)
 	parallel(len(spans), func(s int) {
 		lo, hi := spans[s][0], spans[s][1]
@@ -212,7 +218,7 @@ func (e *Engine) hashGroup(group []*Prepared, seen map[schema.Hash]*Prepared) (t
 			return
 		}
 		for i := lo; i < hi; i++ {
-			if !group[i].Zero {
+			if !group[i].Zero && !group[i].provisional { // a provisional name has no record
 				// Beside the hashing, on every core: on a stream of fresh
 				// 4 KiB blocks the lookups cost as much as the hashing.
 				held[i], errs[i] = e.lookupOne(group[i])
@@ -361,7 +367,7 @@ func (e *Engine) deferInPlace(ps []*Prepared) []*Prepared {
 			continue
 		}
 		p.deferred = true
-		if p.Hash == tg.hash && p.check == tg.check {
+		if !p.provisional && p.Hash == tg.hash && p.check == tg.check {
 			continue // the same bytes: nothing to write
 		}
 		if len(offs) > 0 && tg.ino != ino {

@@ -266,6 +266,17 @@ func (v *verifier) check(l located, stored []byte) {
 		}
 		v.raw = raw
 	}
+	if seg, off, check, ok := l.h.Provisional(); ok {
+		// Named by its place and check until the dedup pass hashes it
+		// (docs/BLOCK.md, "Blocks written in place, named later").
+		switch {
+		case seg != l.c.Segment || off != l.c.Offset || !l.c.HasCheck || check != l.c.Check:
+			c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d: its provisional name names segment %d at %d", l.h[:8], l.c.Segment, l.c.Offset, seg, off)
+		case len(raw) != int(l.c.Raw) || schema.CheckSum(raw) != check:
+			c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d fails its check", l.h[:8], l.c.Segment, l.c.Offset)
+		}
+		return
+	}
 	switch {
 	case len(raw) != int(l.c.Raw):
 		c.damage(l.h, KindBadHash, "chunk %x in segment %d at %d holds %d bytes, its record says %d", l.h[:8], l.c.Segment, l.c.Offset, len(raw), l.c.Raw)

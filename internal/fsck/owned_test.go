@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/doppelfs/doppel/internal/blob"
@@ -120,4 +121,55 @@ func TestUnsettledBlocksNotDamage(t *testing.T) {
 		t.Fatalf("repair of a volume with an unsettled block: %d repairs, %d lost, after %v", len(rr.Repairs), len(rr.Lost), rr.After.Kinds())
 	}
 	e.checkData(before, nil, repairCase{})
+}
+
+// Blocks written over in place keep provisional names until the dedup
+// pass hashes them (docs/BLOCK.md, "Blocks written in place, named
+// later"): fsck verifies them by their check, also the record a copy of
+// one gets under its name, and finds their damage.
+func TestProvisionalNames(t *testing.T) {
+	e := newOwnedEnv(t)
+	if !e.v.Engine.WritesInPlace() {
+		t.Skip("this kind of volume writes no block in place")
+	}
+	fs := e.v.NS
+	h := testutil.Must(fs.Open(e.ino["/solo"], syscall.O_RDWR))
+	testutil.Must(fs.Write(h, 0, testutil.SeededBytes(5, 8192)))
+	testutil.Check(t, fs.Release(h))
+	src := testutil.Must(fs.Open(e.ino["/solo"], syscall.O_RDONLY))
+	a, dst := must2(fs.Create(caller, e.ino["/d"], "named-copy", 0o644, syscall.O_WRONLY))
+	e.ino["/d/named-copy"] = a.Ino
+	if n := testutil.Must(fs.CopyFileRange(src, 4096, dst, 0, 4096)); n != 4096 {
+		t.Fatalf("copied %d bytes", n)
+	}
+	testutil.Check(t, fs.Release(src))
+	testutil.Check(t, fs.Release(dst))
+	// Closed cleanly: no intent record is left, under which a block
+	// written in place may hold any bytes.
+	e.reopen()
+
+	var named []schema.Extent
+	for _, x := range e.extents("/solo") {
+		if x.Hash.IsProvisional() {
+			named = append(named, x.Extent)
+		}
+	}
+	if len(named) != 2 {
+		t.Fatalf("%d blocks of /solo have provisional names after two were written over in place", len(named))
+	}
+	if c := e.extents("/d/named-copy"); len(c) != 1 || c[0].Hash != named[1].Hash {
+		t.Fatalf("the copy of the second block: %+v, want a reference to %s", c, named[1].Hash.Short())
+	}
+	if r := e.check(true); len(r.Problems) != 0 {
+		t.Fatalf("%d problems with blocks named provisionally", len(r.Problems))
+	}
+
+	x := named[0]
+	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", x.Hint.Segment)), os.O_RDWR, 0))
+	b := make([]byte, 1)
+	testutil.Must(f.ReadAt(b, int64(x.Hint.Offset)+100))
+	b[0] ^= 0x20
+	testutil.Must(f.WriteAt(b, int64(x.Hint.Offset)+100))
+	testutil.Check(t, f.Close())
+	want(t, e.check(true), fsck.KindBadHash, "/solo")
 }

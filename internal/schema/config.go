@@ -34,7 +34,12 @@ type Config struct {
 //	4: owned blocks overwritten in place (docs/BLOCK.md): intent records
 //	   name where writes may have been in flight. A build that predates
 //	   them would call a block a crash left half written damaged.
-const FormatVersion = 4
+//	5: blocks written in place named later (docs/BLOCK.md, "Blocks
+//	   written in place, named later"): an extent or record may carry a
+//	   provisional name (ProvisionalName) instead of a BLAKE3 hash. A
+//	   build that predates them would take those blocks for damage, and
+//	   its fsck --repair would drop them.
+const FormatVersion = 5
 
 // FormatBase is the format of a volume that uses nothing newer.
 const FormatBase = 1
@@ -49,6 +54,10 @@ const FormatOwnedBlocks = 3
 // FormatInPlace is the first format whose owned blocks may be written
 // over in place.
 const FormatInPlace = 4
+
+// FormatNamedLater is the first format whose blocks written in place
+// may carry provisional names.
+const FormatNamedLater = 5
 
 // ErrNewerFormat is wrapped by the error for a volume written by a newer
 // doppel: nothing may read or repair it.

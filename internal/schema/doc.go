@@ -17,4 +17,8 @@
 //
 // Every record starts with a format byte so that the encoding can evolve;
 // decoders reject records they do not understand rather than guess.
+//
+// A chunk's name is its BLAKE3 hash, or, for a block written in place and
+// not hashed yet, a provisional name made of its place and check
+// (provisional.go).
 package schema

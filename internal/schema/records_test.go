@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -331,7 +332,7 @@ func TestConfigRejects(t *testing.T) {
 		{"wrong type", `{"format":"1"}`, true},
 		{"trailing garbage", `{"format":1}x`, true},
 		{"missing format", `{"uuid":"x"}`, false},
-		{"future format", `{"format":5}`, false},
+		{"future format", fmt.Sprintf(`{"format":%d}`, FormatVersion+1), false},
 		{"pack alignment before its format", `{"format":1,"pack_align":1}`, true},
 		{"pack alignment unknown", `{"format":2,"pack_align":512}`, true},
 		{"null", `null`, false},

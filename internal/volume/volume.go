@@ -50,7 +50,7 @@ func Init(dir string, opt InitOptions) error {
 	if opt.Data != "" {
 		return ErrDataNeedsMeta
 	}
-	cfg.Format = schema.FormatInPlace // segment files keep blocks where they were written
+	cfg.Format = schema.FormatNamedLater // segment files keep blocks where they were written
 	lock, err := createStoreDir(dir)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func InitOn(m meta.Store, opt InitOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg.Format = schema.FormatInPlace
+	cfg.Format = schema.FormatNamedLater
 	return initMeta(m, cfg)
 }
 
@@ -284,7 +284,7 @@ func (v *Volume) start(log *slog.Logger, nsOpt namespace.Options) error {
 	}
 	cfg := content.Config{Chunking: pol, Compression: v.Config.Compression, VerifyReads: true, Headroom: room,
 		DeferDedup: v.host.DeferDedup, OtherWriters: v.MultiHost, OwnedBlocks: v.Config.Format >= schema.FormatOwnedBlocks,
-		InPlace: v.Config.Format >= schema.FormatInPlace}
+		InPlace: v.Config.Format >= schema.FormatInPlace, NameLater: v.Config.Format >= schema.FormatNamedLater}
 	compact, err := compactFromEnv()
 	if err != nil {
 		return err
