@@ -15,6 +15,12 @@
 # has 2T to spend; what the machine leaves idle or waiting is time no
 # CPU work can explain).
 #
+# With BENCH_FILL=fio the first step is bench/nbd.sh's fio jobs instead
+# of the fresh copy (1 MiB sequential write and read at depth 16, then 4
+# KiB random writes and reads at depths 1 and 16 for BENCH_RUNTIME [15]
+# seconds each): the copy over data is then bench/nbd.sh's "copyin" row,
+# with the counts beside it; the "fresh copy" columns are fio's time.
+#
 # Environment: BENCH_REPS [2], BENCH_MIB [1024], BENCH_DIR
 # [/var/tmp/doppel-bench-nbdover] (needs 3 x BENCH_MIB free), BENCH_PORT
 # [10977], BENCH_PROFILE=DIR (DOPPEL_CPUPROFILE of each server, as
@@ -33,6 +39,7 @@ MIB=${BENCH_MIB:-1024}
 DIR=${BENCH_DIR:-/var/tmp/doppel-bench-nbdover}
 PORT=${BENCH_PORT:-10977}
 positive_ints "$REPS" "$MIB" "$PORT"
+[ "${BENCH_FILL:-}" != fio ] || command -v fio >/dev/null || die "fio is missing: run scripts/ensure-deps.sh --bench"
 for tool in nbdcopy nbdinfo; do
 	command -v "$tool" >/dev/null || die "$tool is missing: run scripts/ensure-deps.sh --bench"
 done
@@ -65,6 +72,20 @@ trap stop_server EXIT
 
 # iowait_cpu: the machine's CPU seconds waiting for I/O so far.
 iowait_cpu() { awk '/^cpu /{ printf "%.2f", $6/100 }' /proc/stat; }
+
+# fio_fill: bench/nbd.sh's fio jobs against the export; prints "SECONDS
+# SERVER_CPU 0 0" as copy_run does.
+fio_fill() {
+	local t0 t1 c0 c1 job
+	c0=$(proc_cpu "$SERVER_PID") t0=$(date +%s%N)
+	for job in "write 1M 16 0" "read 1M 16 0" "randwrite 4k 1 1" "randwrite 4k 16 1" "randread 4k 1 1" "randread 4k 16 1"; do
+		set -- $job
+		fio --name=job --ioengine=nbd --uri="nbd://127.0.0.1:$PORT/disk" --rw="$1" --bs="$2" --iodepth="$3" \
+			--size="${MIB}M" --time_based="$4" --runtime="${BENCH_RUNTIME:-15}" --end_fsync=1 --randrepeat=0 >>"$LOGF" 2>&1
+	done
+	t1=$(date +%s%N) c1=$(proc_cpu "$SERVER_PID")
+	printf '%s %s 0 0\n' "$(secs "$t0" "$t1")" "$(sub "$c0" "$c1")"
+}
 
 # copy_run IMAGE: prints "SECONDS SERVER_CPU BUSY_CPU IOWAIT_CPU" of one
 # nbdcopy into the export.
@@ -103,7 +124,11 @@ for rep in $(seq "$REPS"); do
 	for i in "${!SERVERS[@]}"; do
 		server=${SERVERS[$i]}
 		start_server "$server" "$rep" "$i"
-		read -r fs fc _ _ < <(copy_run "$A")
+		if [ "${BENCH_FILL:-}" = fio ]; then
+			read -r fs fc _ _ < <(fio_fill)
+		else
+			read -r fs fc _ _ < <(copy_run "$A")
+		fi
 		read -r os oc ob ow < <(copy_run "$B")
 		stop_server
 		log "repetition $rep, $server: fresh $fs s (server CPU $fc s), over $os s (server CPU $oc s, machine busy $ob s, iowait $ow s)"

@@ -36,6 +36,16 @@ func (e *env) ownedExtent(p string) schema.Extent {
 	return schema.Extent{}
 }
 
+// damageBlock flips a bit of the block at owned extent x's place.
+func (e *env) damageBlock(x schema.Extent) {
+	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", x.Hint.Segment)), os.O_RDWR, 0))
+	b := make([]byte, 1)
+	testutil.Must(f.ReadAt(b, int64(x.Hint.Offset)+100))
+	b[0] ^= 0x20
+	testutil.Must(f.WriteAt(b, int64(x.Hint.Offset)+100))
+	testutil.Check(e.t, f.Close())
+}
+
 func TestOwnedBlocksClean(t *testing.T) {
 	e := newOwnedEnv(t)
 	r := e.check(true)
@@ -52,13 +62,7 @@ func TestOwnedBlockDamageRepaired(t *testing.T) {
 	e := newOwnedEnv(t)
 	e.segmentFiles()
 	before := e.contents()
-	x := e.ownedExtent("/solo")
-	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", x.Hint.Segment)), os.O_RDWR, 0))
-	b := make([]byte, 1)
-	testutil.Must(f.ReadAt(b, int64(x.Hint.Offset)+100))
-	b[0] ^= 0x20
-	testutil.Must(f.WriteAt(b, int64(x.Hint.Offset)+100))
-	testutil.Check(t, f.Close())
+	e.damageBlock(e.ownedExtent("/solo"))
 	want(t, e.check(true), fsck.KindBadHash, "/solo")
 
 	rr := e.repair(true)
@@ -164,12 +168,6 @@ func TestProvisionalNames(t *testing.T) {
 		t.Fatalf("%d problems with blocks named provisionally", len(r.Problems))
 	}
 
-	x := named[0]
-	f := testutil.Must(os.OpenFile(filepath.Join(e.dir, "chunks", fmt.Sprintf("seg-%08x", x.Hint.Segment)), os.O_RDWR, 0))
-	b := make([]byte, 1)
-	testutil.Must(f.ReadAt(b, int64(x.Hint.Offset)+100))
-	b[0] ^= 0x20
-	testutil.Must(f.WriteAt(b, int64(x.Hint.Offset)+100))
-	testutil.Check(t, f.Close())
+	e.damageBlock(named[0])
 	want(t, e.check(true), fsck.KindBadHash, "/solo")
 }
