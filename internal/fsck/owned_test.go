@@ -132,7 +132,7 @@ func TestUnsettledBlocksNotDamage(t *testing.T) {
 // later"): fsck verifies them by their check, also the record a copy of
 // one gets under its name, and finds their damage.
 func TestProvisionalNames(t *testing.T) {
-	e := newOwnedEnv(t)
+	e := newEnv(t, volume.InitOptions{Chunking: "fixed:4K", NameLater: true})
 	if !e.v.Engine.WritesInPlace() {
 		t.Skip("this kind of volume writes no block in place")
 	}

@@ -22,7 +22,11 @@ import (
 
 // InitOptions are fixed when a volume is created.
 type InitOptions struct {
-	Chunking    string // chunker policy; empty means the default
+	Chunking string // chunker policy; empty means the default
+	// NameLater makes an embedded volume of format 5, whose blocks
+	// written in place are named later (docs/BLOCK.md); not the default
+	// yet.
+	NameLater   bool
 	Compression string // off, zstd, auto; empty means off
 	// Meta, when set, makes a shared volume: a PostgreSQL URL (password
 	// allowed; it is not written down) whose database gets the volume's
@@ -50,7 +54,13 @@ func Init(dir string, opt InitOptions) error {
 	if opt.Data != "" {
 		return ErrDataNeedsMeta
 	}
-	cfg.Format = schema.FormatNamedLater // segment files keep blocks where they were written
+	// Not FormatNamedLater yet: TestPowerLossInPlace failed once under
+	// -race with it (a trim answered EIO), not understood yet
+	// (docs/BLOCK.md, "Blocks written in place, named later").
+	cfg.Format = schema.FormatInPlace // segment files keep blocks where they were written
+	if opt.NameLater {
+		cfg.Format = schema.FormatNamedLater
+	}
 	lock, err := createStoreDir(dir)
 	if err != nil {
 		return err
@@ -95,7 +105,10 @@ func InitOn(m meta.Store, opt InitOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg.Format = schema.FormatNamedLater
+	cfg.Format = schema.FormatInPlace // as Init: not FormatNamedLater yet
+	if opt.NameLater {
+		cfg.Format = schema.FormatNamedLater
+	}
 	return initMeta(m, cfg)
 }
 
