@@ -56,9 +56,8 @@ func (e *Engine) dedupOwned(stop func() error) (OwnedDedup, error) {
 	var res OwnedDedup
 	before := e.ownedDedup.fresh.Load()
 	if e.cfg.NameLater {
-		named, err := e.nameOwned(stop)
-		res.Named, res.Skipped = named.Named, named.Skipped
-		if err != nil {
+		var err error
+		if res.Named, res.Skipped, err = e.nameOwned(stop); err != nil {
 			return res, err
 		}
 	}

@@ -47,7 +47,7 @@ func (e *Engine) nameInPlaceLater(group []*Prepared) {
 		return
 	}
 	for _, p := range group {
-		p.provisional = p.inPlace != nil && p.ownable && p.Len == blob.Align && len(p.data) == blob.Align
+		p.provisional = p.inPlace != nil && p.ownable && p.Len == blob.Align
 	}
 }
 
@@ -103,20 +103,15 @@ const nameBatch = 1024
 // in a segment are read together.
 const nameRun = 1 << 20
 
-// Named is what nameOwned did.
-type Named struct {
-	Named   int // owned extents given their hash
-	Skipped int // changed since the walk, failing their check, or copied: left as they are
-}
-
 // nameOwned gives every owned extent with a provisional name its hash: it
 // reads the block, checks it, hashes it and, in a transaction, sets the
 // extent's hash if the extent is still as it read it and no record names
-// it. It ends early with stop's error.
-func (e *Engine) nameOwned(stop func() error) (Named, error) {
-	var res Named
+// it. It returns how many it named and how many it left (changed since
+// the walk, failing their check, or copied), and ends early with stop's
+// error.
+func (e *Engine) nameOwned(stop func() error) (named, skipped int, err error) {
 	var all []ownedExtent
-	err := eachOwnedExtent(e.meta, func(k []byte, x schema.Extent, derr error) error {
+	err = eachOwnedExtent(e.meta, func(k []byte, x schema.Extent, derr error) error {
 		if len(all)%4096 == 0 {
 			if err := stop(); err != nil {
 				return err
@@ -130,7 +125,7 @@ func (e *Engine) nameOwned(stop func() error) (Named, error) {
 		return nil
 	})
 	if err != nil || len(all) == 0 {
-		return res, err
+		return 0, 0, err
 	}
 	// In place order, so that blocks side by side are read together.
 	slices.SortFunc(all, func(a, b ownedExtent) int {
@@ -139,18 +134,17 @@ func (e *Engine) nameOwned(stop func() error) (Named, error) {
 	buf := make([]byte, nameRun)
 	for len(all) > 0 {
 		if err := stop(); err != nil {
-			return res, err
+			return named, skipped, err
 		}
 		n := min(len(all), nameBatch)
-		named, skipped, err := e.nameBlocks(all[:n], buf)
-		res.Named += named
-		res.Skipped += skipped
+		nn, ns, err := e.nameBlocks(all[:n], buf)
+		named, skipped = named+nn, skipped+ns
 		if err != nil {
-			return res, err
+			return named, skipped, err
 		}
 		all = all[n:]
 	}
-	return res, nil
+	return named, skipped, nil
 }
 
 // nameBlocks is nameOwned for a batch of owned extents in place order.
